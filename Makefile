@@ -1,0 +1,49 @@
+# pkchangelog: PGXS build plus the project's own test, demo and bench drivers.
+#
+#   make            build pkchangelog.so (warnings are errors)
+#   make install    install into the PostgreSQL found by $(PG_CONFIG)
+#   make test       install packages if needed, build, install, run every test
+#   make demo       run test/demo/*.sql on a throwaway cluster
+#   make bench      print pkmerge figures beside heap (not a pass/fail test)
+
+EXTENSION = pkchangelog
+MODULE_big = pkchangelog
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+DATA = sql/pkchangelog--0.1.sql
+PGFILEDESC = "pkchangelog - merge-tree primary-key tables with complete changelogs"
+
+PG_CONFIG ?= pg_config
+# JIT bitcode is not needed and doubles build time
+override with_llvm = no
+PG_CPPFLAGS = -I$(srcdir)/src
+PG_CFLAGS = -Wall -Werror -Wmissing-prototypes -Wpointer-arith -Wendif-labels
+SHLIB_LINK = -lzstd
+
+# pg_regress/isolation/TAP are driven by test/run-tests.sh, not PGXS's
+# installcheck: the tests need temporary instances with the library
+# preloaded, run as an unprivileged user.
+NO_INSTALLCHECK = 1
+
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+ifeq ($(PGXS),)
+# Without pg_config nothing can be built; "make test" and "make demo" first
+# install the packages that provide it.
+all install:
+	@echo "pg_config not found: run 'make test' as root (installs postgresql-server-dev-15) or set PG_CONFIG" >&2; exit 1
+else
+include $(PGXS)
+endif
+
+.PHONY: test demo bench deps
+
+deps:
+	@bash test/setup-deps.sh
+
+test: deps
+	@PG_CONFIG="$(PG_CONFIG)" bash test/run-tests.sh
+
+demo: deps
+	@PG_CONFIG="$(PG_CONFIG)" bash test/demo.sh
+
+bench: deps
+	@PG_CONFIG="$(PG_CONFIG)" bash test/bench.sh

@@ -1,0 +1,52 @@
+# Sourced by the test, demo and bench drivers: locates PostgreSQL 15,
+# builds and installs the extension, and prepares a scratch directory that
+# the unprivileged user running the servers can write.
+#
+# After "pk_setup NAME": $bindir, $pgxs, $work (scratch copy of sql/,
+# expected/ and test/), and "run_as CMD..." running CMD as that user.
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PG_CONFIG=${PG_CONFIG:-pg_config}
+
+pk_die() { echo "$*" >&2; exit 1; }
+
+run_as()
+{
+	if [ "$(id -u)" -eq 0 ]; then
+		# initdb and postgres refuse root: run as the postgres account
+		runuser -u postgres -- env PATH="$bindir:$PATH" "$@"
+	else
+		env PATH="$bindir:$PATH" "$@"
+	fi
+}
+
+pk_setup()
+{
+	command -v "$PG_CONFIG" >/dev/null || pk_die "pg_config not found (set PG_CONFIG)"
+	bindir=$("$PG_CONFIG" --bindir)
+	pgxs=$(cd "$(dirname "$("$PG_CONFIG" --pgxs)")/../.." && pwd)
+	case "$("$PG_CONFIG" --version)" in
+		"PostgreSQL 15."*) ;;
+		*) pk_die "pkchangelog needs PostgreSQL 15; $PG_CONFIG is $("$PG_CONFIG" --version)";;
+	esac
+
+	local log
+	log=$(mktemp)
+	if ! make -C "$top" -s PG_CONFIG="$PG_CONFIG" all >"$log" 2>&1; then
+		cat "$log"; rm -f "$log"; pk_die "build failed"
+	fi
+	if grep -qi "warning" "$log"; then
+		cat "$log"; rm -f "$log"; pk_die "build printed warnings"
+	fi
+	if ! make -C "$top" -s PG_CONFIG="$PG_CONFIG" install >"$log" 2>&1; then
+		cat "$log"; rm -f "$log"; pk_die "install failed (run as root, or own $("$PG_CONFIG" --pkglibdir))"
+	fi
+	rm -f "$log"
+
+	work=$(mktemp -d "/tmp/pkchangelog-$1.XXXXXX")
+	cp -r "$top/sql" "$top/expected" "$top/test" "$work/"
+	if [ "$(id -u)" -eq 0 ]; then
+		id postgres >/dev/null 2>&1 || pk_die "no 'postgres' account to run the servers as"
+		chown -R postgres: "$work"
+	fi
+}

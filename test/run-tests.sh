@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# make test: builds and installs pkchangelog, then runs every pg_regress
+# suite (test/schedule), every isolation spec (test/isolation/specs) and
+# every TAP test (test/t/*.pl) against temporary instances with the library
+# preloaded.  Prints the diffs of failures and one summary line
+# "N passed, N failed"; exits non-zero on any failure.
+set -uo pipefail
+. "$(dirname "$0")/common.sh"
+pk_setup test
+
+passed=0
+failed=0
+port_base=$((54000 + RANDOM % 2000))
+
+# Every sql/*.sql except the extension script must be scheduled: a test file
+# that is not run would be a silent skip.
+for f in "$top"/sql/*.sql; do
+	t=$(basename "$f" .sql)
+	case "$t" in pkchangelog--*) continue;; esac
+	grep -qx "test: $t" "$top/test/schedule" || pk_die "sql/$t.sql is not in test/schedule"
+done
+
+count_regress()
+{
+	# pg_regress prints one line per test: "test NAME ... ok" / "... FAILED"
+	local out=$1
+	passed=$((passed + $(grep -cE '\.\.\. +ok' "$out")))
+	failed=$((failed + $(grep -cE '\.\.\. +FAILED|failed \(ignored\)' "$out")))
+}
+
+echo "== pg_regress"
+out=$work/regress.out
+run_as "$pgxs/src/test/regress/pg_regress" \
+	--bindir="$bindir" --port=$port_base \
+	--temp-instance="$work/tmp_regress" --temp-config="$work/test/pg_test.conf" \
+	--inputdir="$work" --outputdir="$work/regress" \
+	--dbname=contrib_regression --load-extension=pkchangelog \
+	--schedule="$work/test/schedule" >"$out" 2>&1
+rc=$?
+cat "$out"
+count_regress "$out"
+if [ $rc -ne 0 ]; then
+	[ -f "$work/regress/regression.diffs" ] && cat "$work/regress/regression.diffs"
+	grep -qE '\.\.\. +FAILED' "$out" || failed=$((failed + 1))
+fi
+
+specs=$(cd "$work/test/isolation/specs" && ls *.spec 2>/dev/null | sed 's/\.spec$//')
+if [ -n "$specs" ]; then
+	echo "== isolation"
+	out=$work/isolation.out
+	# shellcheck disable=SC2086
+	run_as "$pgxs/src/test/isolation/pg_isolation_regress" \
+		--bindir="$bindir" --port=$((port_base + 1)) \
+		--temp-instance="$work/tmp_isolation" --temp-config="$work/test/pg_test.conf" \
+		--inputdir="$work/test/isolation" --outputdir="$work/isolation" \
+		--dbname=isolation_regression --load-extension=pkchangelog \
+		$specs >"$out" 2>&1
+	rc=$?
+	cat "$out"
+	count_regress "$out"
+	if [ $rc -ne 0 ]; then
+		[ -f "$work/isolation/regression.diffs" ] && cat "$work/isolation/regression.diffs"
+		grep -qE '\.\.\. +FAILED' "$out" || failed=$((failed + 1))
+	fi
+fi
+
+echo "== TAP"
+for t in "$work"/test/t/*.pl; do
+	[ -e "$t" ] || continue
+	name=$(basename "$t")
+	tdir=$work/tap/${name%.pl}
+	run_as mkdir -p "$tdir"
+	if (cd "$work/test" && run_as env \
+			PERL5LIB="$pgxs/src/test/perl:$work/test/t" \
+			PG_REGRESS="$pgxs/src/test/regress/pg_regress" \
+			TESTDIR="$tdir" TEMP_CONFIG="$work/test/pg_test.conf" \
+			PG_TEST_NOCLEAN= \
+			prove "t/$name"); then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+		for f in "$tdir"/tmp_check/log/*; do
+			[ -f "$f" ] || continue
+			echo "---- $f (last 40 lines)"; tail -n 40 "$f"
+		done
+	fi
+done
+
+echo
+if [ "$failed" -eq 0 ]; then
+	rm -rf "$work"
+else
+	echo "outputs kept in $work (results in $work/regress/results)"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
