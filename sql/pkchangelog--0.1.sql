@@ -21,3 +21,179 @@ BEGIN
 			pkchangelog.library_version();
 	END IF;
 END $$;
+
+-- ---------------------------------------------------------------------------
+-- Catalog.  Plain heap tables, so that the visibility of runs and snapshots
+-- *is* PostgreSQL MVCC.  The C code reads and writes them directly; the
+-- column order is fixed by the Anum_* constants in src/catalog.h.
+-- ---------------------------------------------------------------------------
+
+-- One row per pkmerge table: the counters its commits advance.  Updated only
+-- under the table's commit lock.
+CREATE TABLE pkchangelog.tables (
+	relid oid PRIMARY KEY,
+	last_snapshot_id bigint NOT NULL DEFAULT 0,	-- ids are dense from 1
+	last_seq bigint NOT NULL DEFAULT 0,			-- sequence numbers of rows
+	next_row bigint NOT NULL DEFAULT 0,			-- row numbers (TIDs) of runs
+	total_record_count bigint NOT NULL DEFAULT 0	-- records in live data runs
+);
+
+-- One row per table snapshot (one per committing transaction).
+CREATE TABLE pkchangelog.snapshots (
+	relid oid NOT NULL,
+	snapshot_id bigint NOT NULL,
+	commit_kind text NOT NULL CHECK (commit_kind IN ('APPEND', 'COMPACT', 'OVERWRITE')),
+	commit_time timestamptz NOT NULL,
+	commit_user name NOT NULL,
+	commit_xid xid8 NOT NULL,
+	total_record_count bigint NOT NULL,
+	delta_record_count bigint NOT NULL,
+	changelog_record_count bigint NOT NULL,
+	PRIMARY KEY (relid, snapshot_id)
+);
+
+-- One row per live run.  A run is blocks [start_block, start_block + nblocks)
+-- of the relation's main fork (relfilenode, so that a TRUNCATE's new storage
+-- is told apart) and row numbers [row_base, row_base + record_count).
+CREATE TABLE pkchangelog.runs (
+	relid oid NOT NULL,
+	run_id bigint NOT NULL,
+	relfilenode oid NOT NULL,
+	level int NOT NULL,
+	kind text NOT NULL CHECK (kind IN ('data', 'changelog')),
+	start_block bigint NOT NULL,
+	nblocks int NOT NULL,
+	record_count bigint NOT NULL,
+	size_bytes bigint NOT NULL,
+	row_base bigint NOT NULL,
+	min_seq bigint NOT NULL,
+	max_seq bigint NOT NULL,
+	index_offset bigint NOT NULL,	-- byte offsets in the run's stream
+	bloom_offset bigint NOT NULL,
+	created_snapshot bigint NOT NULL,
+	min_key text,
+	max_key text,
+	PRIMARY KEY (relid, run_id)
+);
+
+CREATE SEQUENCE pkchangelog.run_id_seq;
+
+-- ---------------------------------------------------------------------------
+-- Access methods
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION pkmerge_tableam_handler(internal) RETURNS table_am_handler
+	AS 'MODULE_PATHNAME' LANGUAGE C;
+CREATE ACCESS METHOD pkmerge TYPE TABLE HANDLER pkmerge_tableam_handler;
+COMMENT ON ACCESS METHOD pkmerge IS 'primary-key rows in merge-tree sorted runs';
+
+CREATE FUNCTION pkmerge_key_handler(internal) RETURNS index_am_handler
+	AS 'MODULE_PATHNAME' LANGUAGE C;
+CREATE ACCESS METHOD pkmerge_key TYPE INDEX HANDLER pkmerge_key_handler;
+COMMENT ON ACCESS METHOD pkmerge_key IS 'virtual primary-key index of a pkmerge table';
+
+-- pkmerge_key orders keys exactly as btree does, so its operator classes are
+-- btree's default ones, copied: same families, same operators and strategy
+-- numbers (1 <, 2 <=, 3 =, 4 >=, 5 >, cross-type members included), and the
+-- comparison function as support 1.
+DO $$
+DECLARE
+	fam record;
+	opc record;
+	m record;
+	items text;
+BEGIN
+	FOR fam IN
+		SELECT f.oid, f.opfname, n.nspname
+		FROM pg_opfamily f JOIN pg_namespace n ON n.oid = f.opfnamespace
+		WHERE f.opfmethod = (SELECT oid FROM pg_am WHERE amname = 'btree')
+		  AND EXISTS (SELECT 1 FROM pg_opclass c
+					  WHERE c.opcfamily = f.oid AND c.opcdefault)
+	LOOP
+		EXECUTE format('CREATE OPERATOR FAMILY %I USING pkmerge_key', fam.opfname);
+		FOR opc IN
+			SELECT c.opcname, c.opcintype
+			FROM pg_opclass c
+			WHERE c.opcfamily = fam.oid AND c.opcdefault
+		LOOP
+			SELECT string_agg(format('OPERATOR %s %s (%s, %s)', o.amopstrategy,
+									 (SELECT format('%I.%s', opn.nspname, op.oprname) FROM pg_operator op JOIN pg_namespace opn ON opn.oid = op.oprnamespace WHERE op.oid = o.amopopr),
+									 o.amoplefttype::regtype, o.amoprighttype::regtype),
+							  ', ' ORDER BY o.amopstrategy)
+				|| ', ' ||
+				   (SELECT string_agg(format('FUNCTION 1 %s', p.amproc::regprocedure), ', ')
+					FROM pg_amproc p
+					WHERE p.amprocfamily = fam.oid AND p.amprocnum = 1
+					  AND p.amproclefttype = opc.opcintype
+					  AND p.amprocrighttype = opc.opcintype)
+			INTO items
+			FROM pg_amop o
+			WHERE o.amopfamily = fam.oid
+			  AND o.amoplefttype = opc.opcintype AND o.amoprighttype = opc.opcintype;
+			EXECUTE format('CREATE OPERATOR CLASS %I DEFAULT FOR TYPE %s USING pkmerge_key FAMILY %I AS %s',
+						   opc.opcname, opc.opcintype::regtype, fam.opfname, items);
+		END LOOP;
+		-- cross-type members, so that "bigint_col = 42" (int8 = int4) can use the index
+		FOR m IN
+			SELECT o.amopstrategy, o.amopopr, o.amoplefttype, o.amoprighttype
+			FROM pg_amop o
+			WHERE o.amopfamily = fam.oid AND o.amoplefttype <> o.amoprighttype
+		LOOP
+			EXECUTE format('ALTER OPERATOR FAMILY %I USING pkmerge_key ADD OPERATOR %s %s (%s, %s)',
+						   fam.opfname, m.amopstrategy, (SELECT format('%I.%s', opn.nspname, op.oprname) FROM pg_operator op JOIN pg_namespace opn ON opn.oid = op.oprnamespace WHERE op.oid = m.amopopr),
+						   m.amoplefttype::regtype, m.amoprighttype::regtype);
+		END LOOP;
+		FOR m IN
+			SELECT p.amproc, p.amproclefttype, p.amprocrighttype
+			FROM pg_amproc p
+			WHERE p.amprocfamily = fam.oid AND p.amprocnum = 1
+			  AND p.amproclefttype <> p.amprocrighttype
+		LOOP
+			EXECUTE format('ALTER OPERATOR FAMILY %I USING pkmerge_key ADD FUNCTION 1 (%s, %s) %s',
+						   fam.opfname, m.amproclefttype::regtype, m.amprocrighttype::regtype,
+						   m.amproc::regprocedure);
+		END LOOP;
+	END LOOP;
+END $$;
+
+-- ---------------------------------------------------------------------------
+-- SQL surface (DESIGN §8)
+-- ---------------------------------------------------------------------------
+
+GRANT SELECT ON ALL TABLES IN SCHEMA pkchangelog TO PUBLIC;
+
+CREATE FUNCTION pkchangelog.pkmerge_relid(rel regclass) RETURNS oid
+	AS 'MODULE_PATHNAME', 'pk_pkmerge_relid' LANGUAGE C STRICT STABLE;
+
+CREATE FUNCTION pk_options(rel regclass, OUT key text, OUT value text)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'pk_options' LANGUAGE C STRICT STABLE;
+
+CREATE FUNCTION pk_snapshots(rel regclass,
+	OUT snapshot_id bigint, OUT commit_kind text, OUT commit_time timestamptz,
+	OUT commit_user name, OUT commit_xid xid8, OUT total_record_count bigint,
+	OUT delta_record_count bigint, OUT changelog_record_count bigint)
+	RETURNS SETOF record LANGUAGE sql STABLE STRICT
+AS $$
+	WITH t AS MATERIALIZED (SELECT pkchangelog.pkmerge_relid(rel) AS relid)
+	SELECT s.snapshot_id, s.commit_kind, s.commit_time, s.commit_user, s.commit_xid,
+		   s.total_record_count, s.delta_record_count, s.changelog_record_count
+	FROM pkchangelog.snapshots s JOIN t ON s.relid = t.relid
+	ORDER BY s.snapshot_id
+$$;
+
+CREATE FUNCTION pk_runs(rel regclass,
+	OUT run_id bigint, OUT level int, OUT kind text, OUT record_count bigint,
+	OUT size_bytes bigint, OUT min_key text, OUT max_key text,
+	OUT created_snapshot bigint)
+	RETURNS SETOF record LANGUAGE sql STABLE STRICT
+AS $$
+	WITH t AS MATERIALIZED (SELECT pkchangelog.pkmerge_relid(rel) AS relid)
+	SELECT r.run_id, r.level, r.kind, r.record_count, r.size_bytes, r.min_key,
+		   r.max_key, r.created_snapshot
+	FROM pkchangelog.runs r JOIN t ON r.relid = t.relid
+	ORDER BY r.level, r.run_id
+$$;
+
+CREATE FUNCTION pk_write(rel regclass, rowkind text, r anyelement) RETURNS void
+	AS 'MODULE_PATHNAME', 'pk_write' LANGUAGE C VOLATILE;

@@ -15,7 +15,10 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
+#include "commit.h"
+#include "ddl.h"
 #include "pkchangelog.h"
+#include "pktable.h"
 
 PG_MODULE_MAGIC;
 
@@ -41,6 +44,10 @@ _PG_init(void)
 				 errhint("Add 'pkchangelog' to shared_preload_libraries in postgresql.conf and restart the server.")));
 
 	pk_guc_init();
+	pktable_init();
+	commit_init();
+	ddl_init();
+	onconflict_init();
 }
 
 /*

@@ -1,0 +1,398 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.c
+ *	  Reads and writes the extension's catalog tables (pkchangelog.tables,
+ *	  .snapshots, .runs) with direct heap and index access, and takes the
+ *	  per-table locks that order their changes.
+ *
+ * Column numbers follow the CREATE TABLE statements of the extension
+ * script.  Runs and snapshots are read with the caller's MVCC snapshot, so
+ * what a reader sees of them is exactly what PostgreSQL's visibility rules
+ * say; the per-table counters are read with the latest snapshot under the
+ * commit lock.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/transam.h"
+#include "access/xact.h"
+#include "catalog/indexing.h"
+#include "catalog/namespace.h"
+#include "commands/sequence.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "storage/procarray.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/xid8.h"
+
+#include "catalog.h"
+
+/* pkchangelog.tables */
+#define Natts_tables 5
+#define Anum_tables_relid 1
+#define Anum_tables_last_snapshot_id 2
+#define Anum_tables_last_seq 3
+#define Anum_tables_next_row 4
+#define Anum_tables_total_record_count 5
+
+/* pkchangelog.snapshots */
+#define Natts_snapshots 9
+
+/* pkchangelog.runs */
+#define Natts_runs 17
+#define Anum_runs_relid 1
+#define Anum_runs_run_id 2
+#define Anum_runs_relfilenode 3
+#define Anum_runs_level 4
+#define Anum_runs_kind 5
+#define Anum_runs_start_block 6
+#define Anum_runs_nblocks 7
+#define Anum_runs_record_count 8
+#define Anum_runs_size_bytes 9
+#define Anum_runs_row_base 10
+#define Anum_runs_min_seq 11
+#define Anum_runs_max_seq 12
+#define Anum_runs_index_offset 13
+#define Anum_runs_bloom_offset 14
+#define Anum_runs_created_snapshot 15
+#define Anum_runs_min_key 16
+#define Anum_runs_max_key 17
+
+static Oid
+cat_oid(const char *relname, bool missing_ok)
+{
+	Oid			nsp = get_namespace_oid("pkchangelog", missing_ok);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid(relname, nsp) : InvalidOid;
+
+	if (!OidIsValid(relid) && !missing_ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("pkchangelog catalog table \"%s\" does not exist", relname),
+				 errhint("Run CREATE EXTENSION pkchangelog in this database.")));
+	return relid;
+}
+
+/* every catalog table's primary key index is named <table>_pkey */
+static Oid
+cat_index_oid(const char *relname)
+{
+	return cat_oid(psprintf("%s_pkey", relname), false);
+}
+
+/* scan the rows of one table (relid = first key column) */
+static SysScanDesc
+cat_scan(Relation crel, const char *relname, Oid relid, Snapshot snapshot)
+{
+	ScanKeyData key;
+
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	return systable_beginscan(crel, cat_index_oid(relname), true, snapshot, 1, &key);
+}
+
+/*
+ * Lock held from a table's commit until transaction end: snapshot ids,
+ * sequence numbers, the lookup producer and conflict checks all see the
+ * previous commit complete.  A heavyweight lock, so the deadlock detector
+ * sees it.
+ */
+void
+cat_commit_lock(Oid relid)
+{
+	LockDatabaseObject(cat_oid("tables", false), relid, 0, ExclusiveLock);
+}
+
+/*
+ * Serializes block allocation in a table's file with the insertion of the
+ * run row that reserves the blocks; held to transaction end, as the row
+ * is only seen by other allocators once it exists.
+ */
+void
+cat_space_lock(Oid relid)
+{
+	LockDatabaseObject(cat_oid("runs", false), relid, 0, ExclusiveLock);
+}
+
+static HeapTuple
+table_state_tuple(Relation crel, Oid relid)
+{
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	/* latest snapshot: the commit lock makes the latest committed row final */
+	scan = cat_scan(crel, "tables", relid, GetLatestSnapshot());
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+		tup = heap_copytuple(tup);
+	systable_endscan(scan);
+	return tup;
+}
+
+/*
+ * The counters of a table, creating its row on first use.  Caller holds the
+ * commit lock.
+ */
+TableState
+cat_table_state(Oid relid)
+{
+	Relation	crel = table_open(cat_oid("tables", false), RowExclusiveLock);
+	HeapTuple	tup = table_state_tuple(crel, relid);
+	TableState	st = {0};
+
+	if (HeapTupleIsValid(tup))
+	{
+		Datum		values[Natts_tables];
+		bool		nulls[Natts_tables];
+
+		heap_deform_tuple(tup, RelationGetDescr(crel), values, nulls);
+		st.last_snapshot_id = DatumGetInt64(values[Anum_tables_last_snapshot_id - 1]);
+		st.last_seq = DatumGetInt64(values[Anum_tables_last_seq - 1]);
+		st.next_row = DatumGetInt64(values[Anum_tables_next_row - 1]);
+		st.total_record_count = DatumGetInt64(values[Anum_tables_total_record_count - 1]);
+	}
+	else
+	{
+		Datum		values[Natts_tables] = {0};
+		bool		nulls[Natts_tables] = {0};
+
+		values[0] = ObjectIdGetDatum(relid);
+		tup = heap_form_tuple(RelationGetDescr(crel), values, nulls);
+		CatalogTupleInsert(crel, tup);
+		CommandCounterIncrement();
+	}
+	table_close(crel, RowExclusiveLock);
+	return st;
+}
+
+void
+cat_table_state_update(Oid relid, const TableState *st)
+{
+	Relation	crel = table_open(cat_oid("tables", false), RowExclusiveLock);
+	HeapTuple	tup = table_state_tuple(crel, relid);
+	Datum		values[Natts_tables];
+	bool		nulls[Natts_tables] = {0};
+	HeapTuple	newtup;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "pkchangelog.tables has no row for relation %u", relid);
+	values[0] = ObjectIdGetDatum(relid);
+	values[Anum_tables_last_snapshot_id - 1] = Int64GetDatum(st->last_snapshot_id);
+	values[Anum_tables_last_seq - 1] = Int64GetDatum(st->last_seq);
+	values[Anum_tables_next_row - 1] = Int64GetDatum(st->next_row);
+	values[Anum_tables_total_record_count - 1] = Int64GetDatum(st->total_record_count);
+	newtup = heap_form_tuple(RelationGetDescr(crel), values, nulls);
+	CatalogTupleUpdate(crel, &tup->t_self, newtup);
+	table_close(crel, RowExclusiveLock);
+	/* later reads in this transaction (another commit step) see it */
+	CommandCounterIncrement();
+}
+
+void
+cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
+					int64 total, int64 delta, int64 changelog)
+{
+	Relation	crel = table_open(cat_oid("snapshots", false), RowExclusiveLock);
+	Datum		values[Natts_snapshots];
+	bool		nulls[Natts_snapshots] = {0};
+	static const char *const kinds[] = {"APPEND", "COMPACT", "OVERWRITE"};
+	NameData	user;
+
+	namestrcpy(&user, GetUserNameFromId(GetUserId(), false));
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = Int64GetDatum(snapshot_id);
+	values[2] = CStringGetTextDatum(kinds[kind]);
+	values[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[4] = NameGetDatum(&user);
+	values[5] = FullTransactionIdGetDatum(GetTopFullTransactionId());
+	values[6] = Int64GetDatum(total);
+	values[7] = Int64GetDatum(delta);
+	values[8] = Int64GetDatum(changelog);
+	CatalogTupleInsert(crel, heap_form_tuple(RelationGetDescr(crel), values, nulls));
+	table_close(crel, RowExclusiveLock);
+}
+
+static RunInfo *
+run_from_tuple(Relation crel, HeapTuple tup)
+{
+	Datum		v[Natts_runs];
+	bool		n[Natts_runs];
+	RunInfo    *r = palloc0(sizeof(RunInfo));
+
+	heap_deform_tuple(tup, RelationGetDescr(crel), v, n);
+	r->run_id = DatumGetInt64(v[Anum_runs_run_id - 1]);
+	r->relfilenode = DatumGetObjectId(v[Anum_runs_relfilenode - 1]);
+	r->level = DatumGetInt32(v[Anum_runs_level - 1]);
+	r->changelog = strcmp(TextDatumGetCString(v[Anum_runs_kind - 1]), "changelog") == 0;
+	r->start_block = (BlockNumber) DatumGetInt64(v[Anum_runs_start_block - 1]);
+	r->nblocks = DatumGetInt32(v[Anum_runs_nblocks - 1]);
+	r->record_count = DatumGetInt64(v[Anum_runs_record_count - 1]);
+	r->size_bytes = DatumGetInt64(v[Anum_runs_size_bytes - 1]);
+	r->row_base = DatumGetInt64(v[Anum_runs_row_base - 1]);
+	r->min_seq = DatumGetInt64(v[Anum_runs_min_seq - 1]);
+	r->max_seq = DatumGetInt64(v[Anum_runs_max_seq - 1]);
+	r->index_offset = DatumGetInt64(v[Anum_runs_index_offset - 1]);
+	r->bloom_offset = DatumGetInt64(v[Anum_runs_bloom_offset - 1]);
+	r->created_snapshot = DatumGetInt64(v[Anum_runs_created_snapshot - 1]);
+	r->min_key = n[Anum_runs_min_key - 1] ? NULL : TextDatumGetCString(v[Anum_runs_min_key - 1]);
+	r->max_key = n[Anum_runs_max_key - 1] ? NULL : TextDatumGetCString(v[Anum_runs_max_key - 1]);
+	return r;
+}
+
+/*
+ * The runs of a table that a snapshot sees, in run_id order (the order
+ * they were created in).
+ */
+List *
+cat_runs_visible(Oid relid, Snapshot snapshot)
+{
+	Relation	crel = table_open(cat_oid("runs", false), AccessShareLock);
+	SysScanDesc scan = cat_scan(crel, "runs", relid, snapshot);
+	HeapTuple	tup;
+	List	   *runs = NIL;
+
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+		runs = lappend(runs, run_from_tuple(crel, tup));
+	systable_endscan(scan);
+	table_close(crel, AccessShareLock);
+	return runs;
+}
+
+void
+cat_run_insert(Oid relid, const RunInfo *r)
+{
+	Relation	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	Datum		v[Natts_runs];
+	bool		n[Natts_runs] = {0};
+
+	v[Anum_runs_relid - 1] = ObjectIdGetDatum(relid);
+	v[Anum_runs_run_id - 1] = Int64GetDatum(r->run_id);
+	v[Anum_runs_relfilenode - 1] = ObjectIdGetDatum(r->relfilenode);
+	v[Anum_runs_level - 1] = Int32GetDatum(r->level);
+	v[Anum_runs_kind - 1] = CStringGetTextDatum(r->changelog ? "changelog" : "data");
+	v[Anum_runs_start_block - 1] = Int64GetDatum((int64) r->start_block);
+	v[Anum_runs_nblocks - 1] = Int32GetDatum(r->nblocks);
+	v[Anum_runs_record_count - 1] = Int64GetDatum(r->record_count);
+	v[Anum_runs_size_bytes - 1] = Int64GetDatum(r->size_bytes);
+	v[Anum_runs_row_base - 1] = Int64GetDatum(r->row_base);
+	v[Anum_runs_min_seq - 1] = Int64GetDatum(r->min_seq);
+	v[Anum_runs_max_seq - 1] = Int64GetDatum(r->max_seq);
+	v[Anum_runs_index_offset - 1] = Int64GetDatum(r->index_offset);
+	v[Anum_runs_bloom_offset - 1] = Int64GetDatum(r->bloom_offset);
+	v[Anum_runs_created_snapshot - 1] = Int64GetDatum(r->created_snapshot);
+	if (r->min_key)
+		v[Anum_runs_min_key - 1] = CStringGetTextDatum(r->min_key);
+	else
+		n[Anum_runs_min_key - 1] = true;
+	if (r->max_key)
+		v[Anum_runs_max_key - 1] = CStringGetTextDatum(r->max_key);
+	else
+		n[Anum_runs_max_key - 1] = true;
+	CatalogTupleInsert(crel, heap_form_tuple(RelationGetDescr(crel), v, n));
+	table_close(crel, RowExclusiveLock);
+}
+
+/* delete every row of relid in one catalog table, as the latest snapshot sees them */
+static void
+delete_rows(const char *relname, Oid relid, bool missing_ok)
+{
+	Oid			coid = cat_oid(relname, missing_ok);
+	Relation	crel;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	if (!OidIsValid(coid))
+		return;
+	crel = table_open(coid, RowExclusiveLock);
+	scan = cat_scan(crel, relname, relid, GetLatestSnapshot());
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+		CatalogTupleDelete(crel, &tup->t_self);
+	systable_endscan(scan);
+	table_close(crel, RowExclusiveLock);
+}
+
+/* TRUNCATE: the table's runs are gone with its old storage */
+void
+cat_runs_delete_all(Oid relid)
+{
+	delete_rows("runs", relid, false);
+	CommandCounterIncrement();
+}
+
+/*
+ * DROP TABLE: every catalog row of the table.  The catalog itself may be
+ * gone already when DROP EXTENSION ... CASCADE drops it first.
+ */
+void
+cat_drop_table(Oid relid)
+{
+	Oid			nsp = get_namespace_oid("pkchangelog", true);
+
+	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("runs_pkey", nsp)) ||
+		!OidIsValid(get_relname_relid("snapshots_pkey", nsp)) ||
+		!OidIsValid(get_relname_relid("tables_pkey", nsp)))
+		return;
+	delete_rows("runs", relid, true);
+	delete_rows("snapshots", relid, true);
+	delete_rows("tables", relid, true);
+}
+
+int64
+cat_next_run_id(void)
+{
+	return nextval_internal(cat_oid("run_id_seq", false), false);
+}
+
+/*
+ * Block extents [start, start + nblocks) that runs of relid in storage
+ * relfilenode occupy or may still be read from: every row still in the
+ * catalog (dead rows too: a standby or an old snapshot may read them until
+ * VACUUM removes the row), except rows of transactions that aborted or
+ * crashed, which nobody ever saw.  List of pairs packed as int64.
+ */
+List *
+cat_used_extents(Oid relid, Oid relfilenode)
+{
+	Relation	crel = table_open(cat_oid("runs", false), AccessShareLock);
+	SysScanDesc scan = cat_scan(crel, "runs", relid, SnapshotAny);
+	HeapTuple	tup;
+	List	   *extents = NIL;
+
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+		bool		isnull;
+		BlockNumber start;
+		int32		nblocks;
+
+		if (DatumGetObjectId(heap_getattr(tup, Anum_runs_relfilenode,
+										  RelationGetDescr(crel), &isnull)) != relfilenode)
+			continue;
+		if (!TransactionIdIsCurrentTransactionId(xmin) &&
+			!TransactionIdIsInProgress(xmin) &&
+			!TransactionIdDidCommit(xmin))
+			continue;			/* aborted or crashed: never visible */
+		start = (BlockNumber) DatumGetInt64(heap_getattr(tup, Anum_runs_start_block,
+														 RelationGetDescr(crel), &isnull));
+		nblocks = DatumGetInt32(heap_getattr(tup, Anum_runs_nblocks,
+											 RelationGetDescr(crel), &isnull));
+		extents = lappend(extents, list_make2_int(start, nblocks));
+	}
+	systable_endscan(scan);
+	table_close(crel, AccessShareLock);
+	return extents;
+}
+
+Oid
+cat_runs_relid(void)
+{
+	return cat_oid("runs", false);
+}

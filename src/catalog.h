@@ -1,0 +1,68 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.h
+ *	  Access to the extension's catalog tables in schema pkchangelog
+ *	  (tables, snapshots, runs): typed rows in and out, by direct heap
+ *	  access so that their visibility is PostgreSQL MVCC.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PK_CATALOG_H
+#define PK_CATALOG_H
+
+#include "storage/block.h"
+#include "utils/snapshot.h"
+
+/* a row of pkchangelog.runs */
+typedef struct RunInfo
+{
+	int64		run_id;
+	Oid			relfilenode;
+	int32		level;
+	bool		changelog;		/* kind 'changelog', else 'data' */
+	BlockNumber start_block;
+	int32		nblocks;
+	int64		record_count;
+	int64		size_bytes;
+	int64		row_base;		/* first row number (TIDs) */
+	int64		min_seq;
+	int64		max_seq;
+	int64		index_offset;
+	int64		bloom_offset;
+	int64		created_snapshot;
+	char	   *min_key;
+	char	   *max_key;
+} RunInfo;
+
+/* the counters of pkchangelog.tables, read and written under the commit lock */
+typedef struct TableState
+{
+	int64		last_snapshot_id;
+	int64		last_seq;
+	int64		next_row;
+	int64		total_record_count;
+} TableState;
+
+typedef enum CommitKind
+{
+	COMMIT_APPEND,
+	COMMIT_COMPACT,
+	COMMIT_OVERWRITE
+} CommitKind;
+
+/* catalog.c */
+extern List *cat_runs_visible(Oid relid, Snapshot snapshot);
+extern void cat_run_insert(Oid relid, const RunInfo *run);
+extern void cat_runs_delete_all(Oid relid);
+extern void cat_commit_lock(Oid relid);
+extern TableState cat_table_state(Oid relid);
+extern void cat_table_state_update(Oid relid, const TableState *state);
+extern void cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
+								int64 total, int64 delta, int64 changelog);
+extern void cat_drop_table(Oid relid);
+extern int64 cat_next_run_id(void);
+extern Oid	cat_runs_relid(void);
+extern List *cat_used_extents(Oid relid, Oid relfilenode);
+extern void cat_space_lock(Oid relid);
+
+#endif							/* PK_CATALOG_H */

@@ -1,0 +1,151 @@
+/*-------------------------------------------------------------------------
+ *
+ * commit.c
+ *	  The commit path.  At XACT_EVENT_PRE_COMMIT each table the transaction
+ *	  wrote gets, under its commit lock: its buffer folded to one version
+ *	  per key, an L0 run holding them, and an APPEND (or, after a TRUNCATE,
+ *	  OVERWRITE) snapshot.  Savepoint events are passed to the write buffer.
+ *
+ * Ordering: the run's pages are written and WAL-logged before its catalog
+ * row; both become visible with the transaction's commit record.  A crash
+ * before it leaves pages no committed row points to, which space.c reuses.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "access/xact.h"
+#include "utils/rel.h"
+
+#include "catalog.h"
+#include "commit.h"
+#include "dml.h"
+#include "run.h"
+#include "wbuf.h"
+
+/*
+ * Flush one table's buffer.
+ */
+static void
+commit_table(WriteBuffer *wb)
+{
+	Relation	rel;
+	PkTable    *t;
+	WbSorted   *s;
+	RunWriter  *w;
+	TableState	st;
+	bool		truncated = wb->truncate_pos >= 0;
+	uint64		nrows;
+	int64		snapshot_id;
+	RunInfo    *run = NULL;
+
+	if (wb->n == 0)
+		return;					/* everything rolled back to a savepoint */
+
+	/* dropped later in this transaction: nothing to keep */
+	rel = try_table_open(wb->relid, RowExclusiveLock);
+	if (rel == NULL)
+		return;
+	t = pk_table(rel);
+
+	/* one commit of this table at a time, until our commit record is out */
+	cat_commit_lock(wb->relid);
+	dml_check_conflicts(rel, wb);
+	st = cat_table_state(wb->relid);
+	snapshot_id = st.last_snapshot_id + 1;
+
+	w = run_writer_begin(rel, t, 0, false);
+	s = wbuf_sorted_pin(wb, t);
+	for (uint32 i = 0; i < s->npos;)
+	{
+		uint32		newest = s->pos[i];
+		WbEntry    *e = &wb->entries[newest];
+
+		/* the group of this key: newest first */
+		for (i++; i < s->npos && pk_key_cmp(t, wb->entries[s->pos[i]].keys, e->keys) == 0; i++)
+			;
+		if ((int64) newest < wb->truncate_pos)
+			continue;			/* written before the TRUNCATE */
+		/* after a TRUNCATE no older run exists for a tombstone to hide */
+		if (!PK_KIND_IS_ADD(e->kind) && truncated)
+			continue;
+		run_writer_add(w, st.last_seq + 1, e->kind, e->tup, e->keys, e->hash);
+	}
+	wbuf_sorted_unpin(wb, s);
+	nrows = run_writer_nrows(w);
+
+	if (nrows == 0 && !truncated)
+	{
+		table_close(rel, NoLock);
+		return;
+	}
+	if (nrows > 0)
+	{
+		run = run_writer_finish(w, st.next_row, snapshot_id);
+		cat_run_insert(wb->relid, run);
+	}
+
+	st.last_snapshot_id = snapshot_id;
+	st.last_seq++;
+	st.next_row += nrows;
+	st.total_record_count = (truncated ? 0 : st.total_record_count) + nrows;
+	cat_snapshot_insert(wb->relid, snapshot_id,
+						truncated ? COMMIT_OVERWRITE : COMMIT_APPEND,
+						st.total_record_count, nrows, 0);
+	cat_table_state_update(wb->relid, &st);
+	table_close(rel, NoLock);
+}
+
+static void
+commit_xact_callback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			foreach(lc, wbuf_all())
+				commit_table(lfirst(lc));
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			foreach(lc, wbuf_all())
+			{
+				WriteBuffer *wb = lfirst(lc);
+
+				if (wb->n > 0)
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("cannot PREPARE a transaction that has written to a pkmerge table"),
+							 errdetail("A pkmerge table's writes are committed by its own commit step, which a prepared transaction cannot run."),
+							 errhint("Commit the transaction directly.")));
+			}
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			wbuf_forget_all();
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+commit_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_COMMIT_SUB)
+		wbuf_subxact_commit(mySubid, parentSubid);
+	else if (event == SUBXACT_EVENT_ABORT_SUB)
+		wbuf_subxact_abort(mySubid);
+}
+
+void
+commit_init(void)
+{
+	RegisterXactCallback(commit_xact_callback, NULL);
+	RegisterSubXactCallback(commit_subxact_callback, NULL);
+}

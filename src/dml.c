@@ -1,0 +1,338 @@
+/*-------------------------------------------------------------------------
+ *
+ * dml.c
+ *	  Row writes of pkmerge tables.  Every write is a record appended to the
+ *	  transaction's write buffer; writes never read (INSERT is an upsert).
+ *	  UPDATE, DELETE and row locks first check that the version they act on
+ *	  is still its key's newest; the rest of DESIGN §4's "no lost update"
+ *	  rule is enforced at commit by dml_check_conflicts.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/detoast.h"
+#include "access/xact.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "storage/proc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "dml.h"
+#include "lookup.h"
+#include "tid.h"
+
+/*
+ * The runs the latest snapshot sees, computed once per command and table:
+ * a bulk UPDATE checks each row against them without a catalog scan per
+ * row.  Commits that land during the command are caught at commit.
+ */
+static struct
+{
+	LocalTransactionId lxid;
+	Oid			relid;
+	CommandId	cid;
+	MemoryContext cxt;
+	List	   *runs;
+	uint64		max_seq;
+}			latest;
+
+static List *
+latest_runs(Relation rel, CommandId cid, uint64 *max_seq)
+{
+	ListCell   *lc;
+	MemoryContext old;
+
+	if (latest.cxt && latest.lxid == MyProc->lxid &&
+		latest.relid == RelationGetRelid(rel) && latest.cid == cid)
+	{
+		*max_seq = latest.max_seq;
+		return latest.runs;
+	}
+	if (latest.cxt == NULL)
+		latest.cxt = AllocSetContextCreate(TopMemoryContext, "pkmerge latest runs",
+										   ALLOCSET_SMALL_SIZES);
+	MemoryContextReset(latest.cxt);
+	old = MemoryContextSwitchTo(latest.cxt);
+	latest.runs = lookup_visible_runs(rel, GetLatestSnapshot());
+	MemoryContextSwitchTo(old);
+	latest.max_seq = 0;
+	foreach(lc, latest.runs)
+		latest.max_seq = Max(latest.max_seq, (uint64) ((RunInfo *) lfirst(lc))->max_seq);
+	latest.lxid = MyProc->lxid;
+	latest.relid = RelationGetRelid(rel);
+	latest.cid = cid;
+	*max_seq = latest.max_seq;
+	return latest.runs;
+}
+
+/*
+ * The row to store for a slot: every attribute, external TOAST values
+ * fetched (pkmerge tables have no TOAST table; rows are stored whole).
+ */
+MinimalTuple
+dml_slot_row(Relation rel, TupleTableSlot *slot)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
+	bool	   *isnull = palloc(sizeof(bool) * desc->natts);
+
+	slot_getallattrs(slot);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		values[i] = slot->tts_values[i];
+		isnull[i] = slot->tts_isnull[i];
+		if (!isnull[i] && TupleDescAttr(desc, i)->attlen == -1 &&
+			VARATT_IS_EXTERNAL(DatumGetPointer(values[i])))
+			values[i] = PointerGetDatum(detoast_external_attr((struct varlena *) DatumGetPointer(values[i])));
+	}
+	return heap_form_minimal_tuple(desc, values, isnull);
+}
+
+static uint32
+append(Relation rel, PkTable *t, PkRowKind kind, MinimalTuple tup, CommandId cid,
+	   uint64 read_seq)
+{
+	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), true);
+	uint32		pos;
+
+	/* the transaction must have an xid: its snapshot is recorded at commit */
+	(void) GetCurrentTransactionId();
+	pos = wbuf_append(wb, t, kind, tup, cid);
+	wb->entries[pos].read_seq = read_seq;
+	return pos;
+}
+
+void
+dml_insert(Relation rel, TupleTableSlot *slot, CommandId cid)
+{
+	PkTable    *t = pk_table(rel);
+	MinimalTuple tup = dml_slot_row(rel, slot);
+	uint32		pos;
+
+	pk_check_key_not_null(t, tup);
+	pos = append(rel, t, PK_INSERT, tup, cid, 0);
+	slot->tts_tableOid = RelationGetRelid(rel);
+	pk_tid_from_wbuf(&slot->tts_tid, pos);
+}
+
+/*
+ * pk_write: one record with an explicit RowKind.  -U and -D retract the key.
+ */
+void
+dml_write(Relation rel, PkRowKind kind, MinimalTuple tup)
+{
+	PkTable    *t = pk_table(rel);
+
+	pk_check_key_not_null(t, tup);
+	append(rel, t, kind, tup, GetCurrentCommandId(true), 0);
+}
+
+/*
+ * Is the version at tid still its key's newest?  Own writes count first
+ * (TM_SelfModified, as heap reports a row this transaction already
+ * changed); then commits that came after the version was read.  On TM_Ok,
+ * *old holds the version and *read_seq what commit must re-check against.
+ */
+static TM_Result
+check_current(Relation rel, PkTable *t, ItemPointer tid, CommandId cid,
+			  Snapshot snapshot, TM_FailureData *tmfd, PkVersion *old,
+			  uint64 *read_seq)
+{
+	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), false);
+	List	   *runs;
+	uint64		max_seq;
+	Datum		key[INDEX_MAX_KEYS];
+	uint32		hash;
+	PkVersion	v;
+	bool		found;
+
+	memset(tmfd, 0, sizeof(TM_FailureData));
+	runs = latest_runs(rel, cid, &max_seq);
+	/* the row's run may have been compacted away since the caller's snapshot */
+	if (!lookup_tid(rel, t, runs, wb, tid, old) &&
+		!lookup_tid(rel, t, lookup_visible_runs(rel, snapshot), wb, tid, old))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access to pkmerge table \"%s\": the row's run is gone",
+						t->relname),
+				 errdetail("A compaction or TRUNCATE committed after this statement read the row.")));
+	pk_row_key(t, old->tup, key);
+	hash = pk_key_hash(t, key);
+	*read_seq = max_seq;
+
+	if (lookup_buffered(wb, t, key, hash, InvalidCommandId, &v) &&
+		!ItemPointerEquals(&v.tid, &old->tid))
+	{
+		tmfd->ctid = v.tid;
+		tmfd->xmax = GetCurrentTransactionId();
+		tmfd->cmax = v.cid;
+		return TM_SelfModified;
+	}
+	if (old->seq == PG_UINT64_MAX)
+	{
+		*read_seq = PG_UINT64_MAX;	/* own row: nobody else can change it */
+		return TM_Ok;
+	}
+	found = lookup_committed(rel, t, runs, key, hash, &v);
+	if (!found || v.seq != old->seq || !PK_KIND_IS_ADD(v.kind))
+	{
+		tmfd->xmax = InvalidTransactionId;
+		if (found && PK_KIND_IS_ADD(v.kind))
+		{
+			tmfd->ctid = v.tid;
+			return TM_Updated;
+		}
+		tmfd->ctid = old->tid;
+		return TM_Deleted;
+	}
+	return TM_Ok;
+}
+
+TM_Result
+dml_delete(Relation rel, ItemPointer tid, CommandId cid, Snapshot snapshot,
+		   TM_FailureData *tmfd)
+{
+	PkTable    *t = pk_table(rel);
+	PkVersion	old;
+	uint64		read_seq;
+	TM_Result	res = check_current(rel, t, tid, cid, snapshot, tmfd, &old, &read_seq);
+
+	if (res != TM_Ok)
+		return res;
+	append(rel, t, PK_DELETE, old.tup, cid, read_seq);
+	return TM_Ok;
+}
+
+TM_Result
+dml_update(Relation rel, ItemPointer otid, TupleTableSlot *slot, CommandId cid,
+		   Snapshot snapshot, TM_FailureData *tmfd)
+{
+	PkTable    *t = pk_table(rel);
+	PkVersion	old;
+	uint64		read_seq;
+	TM_Result	res = check_current(rel, t, otid, cid, snapshot, tmfd, &old, &read_seq);
+	MinimalTuple tup;
+	Datum		oldkey[INDEX_MAX_KEYS];
+	Datum		newkey[INDEX_MAX_KEYS];
+	uint32		pos;
+
+	if (res != TM_Ok)
+		return res;
+	tup = dml_slot_row(rel, slot);
+	pk_check_key_not_null(t, tup);
+	pk_row_key(t, old.tup, oldkey);
+	pk_row_key(t, tup, newkey);
+	if (pk_key_cmp(t, oldkey, newkey) == 0)
+	{
+		append(rel, t, PK_UPDATE_BEFORE, old.tup, cid, read_seq);
+		pos = append(rel, t, PK_UPDATE_AFTER, tup, cid, read_seq);
+	}
+	else
+	{
+		/* a key change is a delete of the old key and an insert of the new */
+		append(rel, t, PK_DELETE, old.tup, cid, read_seq);
+		pos = append(rel, t, PK_INSERT, tup, cid, 0);
+	}
+	slot->tts_tableOid = RelationGetRelid(rel);
+	pk_tid_from_wbuf(&slot->tts_tid, pos);
+	return TM_Ok;
+}
+
+/*
+ * Row locks (SELECT FOR UPDATE, the READ COMMITTED re-check of UPDATE and
+ * DELETE).  pkmerge takes no row lock: a lock succeeds when the version is
+ * its key's newest, and with TUPLE_LOCK_FLAG_FIND_LAST_VERSION moves to the
+ * newest committed version, which the executor re-evaluates (EvalPlanQual).
+ */
+TM_Result
+dml_lock(Relation rel, ItemPointer tid, Snapshot snapshot, TupleTableSlot *slot,
+		 CommandId cid, uint8 flags, TM_FailureData *tmfd)
+{
+	PkTable    *t = pk_table(rel);
+	PkVersion	old;
+	uint64		read_seq;
+	TM_Result	res = check_current(rel, t, tid, cid, snapshot, tmfd, &old, &read_seq);
+
+	if (res == TM_Updated && (flags & TUPLE_LOCK_FLAG_FIND_LAST_VERSION))
+	{
+		PkVersion	newest;
+		List	   *runs;
+		uint64		max_seq;
+		WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), false);
+
+		runs = latest_runs(rel, cid, &max_seq);
+		if (!lookup_tid(rel, t, runs, wb, &tmfd->ctid, &newest))
+			return TM_Deleted;
+		*tid = tmfd->ctid;
+		tmfd->traversed = true;
+		ExecStoreMinimalTuple(newest.tup, slot, true);
+		slot->tts_tableOid = RelationGetRelid(rel);
+		slot->tts_tid = *tid;
+		return TM_Ok;
+	}
+	if (res != TM_Ok)
+		return res;
+	ExecStoreMinimalTuple(old.tup, slot, true);
+	slot->tts_tableOid = RelationGetRelid(rel);
+	slot->tts_tid = *tid;
+	return TM_Ok;
+}
+
+/*
+ * TRUNCATE (a new relfilenode for an existing table): its runs go with the
+ * old storage, in this transaction; rows written before it are hidden.
+ */
+void
+dml_truncate(Relation rel)
+{
+	PkTable    *t = pk_table(rel);
+
+	cat_runs_delete_all(RelationGetRelid(rel));
+	append(rel, t, WB_TRUNCATE, NULL, GetCurrentCommandId(true), 0);
+}
+
+/*
+ * At commit, under the commit lock: a read-modify-write whose key got a
+ * version committed after the write read it would silently overwrite that
+ * version; refuse (SQLSTATE 40001).  Only runs newer than the oldest read
+ * can hold such a version.
+ */
+void
+dml_check_conflicts(Relation rel, WriteBuffer *wb)
+{
+	PkTable    *t = pk_table(rel);
+	uint64		oldest = PG_UINT64_MAX;
+	List	   *runs;
+	List	   *newer = NIL;
+	ListCell   *lc;
+
+	for (uint32 p = 0; p < wb->n; p++)
+		if (wb->entries[p].read_seq > 0)
+			oldest = Min(oldest, wb->entries[p].read_seq);
+	if (oldest == PG_UINT64_MAX)
+		return;
+	runs = lookup_visible_runs(rel, GetLatestSnapshot());
+	foreach(lc, runs)
+		if ((uint64) ((RunInfo *) lfirst(lc))->max_seq > oldest)
+			newer = lappend(newer, lfirst(lc));
+	if (newer == NIL)
+		return;
+	for (uint32 p = 0; p < wb->n; p++)
+	{
+		WbEntry    *e = &wb->entries[p];
+		PkVersion	v;
+
+		if (e->read_seq == 0 || e->read_seq == PG_UINT64_MAX ||
+			(int64) p < wb->truncate_pos)
+			continue;
+		if (lookup_committed(rel, t, newer, e->keys, e->hash, &v) && v.seq > e->read_seq)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not serialize access due to concurrent update"),
+					 errdetail("Key %s of pkmerge table \"%s\" was changed by a transaction that committed after this one read it.",
+							   pk_key_text(t, e->keys), t->relname),
+					 errhint("Retry the transaction.")));
+	}
+}

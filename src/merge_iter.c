@@ -1,0 +1,282 @@
+/*-------------------------------------------------------------------------
+ *
+ * merge_iter.c
+ *	  The merge iterator: a binary heap over run cursors and the write
+ *	  buffer's sorted view yields, per key, the version with the highest
+ *	  sequence number (the buffer's are newer than any run's), dropping
+ *	  tombstones unless asked to keep them (compaction into upper levels).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "lib/binaryheap.h"
+
+#include "merge_iter.h"
+#include "tid.h"
+
+typedef struct MergeSource
+{
+	/* a run cursor, or the write buffer when run is NULL */
+	const RunInfo *run;
+	RunCursor	cur;
+	uint32		bi;				/* buffer: index into sorted->pos */
+	bool		valid;
+	Datum		keys[INDEX_MAX_KEYS];
+	uint64		seq;
+	uint8		kind;
+	MinimalTuple tup;
+	uint64		number;			/* row number or buffer position */
+} MergeSource;
+
+struct MergeIter
+{
+	PkTable    *table;
+	WriteBuffer *wb;
+	WbSorted   *sorted;
+	CommandId	curcid;
+	bool		keep_tombstones;
+	int			nsources;
+	MergeSource *src;
+	binaryheap *heap;
+	int			advance;		/* source to move on at the next call, or -1 */
+	bool		started;		/* sources loaded (by merge_next or merge_seek) */
+};
+
+/* load the source's current row, skipping invisible buffer entries */
+static void
+source_load(MergeIter *m, MergeSource *s)
+{
+	if (s->run)
+	{
+		RunRowHeader *rh;
+
+		if (s->cur.unloaded)
+			run_cursor_start(&s->cur);
+		s->valid = !s->cur.done;
+		if (!s->valid)
+			return;
+		rh = run_cursor_row(&s->cur);
+		s->tup = RUN_ROW_TUPLE(rh);
+		s->seq = rh->seq;
+		s->kind = rh->kind;
+		s->number = s->run->row_base + s->cur.block->first_row + s->cur.rowno;
+		pk_row_key(m->table, s->tup, s->keys);
+		return;
+	}
+
+	/*
+	 * The buffer's view holds every version of a key, newest first: take
+	 * the first visible one and step over the rest of the key's group.
+	 */
+	s->valid = false;
+	while (s->bi < m->sorted->npos)
+	{
+		uint32		pos = m->sorted->pos[s->bi];
+		WbEntry    *e = &m->wb->entries[pos];
+		uint32		next = s->bi + 1;
+
+		while (next < m->sorted->npos &&
+			   pk_key_cmp(m->table, m->wb->entries[m->sorted->pos[next]].keys, e->keys) == 0)
+		{
+			if (!wbuf_visible(m->wb, pos, m->curcid) &&
+				wbuf_visible(m->wb, m->sorted->pos[next], m->curcid))
+			{
+				pos = m->sorted->pos[next];
+				e = &m->wb->entries[pos];
+			}
+			next++;
+		}
+		s->bi = next;
+		if (!wbuf_visible(m->wb, pos, m->curcid))
+			continue;
+		s->valid = true;
+		s->tup = e->tup;
+		s->seq = PG_UINT64_MAX;
+		s->kind = e->kind;
+		s->number = pos;
+		memcpy(s->keys, e->keys, sizeof(Datum) * m->table->nkeys);
+		return;
+	}
+}
+
+static void
+source_advance(MergeIter *m, MergeSource *s)
+{
+	if (s->run)
+		run_cursor_next(&s->cur);
+	source_load(m, s);
+}
+
+/* binaryheap is a max-heap: the smallest key, then the highest seq, is "largest" */
+static int
+source_cmp(Datum a, Datum b, void *arg)
+{
+	MergeIter  *m = arg;
+	MergeSource *sa = &m->src[DatumGetInt32(a)];
+	MergeSource *sb = &m->src[DatumGetInt32(b)];
+	int			c = pk_key_cmp(m->table, sa->keys, sb->keys);
+
+	if (c != 0)
+		return -c;
+	return (sa->seq > sb->seq) - (sa->seq < sb->seq);
+}
+
+static void
+rebuild_heap(MergeIter *m)
+{
+	binaryheap_reset(m->heap);
+	for (int i = 0; i < m->nsources; i++)
+		if (m->src[i].valid)
+			binaryheap_add_unordered(m->heap, Int32GetDatum(i));
+	binaryheap_build(m->heap);
+	m->advance = -1;
+}
+
+MergeIter *
+merge_begin(Relation rel, PkTable *t, List *runs, WriteBuffer *wb,
+			CommandId curcid, BufferAccessStrategy strategy,
+			bool keep_tombstones)
+{
+	MergeIter  *m = palloc0(sizeof(MergeIter));
+	ListCell   *lc;
+	int			i = 0;
+
+	m->table = t;
+	m->wb = wb && wb->n > 0 ? wb : NULL;
+	m->curcid = curcid;
+	m->keep_tombstones = keep_tombstones;
+	m->nsources = list_length(runs) + (m->wb ? 1 : 0);
+	m->src = palloc0(sizeof(MergeSource) * Max(m->nsources, 1));
+	foreach(lc, runs)
+	{
+		MergeSource *s = &m->src[i++];
+
+		s->run = lfirst(lc);
+		run_cursor_open(&s->cur, rel, t, s->run, strategy);
+	}
+	if (m->wb)
+		m->sorted = wbuf_sorted_pin(m->wb, t);
+	m->heap = binaryheap_allocate(Max(m->nsources, 1), source_cmp, m);
+	m->advance = -1;
+	return m;
+}
+
+/*
+ * Reposition every source at the first key whose first nprefix columns are
+ * >= key.
+ */
+void
+merge_seek(MergeIter *m, const Datum *key, int nprefix)
+{
+	for (int i = 0; i < m->nsources; i++)
+	{
+		MergeSource *s = &m->src[i];
+
+		if (s->run)
+			run_cursor_seek(&s->cur, key, nprefix);
+		else
+		{
+			uint32		lo = 0,
+						hi = m->sorted->npos;
+
+			while (lo < hi)
+			{
+				uint32		mid = lo + (hi - lo) / 2;
+
+				if (pk_key_cmp_n(m->table, m->wb->entries[m->sorted->pos[mid]].keys,
+								 key, nprefix) < 0)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			s->bi = lo;
+		}
+		source_load(m, s);
+	}
+	rebuild_heap(m);
+	m->started = true;
+}
+
+/*
+ * The next key's newest version.  Older versions of the same key are
+ * stepped over at once; the winner's source moves on at the next call, so
+ * row->tup stays valid until then.
+ */
+bool
+merge_next(MergeIter *m, MergeRow *row)
+{
+	if (!m->started)
+	{
+		for (int i = 0; i < m->nsources; i++)
+			source_load(m, &m->src[i]);
+		rebuild_heap(m);
+		m->started = true;
+	}
+	for (;;)
+	{
+		int			w;
+		MergeSource *s;
+
+		if (m->advance >= 0)
+		{
+			MergeSource *prev = &m->src[m->advance];
+
+			source_advance(m, prev);
+			if (prev->valid)
+				binaryheap_replace_first(m->heap, Int32GetDatum(m->advance));
+			else
+				binaryheap_remove_first(m->heap);
+			m->advance = -1;
+		}
+		if (binaryheap_empty(m->heap))
+			return false;
+
+		w = DatumGetInt32(binaryheap_first(m->heap));
+		s = &m->src[w];
+
+		/* the losers of this key: move them past it */
+		binaryheap_remove_first(m->heap);
+		while (!binaryheap_empty(m->heap))
+		{
+			int			o = DatumGetInt32(binaryheap_first(m->heap));
+			MergeSource *os = &m->src[o];
+
+			if (pk_key_cmp(m->table, os->keys, s->keys) != 0)
+				break;
+			source_advance(m, os);
+			if (os->valid)
+				binaryheap_replace_first(m->heap, Int32GetDatum(o));
+			else
+				binaryheap_remove_first(m->heap);
+		}
+		binaryheap_add(m->heap, Int32GetDatum(w));
+		m->advance = w;
+
+		if (!PK_KIND_IS_ADD(s->kind) && !m->keep_tombstones)
+			continue;
+		row->tup = s->tup;
+		row->keys = s->keys;
+		row->kind = s->kind;
+		row->seq = s->seq;
+		row->run = s->run;
+		if (s->run)
+			pk_tid_from_row(&row->tid, s->number);
+		else
+			pk_tid_from_wbuf(&row->tid, (uint32) s->number);
+		return true;
+	}
+}
+
+void
+merge_end(MergeIter *m)
+{
+	for (int i = 0; i < m->nsources; i++)
+		if (m->src[i].run)
+			run_cursor_close(&m->src[i].cur);
+	if (m->sorted)
+		wbuf_sorted_unpin(m->wb, m->sorted);
+	binaryheap_free(m->heap);
+	pfree(m->src);
+	pfree(m);
+}

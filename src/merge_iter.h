@@ -1,0 +1,39 @@
+/*-------------------------------------------------------------------------
+ *
+ * merge_iter.h
+ *	  Merges sorted runs and a write buffer into one key-ordered stream with
+ *	  the newest version of each key.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PK_MERGE_ITER_H
+#define PK_MERGE_ITER_H
+
+#include "storage/itemptr.h"
+
+#include "run.h"
+#include "wbuf.h"
+
+/* the version of a key the merge chose */
+typedef struct MergeRow
+{
+	MinimalTuple tup;			/* valid until the next merge_next */
+	const Datum *keys;
+	uint8		kind;			/* PkRowKind */
+	uint64		seq;			/* PG_UINT64_MAX: from the write buffer */
+	ItemPointerData tid;
+	const RunInfo *run;			/* NULL: from the write buffer */
+} MergeRow;
+
+typedef struct MergeIter MergeIter;
+
+/* merge_iter.c */
+extern MergeIter *merge_begin(Relation rel, PkTable *t, List *runs,
+							  WriteBuffer *wb, CommandId curcid,
+							  BufferAccessStrategy strategy,
+							  bool keep_tombstones);
+extern void merge_seek(MergeIter *m, const Datum *key, int nprefix);
+extern bool merge_next(MergeIter *m, MergeRow *row);
+extern void merge_end(MergeIter *m);
+
+#endif							/* PK_MERGE_ITER_H */

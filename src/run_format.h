@@ -1,0 +1,123 @@
+/*-------------------------------------------------------------------------
+ *
+ * run_format.h
+ *	  On-disk format of a sorted run, shared by run_writer.c (which writes
+ *	  it) and run_reader.c (which reads it).
+ *
+ * A run occupies the contiguous blocks [start_block, start_block + nblocks)
+ * of the relation's main fork.  Each block is a standard page (PageInit,
+ * no items) whose bytes after the page header carry the next
+ * RUN_PAGE_PAYLOAD bytes of the run's *stream*:
+ *
+ *   stream offset 0     RunHeader
+ *                       data block 0 ... data block n-1
+ *   index_offset        RunIndexHeader, then one RunIndexEntry + first key
+ *                       (a key-only MinimalTuple, MAXALIGNed) per data block
+ *   bloom_offset        RunBloomHeader, then the filter's bits
+ *
+ * A data block is a RunBlockHeader followed by its payload, compressed or
+ * not as the header says.  Decompressed, the payload is nrows records,
+ * each a RunRowHeader followed by the row as a MinimalTuple, MAXALIGNed, so
+ * rows are read in place.  Rows are in primary-key order, one per key.
+ *
+ * Every part carries a CRC32C of its bytes (the data block: of its
+ * payload as stored), so a bit flip is reported, never decoded.
+ *
+ *   page:  [PageHeaderData | stream bytes ... (pd_lower) | unused]
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PK_RUN_FORMAT_H
+#define PK_RUN_FORMAT_H
+
+#include "access/htup_details.h"
+#include "port/pg_crc32c.h"
+#include "storage/bufpage.h"
+
+#define RUN_PAGE_PAYLOAD	(BLCKSZ - SizeOfPageHeaderData)
+#define RUN_MAGIC			UINT64CONST(0x314E555247524D4B)	/* "KMRGRUN1" */
+
+/* a data block closes when its decompressed rows reach this size */
+#define RUN_BLOCK_TARGET	(16 * 1024)
+
+/* RowKind of a record (DESIGN §1) */
+typedef enum PkRowKind
+{
+	PK_INSERT = 0,				/* +I */
+	PK_UPDATE_BEFORE = 1,		/* -U */
+	PK_UPDATE_AFTER = 2,		/* +U */
+	PK_DELETE = 3				/* -D */
+} PkRowKind;
+
+/* +I and +U add a row; -U and -D retract one (tombstones in data runs) */
+#define PK_KIND_IS_ADD(k)	((k) == PK_INSERT || (k) == PK_UPDATE_AFTER)
+
+typedef struct RunHeader
+{
+	uint64		magic;
+	int64		run_id;
+	uint64		nrows;
+	uint64		index_offset;
+	uint64		bloom_offset;
+	uint64		stream_len;
+	uint32		nblocks;		/* data blocks */
+	pg_crc32c	crc;			/* of the fields above */
+} RunHeader;
+
+typedef struct RunBlockHeader
+{
+	pg_crc32c	crc;			/* of the stored payload */
+	uint32		stored_len;		/* payload bytes that follow */
+	uint32		raw_len;		/* decompressed */
+	uint32		nrows;
+	uint8		method;			/* PkCompression */
+} RunBlockHeader;
+
+typedef struct RunRowHeader
+{
+	uint64		seq;			/* commit order; the highest wins a key */
+	uint32		len;			/* of the MinimalTuple that follows */
+	uint8		kind;			/* PkRowKind */
+} RunRowHeader;
+
+#define RUN_ROW_SIZE(tuplen) MAXALIGN(MAXALIGN(sizeof(RunRowHeader)) + (tuplen))
+#define RUN_ROW_TUPLE(hdr)	((MinimalTuple) ((char *) (hdr) + MAXALIGN(sizeof(RunRowHeader))))
+
+typedef struct RunIndexHeader
+{
+	pg_crc32c	crc;			/* of the entries that follow */
+	uint32		nentries;
+	uint64		len;			/* bytes of entries */
+} RunIndexHeader;
+
+typedef struct RunIndexEntry
+{
+	uint64		offset;			/* stream offset of the RunBlockHeader */
+	uint64		first_row;		/* ordinal of its first row in the run */
+	uint32		size;			/* header + stored payload */
+	uint32		nrows;
+	uint32		keylen;			/* the key-only MinimalTuple that follows */
+} RunIndexEntry;
+
+#define RUN_INDEX_ENTRY_SIZE(keylen) MAXALIGN(MAXALIGN(sizeof(RunIndexEntry)) + (keylen))
+
+typedef struct RunBloomHeader
+{
+	pg_crc32c	crc;			/* of the bits */
+	uint32		nbits;
+	uint32		nhashes;
+} RunBloomHeader;
+
+#define RUN_BLOOM_BITS_PER_KEY	10
+#define RUN_BLOOM_NHASHES		7
+
+/* bloom probes: double hashing on the key's 32-bit hash */
+static inline uint32
+run_bloom_bit(uint32 hash, uint32 i, uint32 nbits)
+{
+	uint32		h2 = (hash >> 17) | (hash << 15);
+
+	return (hash + i * (h2 | 1)) % nbits;
+}
+
+#endif							/* PK_RUN_FORMAT_H */

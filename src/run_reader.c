@@ -1,0 +1,629 @@
+/*-------------------------------------------------------------------------
+ *
+ * run_reader.c
+ *	  Reads sorted runs: a run's block index and bloom filter (cached per
+ *	  backend), its data blocks (CRC-checked, decompressed; cached for point
+ *	  lookups in a bounded LRU block cache), cursors that walk or seek a run
+ *	  in key order, and point lookups by key or by row number.
+ *
+ * Runs are immutable and their blocks are reused only after the catalog
+ * row of the run is gone, so cached copies never go stale while a snapshot
+ * can see the run.  Caches are keyed by run id, which is never reused.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <zstd.h>
+
+#include "access/xact.h"
+#include "lib/ilist.h"
+#include "miscadmin.h"
+#include "port/pg_crc32c.h"
+#include "storage/bufmgr.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "run.h"
+
+/* block cache capacity, bytes of decompressed blocks */
+#define BLOCK_CACHE_BYTES	(32 * 1024 * 1024)
+/* the index cache is emptied at transaction end when above this */
+#define INDEX_CACHE_BYTES	(64 * 1024 * 1024)
+
+typedef struct BlockKey
+{
+	int64		run_id;
+	uint32		blockno;
+} BlockKey;
+
+typedef struct BlockCacheEntry
+{
+	BlockKey	key;
+	RunBlock   *block;
+	Size		bytes;
+	dlist_node	lru;
+} BlockCacheEntry;
+
+typedef struct IndexCacheEntry
+{
+	int64		run_id;
+	RunIndex   *index;
+} IndexCacheEntry;
+
+static MemoryContext reader_cxt = NULL;
+static MemoryContext index_cxt = NULL;
+static HTAB *block_cache = NULL;
+static HTAB *index_cache = NULL;
+static dlist_head block_lru = DLIST_STATIC_INIT(block_lru);
+static Size block_cache_bytes = 0;
+static int64 cache_hits = 0;
+static int64 cache_misses = 0;
+
+static void
+reader_xact_callback(XactEvent event, void *arg)
+{
+	HASH_SEQ_STATUS status;
+	BlockCacheEntry *e;
+
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+		event != XACT_EVENT_PREPARE && event != XACT_EVENT_PARALLEL_COMMIT &&
+		event != XACT_EVENT_PARALLEL_ABORT)
+		return;
+	/* no cursor survives the transaction: drop pins an error left behind */
+	if (block_cache)
+	{
+		hash_seq_init(&status, block_cache);
+		while ((e = hash_seq_search(&status)) != NULL)
+			e->block->pins = 0;
+	}
+	if (index_cxt && MemoryContextMemAllocated(index_cxt, true) > INDEX_CACHE_BYTES)
+	{
+		MemoryContextReset(index_cxt);
+		hash_destroy(index_cache);
+		index_cache = NULL;
+	}
+}
+
+static void
+reader_init(void)
+{
+	HASHCTL		ctl;
+
+	if (reader_cxt)
+		return;
+	reader_cxt = AllocSetContextCreate(TopMemoryContext, "pkmerge block cache",
+									   ALLOCSET_DEFAULT_SIZES);
+	index_cxt = AllocSetContextCreate(TopMemoryContext, "pkmerge run index cache",
+									  ALLOCSET_DEFAULT_SIZES);
+	ctl.keysize = sizeof(BlockKey);
+	ctl.entrysize = sizeof(BlockCacheEntry);
+	ctl.hcxt = reader_cxt;
+	block_cache = hash_create("pkmerge block cache", 1024, &ctl,
+							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	RegisterXactCallback(reader_xact_callback, NULL);
+}
+
+static void
+corrupt(Relation rel, const RunInfo *run, const char *what, int64 where, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("corrupt %s " INT64_FORMAT " of run " INT64_FORMAT " in pkmerge table \"%s\"",
+					what, where, run->run_id, RelationGetRelationName(rel)),
+			 errdetail("%s", detail),
+			 errhint("Restore the table from a backup or a physical standby.")));
+}
+
+/*
+ * Copy len bytes of the run's stream from offset off into dst.
+ */
+static void
+read_stream(Relation rel, const RunInfo *run, uint64 off, uint64 len, char *dst,
+			BufferAccessStrategy strategy)
+{
+	while (len > 0)
+	{
+		uint64		pg = off / RUN_PAGE_PAYLOAD;
+		uint32		inpg = off % RUN_PAGE_PAYLOAD;
+		uint32		n = Min(len, RUN_PAGE_PAYLOAD - inpg);
+		Buffer		buf;
+		Page		page;
+
+		if (pg >= (uint64) run->nblocks)
+			corrupt(rel, run, "offset", off, "The offset lies beyond the run's blocks.");
+		buf = ReadBufferExtended(rel, MAIN_FORKNUM, run->start_block + pg,
+								 RBM_NORMAL, strategy);
+		/* run pages are immutable while the run is visible: share lock for the copy */
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (((PageHeader) page)->pd_lower < SizeOfPageHeaderData + inpg + n)
+		{
+			UnlockReleaseBuffer(buf);
+			corrupt(rel, run, "page", run->start_block + pg,
+					"The page holds fewer bytes than the run's index says.");
+		}
+		memcpy(dst, (char *) page + SizeOfPageHeaderData + inpg, n);
+		UnlockReleaseBuffer(buf);
+		dst += n;
+		off += n;
+		len -= n;
+	}
+}
+
+static pg_crc32c
+crc_of(const void *data, Size len)
+{
+	pg_crc32c	crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, data, len);
+	FIN_CRC32C(crc);
+	return crc;
+}
+
+static RunIndex *
+load_index(Relation rel, PkTable *t, const RunInfo *run)
+{
+	RunHeader	hdr;
+	RunIndexHeader ih;
+	RunBloomHeader bh;
+	RunIndex   *idx;
+	char	   *entries;
+	uint64		off = 0;
+	MemoryContext old;
+
+	read_stream(rel, run, 0, sizeof(hdr), (char *) &hdr, NULL);
+	if (hdr.magic != RUN_MAGIC || hdr.run_id != run->run_id ||
+		hdr.crc != crc_of(&hdr, offsetof(RunHeader, crc)) ||
+		hdr.index_offset != (uint64) run->index_offset ||
+		hdr.bloom_offset != (uint64) run->bloom_offset)
+		corrupt(rel, run, "header at block", run->start_block,
+				"The run header does not match the catalog.");
+
+	old = MemoryContextSwitchTo(index_cxt);
+	read_stream(rel, run, hdr.index_offset, sizeof(ih), (char *) &ih, NULL);
+	entries = palloc(Max(ih.len, 1));
+	if (ih.len > hdr.bloom_offset - hdr.index_offset)
+		corrupt(rel, run, "index at offset", hdr.index_offset, "Index length out of range.");
+	read_stream(rel, run, hdr.index_offset + sizeof(ih), ih.len, entries, NULL);
+	if (ih.crc != crc_of(entries, ih.len))
+		corrupt(rel, run, "index at offset", hdr.index_offset, "CRC32C mismatch.");
+
+	idx = palloc0(sizeof(RunIndex));
+	idx->run_id = run->run_id;
+	idx->nblocks = ih.nentries;
+	idx->entries = palloc(sizeof(RunIndexEntry) * Max(ih.nentries, 1));
+	idx->first_keys = palloc(sizeof(Datum) * t->nkeys * Max(ih.nentries, 1));
+	for (uint32 i = 0; i < ih.nentries; i++)
+	{
+		RunIndexEntry *e = (RunIndexEntry *) (entries + off);
+
+		if (off + MAXALIGN(sizeof(RunIndexEntry)) > ih.len ||
+			off + RUN_INDEX_ENTRY_SIZE(e->keylen) > ih.len)
+			corrupt(rel, run, "index at offset", hdr.index_offset, "Entry out of range.");
+		idx->entries[i] = *e;
+		pk_key_deform(t, (MinimalTuple) ((char *) e + MAXALIGN(sizeof(RunIndexEntry))),
+					  &idx->first_keys[i * t->nkeys]);
+		off += RUN_INDEX_ENTRY_SIZE(e->keylen);
+	}
+
+	read_stream(rel, run, hdr.bloom_offset, sizeof(bh), (char *) &bh, NULL);
+	if (bh.nbits == 0 || bh.nbits / 8 > hdr.stream_len - hdr.bloom_offset)
+		corrupt(rel, run, "bloom filter at offset", hdr.bloom_offset, "Size out of range.");
+	idx->bloom_nbits = bh.nbits;
+	idx->bloom = palloc(bh.nbits / 8);
+	read_stream(rel, run, hdr.bloom_offset + sizeof(bh), bh.nbits / 8, (char *) idx->bloom, NULL);
+	if (bh.crc != crc_of(idx->bloom, bh.nbits / 8))
+		corrupt(rel, run, "bloom filter at offset", hdr.bloom_offset, "CRC32C mismatch.");
+	MemoryContextSwitchTo(old);
+	return idx;
+}
+
+/*
+ * The block index and bloom filter of a run, loaded on first use.
+ */
+RunIndex *
+run_index_get(Relation rel, PkTable *t, const RunInfo *run)
+{
+	IndexCacheEntry *e;
+	bool		found;
+
+	reader_init();
+	if (index_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(IndexCacheEntry);
+		ctl.hcxt = index_cxt;
+		index_cache = hash_create("pkmerge run index cache", 256, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	e = hash_search(index_cache, &run->run_id, HASH_FIND, NULL);
+	if (e)
+		return e->index;
+	{
+		RunIndex   *idx = load_index(rel, t, run);
+
+		e = hash_search(index_cache, &run->run_id, HASH_ENTER, &found);
+		e->index = idx;
+	}
+	return e->index;
+}
+
+bool
+run_bloom_may_contain(RunIndex *idx, uint32 hash)
+{
+	for (uint32 h = 0; h < RUN_BLOOM_NHASHES; h++)
+	{
+		uint32		bit = run_bloom_bit(hash, h, idx->bloom_nbits);
+
+		if ((idx->bloom[bit / 8] & (1 << (bit % 8))) == 0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Read, check and decompress one data block into memory of cxt.
+ */
+static RunBlock *
+decode_block(Relation rel, const RunInfo *run, RunIndex *idx, uint32 blockno,
+			 BufferAccessStrategy strategy, MemoryContext cxt)
+{
+	RunIndexEntry *ie = &idx->entries[blockno];
+	char	   *stored = palloc(ie->size);
+	RunBlockHeader bh;
+	RunBlock   *b;
+	uint32		off = 0;
+	pg_crc32c	crc;
+
+	read_stream(rel, run, ie->offset, ie->size, stored, strategy);
+	memcpy(&bh, stored, sizeof(bh));
+	if (bh.stored_len != ie->size - sizeof(bh) || bh.nrows != ie->nrows)
+		corrupt(rel, run, "block", blockno, "The block header does not match the run's index.");
+	crc = crc_of(stored + sizeof(bh), bh.stored_len);
+	if (crc != bh.crc)
+		corrupt(rel, run, "block", blockno,
+				psprintf("CRC32C mismatch: stored %08X, computed %08X.", bh.crc, crc));
+
+	b = MemoryContextAllocZero(cxt, sizeof(RunBlock));
+	b->nrows = bh.nrows;
+	b->first_row = ie->first_row;
+	b->raw = MemoryContextAllocHuge(cxt, Max(bh.raw_len, 1));
+	b->offsets = MemoryContextAlloc(cxt, sizeof(uint32) * Max(bh.nrows, 1));
+	if (bh.method == PK_COMPRESSION_ZSTD)
+	{
+		size_t		n = ZSTD_decompress(b->raw, bh.raw_len, stored + sizeof(bh), bh.stored_len);
+
+		if (ZSTD_isError(n) || n != bh.raw_len)
+			corrupt(rel, run, "block", blockno, "zstd could not decompress it.");
+	}
+	else if (bh.method == PK_COMPRESSION_NONE && bh.stored_len == bh.raw_len)
+		memcpy(b->raw, stored + sizeof(bh), bh.raw_len);
+	else
+		corrupt(rel, run, "block", blockno, "Unknown compression method.");
+	pfree(stored);
+
+	for (uint32 i = 0; i < b->nrows; i++)
+	{
+		RunRowHeader *rh = (RunRowHeader *) (b->raw + off);
+
+		if (off + MAXALIGN(sizeof(RunRowHeader)) > bh.raw_len ||
+			off + RUN_ROW_SIZE(rh->len) > bh.raw_len || rh->kind > PK_DELETE ||
+			RUN_ROW_TUPLE(rh)->t_len != rh->len)
+			corrupt(rel, run, "block", blockno, "A row lies outside the block.");
+		b->offsets[i] = off;
+		off += RUN_ROW_SIZE(rh->len);
+	}
+	return b;
+}
+
+static void
+evict_blocks(Size need)
+{
+	dlist_mutable_iter it;
+
+	dlist_foreach_modify(it, &block_lru)
+	{
+		BlockCacheEntry *e = dlist_container(BlockCacheEntry, lru, it.cur);
+
+		if (block_cache_bytes + need <= BLOCK_CACHE_BYTES)
+			break;
+		if (e->block->pins > 0)
+			continue;
+		dlist_delete(&e->lru);
+		block_cache_bytes -= e->bytes;
+		pfree(e->block->raw);
+		pfree(e->block->offsets);
+		pfree(e->block);
+		hash_search(block_cache, &e->key, HASH_REMOVE, NULL);
+	}
+}
+
+/*
+ * A data block, pinned.  With a strategy (sequential reads) the block is
+ * private to the caller and bypasses the cache; without, it comes from and
+ * goes to the block cache.  Release with run_block_release.
+ */
+RunBlock *
+run_block_get(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
+			  uint32 blockno, BufferAccessStrategy strategy)
+{
+	BlockKey	key;
+	BlockCacheEntry *e;
+	bool		found;
+	RunBlock   *b;
+
+	reader_init();
+	if (blockno >= idx->nblocks)
+		elog(ERROR, "block %u of run " INT64_FORMAT " out of range", blockno, run->run_id);
+	if (strategy)
+	{
+		b = decode_block(rel, run, idx, blockno, strategy, CurrentMemoryContext);
+		b->pins = -1;			/* private */
+		return b;
+	}
+
+	memset(&key, 0, sizeof(key));
+	key.run_id = run->run_id;
+	key.blockno = blockno;
+	e = hash_search(block_cache, &key, HASH_FIND, NULL);
+	if (e)
+	{
+		cache_hits++;
+		dlist_move_tail(&block_lru, &e->lru);
+		e->block->pins++;
+		return e->block;
+	}
+	cache_misses++;
+	b = decode_block(rel, run, idx, blockno, NULL, reader_cxt);
+	e = hash_search(block_cache, &key, HASH_ENTER, &found);
+	e->block = b;
+	e->bytes = GetMemoryChunkSpace(b->raw) + GetMemoryChunkSpace(b->offsets);
+	evict_blocks(e->bytes);
+	block_cache_bytes += e->bytes;
+	dlist_push_tail(&block_lru, &e->lru);
+	b->pins = 1;
+	return b;
+}
+
+void
+run_block_release(RunBlock *b)
+{
+	if (b == NULL)
+		return;
+	if (b->pins < 0)
+	{
+		pfree(b->raw);
+		pfree(b->offsets);
+		pfree(b);
+	}
+	else if (b->pins > 0)
+		b->pins--;
+}
+
+void
+run_reader_get_stats(int64 *hits, int64 *misses)
+{
+	*hits = cache_hits;
+	*misses = cache_misses;
+}
+
+void
+run_reader_reset_stats(void)
+{
+	cache_hits = cache_misses = 0;
+}
+
+/*
+ * The last block whose first key is <= key (strict: < key), comparing the
+ * first nprefix key columns; 0 when key precedes them all.  A seek by a
+ * prefix must be strict: rows equal in the prefix may start in the block
+ * before the first block that begins with it.
+ */
+uint32
+run_index_find_block(PkTable *t, RunIndex *idx, const Datum *key, int nprefix,
+					 bool strict)
+{
+	uint32		lo = 0,
+				hi = idx->nblocks;
+
+	/* invariant: blocks < lo start before key; blocks >= hi do not */
+	while (lo < hi)
+	{
+		uint32		mid = lo + (hi - lo) / 2;
+		int			c = pk_key_cmp_n(t, &idx->first_keys[mid * t->nkeys], key, nprefix);
+
+		if (strict ? c < 0 : c <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 ? lo - 1 : 0;
+}
+
+/* first row of a block whose key prefix is >= key (nrows if none) */
+static uint32
+block_lower_bound(PkTable *t, RunBlock *b, const Datum *key, int nprefix)
+{
+	uint32		lo = 0,
+				hi = b->nrows;
+	Datum		rowkey[INDEX_MAX_KEYS];
+
+	while (lo < hi)
+	{
+		uint32		mid = lo + (hi - lo) / 2;
+		RunRowHeader *rh = (RunRowHeader *) (b->raw + b->offsets[mid]);
+
+		pk_row_key(t, RUN_ROW_TUPLE(rh), rowkey);
+		if (pk_key_cmp_n(t, rowkey, key, nprefix) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void
+cursor_load(RunCursor *c)
+{
+	run_block_release(c->block);
+	c->block = NULL;
+	c->rowno = 0;
+	while (c->blockno < c->index->nblocks)
+	{
+		c->block = run_block_get(c->rel, c->table, c->run, c->index, c->blockno,
+								 c->strategy);
+		if (c->block->nrows > 0)
+			return;
+		run_block_release(c->block);
+		c->block = NULL;
+		c->blockno++;
+	}
+	c->done = true;
+}
+
+void
+run_cursor_open(RunCursor *c, Relation rel, PkTable *t, const RunInfo *run,
+				BufferAccessStrategy strategy)
+{
+	memset(c, 0, sizeof(RunCursor));
+	c->rel = rel;
+	c->table = t;
+	c->run = run;
+	c->strategy = strategy;
+	c->index = run_index_get(rel, t, run);
+	c->blockno = 0;
+	c->unloaded = true;
+}
+
+/* position at the run's first row (cursors open without reading a block) */
+void
+run_cursor_start(RunCursor *c)
+{
+	c->unloaded = false;
+	c->blockno = 0;
+	cursor_load(c);
+}
+
+void
+run_cursor_next(RunCursor *c)
+{
+	if (c->done)
+		return;
+	if (++c->rowno < c->block->nrows)
+		return;
+	c->blockno++;
+	cursor_load(c);
+}
+
+/*
+ * Position at the first row whose first nprefix key columns are >= key.
+ */
+void
+run_cursor_seek(RunCursor *c, const Datum *key, int nprefix)
+{
+	uint32		blockno;
+
+	if (c->index->nblocks == 0)
+	{
+		c->done = true;
+		return;
+	}
+	blockno = run_index_find_block(c->table, c->index, key, nprefix, true);
+	c->done = false;
+	c->unloaded = false;
+	if (c->block == NULL || c->blockno != blockno)
+	{
+		c->blockno = blockno;
+		cursor_load(c);
+		if (c->done)
+			return;
+	}
+	c->rowno = block_lower_bound(c->table, c->block, key, nprefix);
+	if (c->rowno >= c->block->nrows)
+	{
+		c->blockno++;
+		cursor_load(c);
+	}
+}
+
+void
+run_cursor_close(RunCursor *c)
+{
+	run_block_release(c->block);
+	c->block = NULL;
+	c->done = true;
+}
+
+/*
+ * Find key in a run: bloom filter, then the one block that can hold it.
+ * On success the row's block stays pinned in *pinned.
+ */
+bool
+run_lookup(Relation rel, PkTable *t, const RunInfo *run, const Datum *key,
+		   uint32 hash, RunRowHeader **hdr, uint64 *ordinal, RunBlock **pinned)
+{
+	RunIndex   *idx = run_index_get(rel, t, run);
+	uint32		blockno;
+	RunBlock   *b;
+	uint32		row;
+
+	*pinned = NULL;
+	if (idx->nblocks == 0 || !run_bloom_may_contain(idx, hash))
+		return false;
+	blockno = run_index_find_block(t, idx, key, t->nkeys, false);
+	if (pk_key_cmp(t, &idx->first_keys[blockno * t->nkeys], key) > 0)
+		return false;
+	b = run_block_get(rel, t, run, idx, blockno, NULL);
+	row = block_lower_bound(t, b, key, t->nkeys);
+	if (row < b->nrows)
+	{
+		Datum		rowkey[INDEX_MAX_KEYS];
+		RunRowHeader *rh = (RunRowHeader *) (b->raw + b->offsets[row]);
+
+		pk_row_key(t, RUN_ROW_TUPLE(rh), rowkey);
+		if (pk_key_cmp(t, rowkey, key) == 0)
+		{
+			*hdr = rh;
+			*ordinal = b->first_row + row;
+			*pinned = b;
+			return true;
+		}
+	}
+	run_block_release(b);
+	return false;
+}
+
+/*
+ * The row with the given ordinal in the run; its block stays pinned.
+ */
+RunRowHeader *
+run_row_at(Relation rel, PkTable *t, const RunInfo *run, uint64 ordinal,
+		   RunBlock **pinned)
+{
+	RunIndex   *idx = run_index_get(rel, t, run);
+	uint32		lo = 0,
+				hi = idx->nblocks;
+	RunBlock   *b;
+
+	while (lo < hi)
+	{
+		uint32		mid = lo + (hi - lo) / 2;
+
+		if (idx->entries[mid].first_row <= ordinal)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || ordinal >= idx->entries[lo - 1].first_row + idx->entries[lo - 1].nrows)
+	{
+		*pinned = NULL;
+		return NULL;
+	}
+	b = run_block_get(rel, t, run, idx, lo - 1, NULL);
+	*pinned = b;
+	return (RunRowHeader *) (b->raw + b->offsets[ordinal - b->first_row]);
+}

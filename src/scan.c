@@ -1,0 +1,346 @@
+/*-------------------------------------------------------------------------
+ *
+ * scan.c
+ *	  Reads through the table AM: sequential scans (the merge of the runs
+ *	  a snapshot sees and the transaction's own buffer), ANALYZE sampling,
+ *	  and fetches by TID with their visibility checks.
+ *
+ * A row is visible to a snapshot when its run is (catalog MVCC) or it is
+ * in the own buffer from an earlier command, and no newer version of its
+ * key is visible: exactly what the merge yields.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/bufmgr.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "lookup.h"
+#include "merge_iter.h"
+#include "scan.h"
+#include "tid.h"
+
+typedef struct PkScanDesc
+{
+	TableScanDescData base;
+	MemoryContext cxt;			/* runs and merge state of one pass */
+	MergeIter  *iter;
+	BufferAccessStrategy strategy;
+
+	/* ANALYZE: row i of the merge is reported in block i * nblocks / est */
+	BlockNumber nblocks;
+	double		est_rows;
+	uint64		pos;
+	BlockNumber target;
+	bool		pending;
+	MergeRow	row;
+} PkScanDesc;
+
+/* the row the key index returned last, for the fetch that follows it */
+static struct
+{
+	Oid			relid;
+	ItemPointerData tid;
+	MinimalTuple tup;
+}			handoff;
+
+static CommandId
+snapshot_cid(Snapshot snapshot)
+{
+	/* an MVCC snapshot sees earlier commands only; the others see all */
+	if (snapshot && IsMVCCSnapshot(snapshot))
+		return snapshot->curcid;
+	return InvalidCommandId;
+}
+
+TableScanDesc
+scan_begin(Relation rel, Snapshot snapshot, int nkeys, struct ScanKeyData *key,
+		   ParallelTableScanDesc pscan, uint32 flags)
+{
+	PkScanDesc *scan = palloc0(sizeof(PkScanDesc));
+
+	if (pscan)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("parallel scans of pkmerge table \"%s\" are not supported",
+						RelationGetRelationName(rel))));
+	scan->base.rs_rd = rel;
+	scan->base.rs_snapshot = snapshot;
+	scan->base.rs_nkeys = nkeys;
+	scan->base.rs_key = key;
+	scan->base.rs_flags = flags;
+	scan->cxt = AllocSetContextCreate(CurrentMemoryContext, "pkmerge scan",
+									  ALLOCSET_DEFAULT_SIZES);
+	if (flags & SO_TEMP_SNAPSHOT)
+		RegisterSnapshot(snapshot);
+	return &scan->base;
+}
+
+static void
+scan_reset(PkScanDesc *scan)
+{
+	if (scan->iter)
+		merge_end(scan->iter);
+	scan->iter = NULL;
+	scan->pending = false;
+	scan->pos = 0;
+	MemoryContextReset(scan->cxt);
+}
+
+void
+scan_end(TableScanDesc sscan)
+{
+	PkScanDesc *scan = (PkScanDesc *) sscan;
+
+	scan_reset(scan);
+	MemoryContextDelete(scan->cxt);
+	if (scan->strategy)
+		FreeAccessStrategy(scan->strategy);
+	if (sscan->rs_flags & SO_TEMP_SNAPSHOT)
+		UnregisterSnapshot(sscan->rs_snapshot);
+	pfree(scan);
+}
+
+void
+scan_rescan(TableScanDesc sscan, struct ScanKeyData *key, bool set_params,
+			bool allow_strat, bool allow_sync, bool allow_pagemode)
+{
+	scan_reset((PkScanDesc *) sscan);
+}
+
+static void
+scan_start(PkScanDesc *scan)
+{
+	Relation	rel = scan->base.rs_rd;
+	MemoryContext old = MemoryContextSwitchTo(scan->cxt);
+	List	   *runs = lookup_visible_runs(rel, scan->base.rs_snapshot);
+
+	/* big sequential reads go through a ring, as heap's do */
+	if (scan->strategy == NULL && RelationGetNumberOfBlocks(rel) > NBuffers / 4)
+		scan->strategy = GetAccessStrategy(BAS_BULKREAD);
+	scan->iter = merge_begin(rel, pk_table(rel), runs,
+							 wbuf_get(RelationGetRelid(rel), false),
+							 snapshot_cid(scan->base.rs_snapshot),
+							 scan->strategy, false);
+	MemoryContextSwitchTo(old);
+}
+
+static void
+store_row(Relation rel, MergeRow *row, TupleTableSlot *slot)
+{
+	ExecStoreMinimalTuple(row->tup, slot, false);
+	slot->tts_tableOid = RelationGetRelid(rel);
+	slot->tts_tid = row->tid;
+}
+
+bool
+scan_getnextslot(TableScanDesc sscan, ScanDirection direction, TupleTableSlot *slot)
+{
+	PkScanDesc *scan = (PkScanDesc *) sscan;
+	MergeRow	row;
+	bool		found;
+	MemoryContext old;
+
+	if (ScanDirectionIsBackward(direction))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("backward scans of pkmerge table \"%s\" are not supported",
+						RelationGetRelationName(sscan->rs_rd)),
+				 errhint("Declare the cursor without SCROLL, or fetch forward only.")));
+	if (scan->iter == NULL)
+		scan_start(scan);
+	old = MemoryContextSwitchTo(scan->cxt);
+	found = merge_next(scan->iter, &row);
+	MemoryContextSwitchTo(old);
+	if (!found)
+	{
+		ExecClearTuple(slot);
+		return false;
+	}
+	store_row(sscan->rs_rd, &row, slot);
+	pgstat_count_heap_getnext(sscan->rs_rd);
+	return true;
+}
+
+/*
+ * An estimate of the rows: the records of the visible runs (keys written
+ * several times count several times until compaction) and the buffer.
+ */
+double
+scan_count_rows(Relation rel)
+{
+	List	   *runs = lookup_visible_runs(rel, GetActiveSnapshot());
+	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), false);
+	ListCell   *lc;
+	double		n = wb ? wb->n : 0;
+
+	foreach(lc, runs)
+		n += ((RunInfo *) lfirst(lc))->record_count;
+	return n;
+}
+
+bool
+scan_analyze_next_block(TableScanDesc sscan, BlockNumber blockno,
+						BufferAccessStrategy bstrategy)
+{
+	PkScanDesc *scan = (PkScanDesc *) sscan;
+
+	if (scan->iter == NULL)
+	{
+		scan->nblocks = RelationGetNumberOfBlocks(sscan->rs_rd);
+		scan->est_rows = Max(scan_count_rows(sscan->rs_rd), 1);
+		scan_start(scan);
+	}
+	scan->target = blockno;
+	return true;
+}
+
+bool
+scan_analyze_next_tuple(TableScanDesc sscan, TransactionId OldestXmin,
+						double *liverows, double *deadrows, TupleTableSlot *slot)
+{
+	PkScanDesc *scan = (PkScanDesc *) sscan;
+
+	for (;;)
+	{
+		BlockNumber blk;
+
+		if (!scan->pending)
+		{
+			MemoryContext old = MemoryContextSwitchTo(scan->cxt);
+			bool		found = merge_next(scan->iter, &scan->row);
+
+			MemoryContextSwitchTo(old);
+			if (!found)
+				return false;
+			scan->pending = true;
+		}
+		blk = (BlockNumber) Min((double) scan->pos * scan->nblocks / scan->est_rows,
+								scan->nblocks - 1);
+		if (blk > scan->target)
+			return false;		/* belongs to a later block */
+		scan->pending = false;
+		scan->pos++;
+		if (blk == scan->target)
+		{
+			store_row(sscan->rs_rd, &scan->row, slot);
+			*liverows += 1;
+			return true;
+		}
+	}
+}
+
+/* ---- fetches by TID ---- */
+
+void
+scan_handoff(Oid relid, ItemPointer tid, MinimalTuple tup)
+{
+	handoff.relid = relid;
+	handoff.tid = *tid;
+	handoff.tup = tup;
+}
+
+IndexFetchTableData *
+fetch_begin(Relation rel)
+{
+	IndexFetchTableData *scan = palloc0(sizeof(IndexFetchTableData));
+
+	scan->rel = rel;
+	return scan;
+}
+
+void
+fetch_reset(IndexFetchTableData *scan)
+{
+}
+
+void
+fetch_end(IndexFetchTableData *scan)
+{
+	pfree(scan);
+}
+
+/*
+ * The version at tid if it is the one snapshot sees of its key (any
+ * version for a non-MVCC snapshot: SnapshotAny fetches old rows for
+ * triggers and RETURNING).
+ */
+static bool
+fetch_visible(Relation rel, ItemPointer tid, Snapshot snapshot, PkVersion *v)
+{
+	PkTable    *t = pk_table(rel);
+	List	   *runs = lookup_visible_runs(rel, snapshot);
+	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), false);
+	Datum		key[INDEX_MAX_KEYS];
+	uint32		hash;
+	PkVersion	newest;
+
+	if (!lookup_tid(rel, t, runs, wb, tid, v))
+		return false;
+	if (snapshot == SnapshotAny)
+		return true;
+	if (pk_tid_is_wbuf(tid) && !wbuf_visible(wb, pk_tid_number(tid), snapshot_cid(snapshot)))
+		return false;
+	pk_row_key(t, v->tup, key);
+	hash = pk_key_hash(t, key);
+	if (!lookup_buffered(wb, t, key, hash, snapshot_cid(snapshot), &newest) &&
+		!lookup_committed(rel, t, runs, key, hash, &newest))
+		return false;
+	return ItemPointerEquals(&newest.tid, tid) && PK_KIND_IS_ADD(newest.kind);
+}
+
+bool
+fetch_tuple(IndexFetchTableData *scan, ItemPointer tid, Snapshot snapshot,
+			TupleTableSlot *slot, bool *call_again, bool *all_dead)
+{
+	Relation	rel = scan->rel;
+	PkVersion	v;
+
+	*call_again = false;
+	if (all_dead)
+		*all_dead = false;
+	/* the key index merged the row already: no second read */
+	if (handoff.tup && handoff.relid == RelationGetRelid(rel) &&
+		ItemPointerEquals(&handoff.tid, tid))
+	{
+		ExecStoreMinimalTuple(heap_copy_minimal_tuple(handoff.tup), slot, true);
+		handoff.tup = NULL;
+	}
+	else
+	{
+		if (!fetch_visible(rel, tid, snapshot, &v))
+			return false;
+		ExecStoreMinimalTuple(v.tup, slot, true);
+	}
+	slot->tts_tableOid = RelationGetRelid(rel);
+	slot->tts_tid = *tid;
+	return true;
+}
+
+bool
+fetch_row_version(Relation rel, ItemPointer tid, Snapshot snapshot,
+				  TupleTableSlot *slot)
+{
+	PkVersion	v;
+
+	if (!fetch_visible(rel, tid, snapshot, &v))
+		return false;
+	ExecStoreMinimalTuple(v.tup, slot, true);
+	slot->tts_tableOid = RelationGetRelid(rel);
+	slot->tts_tid = *tid;
+	return true;
+}
+
+bool
+fetch_satisfies_snapshot(Relation rel, TupleTableSlot *slot, Snapshot snapshot)
+{
+	PkVersion	v;
+
+	return fetch_visible(rel, &slot->tts_tid, snapshot, &v);
+}

@@ -1,0 +1,43 @@
+/*-------------------------------------------------------------------------
+ *
+ * scan.h
+ *	  Reads through the table AM: sequential scans, ANALYZE sampling and
+ *	  fetches by TID.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PK_SCAN_H
+#define PK_SCAN_H
+
+#include "access/relscan.h"
+#include "access/tableam.h"
+
+/* scan.c */
+extern TableScanDesc scan_begin(Relation rel, Snapshot snapshot, int nkeys,
+								struct ScanKeyData *key,
+								ParallelTableScanDesc pscan, uint32 flags);
+extern void scan_end(TableScanDesc sscan);
+extern void scan_rescan(TableScanDesc sscan, struct ScanKeyData *key,
+						bool set_params, bool allow_strat, bool allow_sync,
+						bool allow_pagemode);
+extern bool scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
+							 TupleTableSlot *slot);
+extern bool scan_analyze_next_block(TableScanDesc sscan, BlockNumber blockno,
+									BufferAccessStrategy bstrategy);
+extern bool scan_analyze_next_tuple(TableScanDesc sscan, TransactionId OldestXmin,
+									double *liverows, double *deadrows,
+									TupleTableSlot *slot);
+extern IndexFetchTableData *fetch_begin(Relation rel);
+extern void fetch_reset(IndexFetchTableData *scan);
+extern void fetch_end(IndexFetchTableData *scan);
+extern bool fetch_tuple(IndexFetchTableData *scan, ItemPointer tid,
+						Snapshot snapshot, TupleTableSlot *slot,
+						bool *call_again, bool *all_dead);
+extern bool fetch_row_version(Relation rel, ItemPointer tid, Snapshot snapshot,
+							  TupleTableSlot *slot);
+extern bool fetch_satisfies_snapshot(Relation rel, TupleTableSlot *slot,
+									 Snapshot snapshot);
+extern void scan_handoff(Oid relid, ItemPointer tid, MinimalTuple tup);
+extern double scan_count_rows(Relation rel);
+
+#endif							/* PK_SCAN_H */

@@ -1,0 +1,109 @@
+/*-------------------------------------------------------------------------
+ *
+ * sql_funcs.c
+ *	  SQL-callable functions in C that are not part of an access method:
+ *	  pk_write and the helper the catalog views use to check their
+ *	  argument.  (pk_options is in options.c, next to the option table.)
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "dml.h"
+#include "pktable.h"
+
+/*
+ * pkchangelog.pkmerge_relid(rel regclass) -> oid: rel, after checking that
+ * it is a pkmerge table the caller may read.
+ */
+PG_FUNCTION_INFO_V1(pk_pkmerge_relid);
+Datum
+pk_pkmerge_relid(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	Relation	rel = pk_open_table(relid, AccessShareLock);
+
+	table_close(rel, AccessShareLock);
+	PG_RETURN_OID(relid);
+}
+
+static PkRowKind
+parse_rowkind(const char *s)
+{
+	if (strcmp(s, "+I") == 0)
+		return PK_INSERT;
+	if (strcmp(s, "-U") == 0)
+		return PK_UPDATE_BEFORE;
+	if (strcmp(s, "+U") == 0)
+		return PK_UPDATE_AFTER;
+	if (strcmp(s, "-D") == 0)
+		return PK_DELETE;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid RowKind \"%s\"", s),
+			 errhint("Use one of '+I', '-U', '+U', '-D'.")));
+	return PK_INSERT;			/* keep compiler quiet */
+}
+
+/*
+ * pk_write(rel regclass, rowkind text, r anyelement): one record with an
+ * explicit RowKind, as a CDC pipeline hands rows over.  r must be a row of
+ * the table's type.
+ */
+PG_FUNCTION_INFO_V1(pk_write);
+Datum
+pk_write(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	PkRowKind	kind;
+	Relation	rel;
+	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 2);
+	HeapTupleHeader td;
+	HeapTupleData htup;
+	AclResult	aclresult;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("pk_write needs a table and a RowKind")));
+	relid = PG_GETARG_OID(0);
+	kind = parse_rowkind(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	rel = pk_open_table(relid, RowExclusiveLock);
+
+	aclresult = pg_class_aclcheck(relid, GetUserId(),
+								  PK_KIND_IS_ADD(kind) ? ACL_INSERT : ACL_DELETE);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_TABLE, RelationGetRelationName(rel));
+
+	if (argtype != rel->rd_rel->reltype)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("pk_write on \"%s\" needs a row of type %s, not %s",
+						RelationGetRelationName(rel),
+						format_type_be(rel->rd_rel->reltype),
+						format_type_be(argtype)),
+				 errhint("Pass ROW(...)::%s.", format_type_be(rel->rd_rel->reltype))));
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("pk_write on \"%s\" needs a row, not NULL",
+						RelationGetRelationName(rel))));
+	td = PG_GETARG_HEAPTUPLEHEADER(2);
+	htup.t_len = HeapTupleHeaderGetDatumLength(td);
+	ItemPointerSetInvalid(&htup.t_self);
+	htup.t_tableOid = InvalidOid;
+	htup.t_data = td;
+
+	dml_write(rel, kind, minimal_tuple_from_heap_tuple(&htup));
+	table_close(rel, NoLock);
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,67 @@
+/*-------------------------------------------------------------------------
+ *
+ * tid.h
+ *	  TIDs of pkmerge rows (DESIGN §5).  A committed row is named by its row
+ *	  number: runs own ranges of row numbers.  A row still in the writing
+ *	  transaction's buffer is named by its buffer position, in block numbers
+ *	  no run can reach.  The offset part always stays within
+ *	  1..MaxHeapTuplesPerPage, so tidbitmap and GIN never see an invalid one.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PK_TID_H
+#define PK_TID_H
+
+#include "access/htup_details.h"
+#include "storage/itemptr.h"
+
+#define PK_TIDS_PER_BLOCK	MaxHeapTuplesPerPage
+#define PK_WBUF_BLOCK0		((BlockNumber) 0xF0000000)
+#define PK_MAX_ROW			((uint64) PK_WBUF_BLOCK0 * PK_TIDS_PER_BLOCK)
+
+static inline void
+pk_tid_set(ItemPointer tid, uint64 n, BlockNumber base)
+{
+	ItemPointerSet(tid, base + (BlockNumber) (n / PK_TIDS_PER_BLOCK),
+				   (OffsetNumber) (n % PK_TIDS_PER_BLOCK) + 1);
+}
+
+static inline void
+pk_tid_from_row(ItemPointer tid, uint64 row)
+{
+	pk_tid_set(tid, row, 0);
+}
+
+static inline void
+pk_tid_from_wbuf(ItemPointer tid, uint32 pos)
+{
+	pk_tid_set(tid, pos, PK_WBUF_BLOCK0);
+}
+
+static inline bool
+pk_tid_is_wbuf(ItemPointer tid)
+{
+	return ItemPointerGetBlockNumberNoCheck(tid) >= PK_WBUF_BLOCK0;
+}
+
+static inline uint64
+pk_tid_number(ItemPointer tid)
+{
+	BlockNumber blk = ItemPointerGetBlockNumberNoCheck(tid);
+	OffsetNumber off = ItemPointerGetOffsetNumberNoCheck(tid);
+
+	if (blk >= PK_WBUF_BLOCK0)
+		blk -= PK_WBUF_BLOCK0;
+	return (uint64) blk * PK_TIDS_PER_BLOCK + (off - 1);
+}
+
+static inline bool
+pk_tid_valid(ItemPointer tid)
+{
+	OffsetNumber off = ItemPointerGetOffsetNumberNoCheck(tid);
+
+	return off >= 1 && off <= PK_TIDS_PER_BLOCK &&
+		ItemPointerGetBlockNumberNoCheck(tid) != InvalidBlockNumber;
+}
+
+#endif							/* PK_TID_H */

@@ -1,0 +1,332 @@
+/*-------------------------------------------------------------------------
+ *
+ * wbuf.c
+ *	  Write buffers: per transaction and table, the log of records written
+ *	  (appended, never moved), a key-sorted view of it built on demand for
+ *	  readers, lookups of a key's newest version visible to a command, and
+ *	  savepoint handling.
+ *
+ * Buffers live in TopTransactionContext and vanish with the transaction;
+ * commit.c flushes them at pre-commit.  A reader sees the entries written
+ * by earlier commands (cid < its snapshot's curcid), never its own command's
+ * (Halloween safety).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "wbuf.h"
+
+typedef struct WbEntryRef
+{
+	Oid			relid;			/* hash key */
+	WriteBuffer *wb;
+} WbEntryRef;
+
+static HTAB *buffers = NULL;
+static List *buffer_order = NIL;	/* in order of first write */
+
+WriteBuffer *
+wbuf_get(Oid relid, bool create)
+{
+	WbEntryRef *ref;
+	bool		found;
+
+	if (buffers == NULL)
+	{
+		HASHCTL		ctl;
+
+		if (!create)
+			return NULL;
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(WbEntryRef);
+		ctl.hcxt = TopTransactionContext;
+		buffers = hash_create("pkmerge write buffers", 16, &ctl,
+							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	ref = hash_search(buffers, &relid, create ? HASH_ENTER : HASH_FIND, &found);
+	if (ref == NULL)
+		return NULL;
+	if (!found)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+		WriteBuffer *wb = palloc0(sizeof(WriteBuffer));
+
+		wb->relid = relid;
+		wb->cxt = AllocSetContextCreate(TopTransactionContext, "pkmerge write buffer",
+										ALLOCSET_DEFAULT_SIZES);
+		wb->cap = 256;
+		wb->entries = MemoryContextAlloc(wb->cxt, sizeof(WbEntry) * wb->cap);
+		wb->truncate_pos = -1;
+		ref->wb = wb;
+		buffer_order = lappend(buffer_order, wb);
+		MemoryContextSwitchTo(old);
+	}
+	return ref->wb;
+}
+
+/*
+ * Append a record; the tuple is copied.  Returns its position.
+ */
+uint32
+wbuf_append(WriteBuffer *wb, PkTable *t, uint8 kind, MinimalTuple tup,
+			CommandId cid)
+{
+	MemoryContext old = MemoryContextSwitchTo(wb->cxt);
+	WbEntry    *e;
+
+	if (wb->n == wb->cap)
+	{
+		wb->cap *= 2;
+		wb->entries = repalloc_huge(wb->entries, sizeof(WbEntry) * wb->cap);
+	}
+	e = &wb->entries[wb->n];
+	e->tup = tup ? heap_copy_minimal_tuple(tup) : NULL;
+	e->keys = palloc(sizeof(Datum) * t->nkeys);
+	if (tup)
+	{
+		pk_row_key(t, e->tup, e->keys);
+		e->hash = pk_key_hash(t, e->keys);
+		wb->bytes += e->tup->t_len;
+	}
+	e->cid = cid;
+	e->subid = GetCurrentSubTransactionId();
+	e->kind = kind;
+	e->read_seq = 0;
+	if (kind == WB_TRUNCATE)
+		wb->truncate_pos = wb->n;
+	MemoryContextSwitchTo(old);
+	return wb->n++;
+}
+
+/* sort positions by key, newest (highest position) first within a key */
+static PkTable *sort_table;
+static WriteBuffer *sort_wb;
+
+static inline int
+pos_cmp(uint32 a, uint32 b)
+{
+	int			c = pk_key_cmp(sort_table, sort_wb->entries[a].keys,
+							   sort_wb->entries[b].keys);
+
+	if (c != 0)
+		return c;
+	return (a < b) - (a > b);
+}
+
+#define ST_SORT sort_positions
+#define ST_ELEMENT_TYPE uint32
+#define ST_COMPARE(a, b) pos_cmp(*(a), *(b))
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
+
+/*
+ * A sorted view covering every entry so far, pinned for the caller.  The
+ * previous view, if no scan holds it, is freed; a new view merges the
+ * previous one with the entries appended since, so a stream of small
+ * writes and reads costs linear work per read, not a full sort.
+ */
+WbSorted *
+wbuf_sorted_pin(WriteBuffer *wb, PkTable *t)
+{
+	WbSorted   *prev = wb->sorted;
+	WbSorted   *s;
+	uint32		from = prev ? prev->n : 0;
+	uint32	   *tail;
+	uint32		ntail,
+				i = 0,
+				j = 0,
+				k = 0;
+
+	if (prev && prev->n == wb->n)
+	{
+		prev->refcount++;
+		return prev;
+	}
+
+	s = MemoryContextAlloc(wb->cxt, sizeof(WbSorted));
+	s->refcount = 1;
+	s->n = wb->n;
+	s->pos = MemoryContextAllocHuge(wb->cxt, sizeof(uint32) * Max(wb->n, 1));
+	tail = palloc(sizeof(uint32) * Max(wb->n - from, 1));
+	ntail = 0;
+	for (uint32 p = from; p < wb->n; p++)
+		if (wb->entries[p].kind != WB_TRUNCATE)
+			tail[ntail++] = p;
+	sort_table = t;
+	sort_wb = wb;
+	sort_positions(tail, ntail);
+	if (from == 0)
+	{
+		memcpy(s->pos, tail, sizeof(uint32) * ntail);
+		k = ntail;
+	}
+	else
+	{
+		while (i < prev->npos && j < ntail)
+			s->pos[k++] = pos_cmp(prev->pos[i], tail[j]) <= 0 ? prev->pos[i++] : tail[j++];
+		while (i < prev->npos)
+			s->pos[k++] = prev->pos[i++];
+		while (j < ntail)
+			s->pos[k++] = tail[j++];
+	}
+	s->npos = k;
+	pfree(tail);
+
+	if (prev)
+		wbuf_sorted_unpin(wb, prev);	/* the buffer's own reference */
+	wb->sorted = s;
+	s->refcount++;				/* the buffer's reference */
+	return s;
+}
+
+void
+wbuf_sorted_unpin(WriteBuffer *wb, WbSorted *s)
+{
+	if (--s->refcount == 0)
+	{
+		pfree(s->pos);
+		pfree(s);
+	}
+}
+
+bool
+wbuf_visible(WriteBuffer *wb, uint32 pos, CommandId curcid)
+{
+	return pos < wb->n && (int64) pos > wb->truncate_pos &&
+		wb->entries[pos].cid < curcid;
+}
+
+/*
+ * The position of key's newest entry visible to a command with curcid, or
+ * -1.  Scans the sorted view and, linearly, entries appended after it.
+ */
+int64
+wbuf_lookup(WriteBuffer *wb, PkTable *t, const Datum *keys, uint32 hash,
+			CommandId curcid)
+{
+	WbSorted   *s = wb->sorted;
+	int64		best = -1;
+	uint32		from = 0;
+
+	if (wb->n == 0)
+		return -1;
+	if (s == NULL || wb->n - s->n > 64)
+	{
+		s = wbuf_sorted_pin(wb, t);
+		wbuf_sorted_unpin(wb, s);
+	}
+	/* entries after the view are newer than any in it */
+	for (uint32 p = wb->n; p-- > s->n;)
+	{
+		WbEntry    *e = &wb->entries[p];
+
+		if (e->kind != WB_TRUNCATE && e->hash == hash && wbuf_visible(wb, p, curcid) &&
+			pk_key_cmp(t, e->keys, keys) == 0)
+			return p;
+	}
+	/* binary search for the key's group; newest first within it */
+	{
+		uint32		lo = 0,
+					hi = s->npos;
+
+		while (lo < hi)
+		{
+			uint32		mid = lo + (hi - lo) / 2;
+			WbEntry    *e = &wb->entries[s->pos[mid]];
+
+			if (pk_key_cmp(t, e->keys, keys) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		from = lo;
+	}
+	for (uint32 i = from; i < s->npos; i++)
+	{
+		WbEntry    *e = &wb->entries[s->pos[i]];
+
+		if (pk_key_cmp(t, e->keys, keys) != 0)
+			break;
+		if (wbuf_visible(wb, s->pos[i], curcid))
+		{
+			best = s->pos[i];
+			break;
+		}
+	}
+	return best;
+}
+
+/* every buffer of the transaction, in order of first write */
+List *
+wbuf_all(void)
+{
+	return buffer_order;
+}
+
+/* transaction end: the memory goes with TopTransactionContext */
+void
+wbuf_forget_all(void)
+{
+	buffers = NULL;
+	buffer_order = NIL;
+}
+
+/*
+ * A committed savepoint's entries now belong to its parent.  They are the
+ * log's suffix tagged with the savepoint's id.
+ */
+void
+wbuf_subxact_commit(SubTransactionId mysubid, SubTransactionId parentsubid)
+{
+	ListCell   *lc;
+
+	foreach(lc, buffer_order)
+	{
+		WriteBuffer *wb = lfirst(lc);
+
+		for (uint32 p = wb->n; p-- > 0 && wb->entries[p].subid == mysubid;)
+			wb->entries[p].subid = parentsubid;
+	}
+}
+
+/*
+ * ROLLBACK TO: everything written since the savepoint began is the suffix
+ * of the log tagged with its id (committed children were re-tagged to it,
+ * aborted ones already cut); cut it.
+ */
+void
+wbuf_subxact_abort(SubTransactionId mysubid)
+{
+	ListCell   *lc;
+
+	foreach(lc, buffer_order)
+	{
+		WriteBuffer *wb = lfirst(lc);
+		uint32		n = wb->n;
+
+		while (n > 0 && wb->entries[n - 1].subid == mysubid)
+			n--;
+		if (n == wb->n)
+			continue;
+		wb->n = n;
+		/* positions from n on will be reused: no view may cover them */
+		if (wb->sorted)
+		{
+			wbuf_sorted_unpin(wb, wb->sorted);
+			wb->sorted = NULL;
+		}
+		wb->truncate_pos = -1;
+		for (uint32 p = n; p-- > 0;)
+			if (wb->entries[p].kind == WB_TRUNCATE)
+			{
+				wb->truncate_pos = p;
+				break;
+			}
+	}
+}

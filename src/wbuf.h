@@ -1,0 +1,75 @@
+/*-------------------------------------------------------------------------
+ *
+ * wbuf.h
+ *	  The write buffer: a transaction's writes to one pkmerge table, kept in
+ *	  backend memory until pre-commit flushes them as a run.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PK_WBUF_H
+#define PK_WBUF_H
+
+#include "access/htup.h"
+#include "utils/rel.h"
+
+#include "pktable.h"
+#include "run_format.h"
+
+#define WB_TRUNCATE 0xFF		/* kind of the entry a TRUNCATE leaves */
+
+/*
+ * One record as written.  Records are never changed or moved once
+ * appended (their position is their TID); a savepoint rollback cuts the
+ * log back to where the savepoint began.
+ */
+typedef struct WbEntry
+{
+	MinimalTuple tup;			/* the row (-U/-D: the row retracted) */
+	Datum	   *keys;			/* key columns, pointing into tup */
+	uint32		hash;			/* pk_key_hash */
+	CommandId	cid;			/* command that wrote it */
+	SubTransactionId subid;
+	uint8		kind;			/* PkRowKind, or WB_TRUNCATE */
+	uint64		read_seq;		/* read-modify-write: newest sequence number
+								 * committed when the row was read (0: a blind
+								 * write); commit fails if the key changed
+								 * after it */
+} WbEntry;
+
+/* a key-sorted view of the log, shared by the scans that started on it */
+typedef struct WbSorted
+{
+	int			refcount;
+	uint32		n;				/* entries covered: positions < n */
+	uint32		npos;			/* rows among them (TRUNCATE marks left out) */
+	uint32	   *pos;			/* positions, by key, then newest first */
+} WbSorted;
+
+typedef struct WriteBuffer
+{
+	Oid			relid;
+	MemoryContext cxt;
+	WbEntry    *entries;
+	uint32		n;
+	uint32		cap;
+	Size		bytes;
+	WbSorted   *sorted;			/* latest view, may cover fewer than n */
+	int64		truncate_pos;	/* last WB_TRUNCATE entry, or -1 */
+} WriteBuffer;
+
+/* wbuf.c */
+extern WriteBuffer *wbuf_get(Oid relid, bool create);
+extern uint32 wbuf_append(WriteBuffer *wb, PkTable *t, uint8 kind,
+						  MinimalTuple tup, CommandId cid);
+extern WbSorted *wbuf_sorted_pin(WriteBuffer *wb, PkTable *t);
+extern void wbuf_sorted_unpin(WriteBuffer *wb, WbSorted *s);
+extern int64 wbuf_lookup(WriteBuffer *wb, PkTable *t, const Datum *keys,
+						 uint32 hash, CommandId curcid);
+extern bool wbuf_visible(WriteBuffer *wb, uint32 pos, CommandId curcid);
+extern List *wbuf_all(void);
+extern void wbuf_forget_all(void);
+extern void wbuf_subxact_commit(SubTransactionId mysubid,
+								SubTransactionId parentsubid);
+extern void wbuf_subxact_abort(SubTransactionId mysubid);
+
+#endif							/* PK_WBUF_H */
