@@ -189,7 +189,7 @@ static List *
 prepare_create(CreateStmt *stmt)
 {
 	const char *relname = stmt->relation->relname;
-	List	   *defs = pkopt_validate(stmt->options, false);
+	List	   *defs = pkopt_validate(stmt->options, true);
 	const char *opt_key = option_value(defs, "primary_key");
 	char	   *constraint_key = NULL;
 	ListCell   *lc;
@@ -303,7 +303,7 @@ handle_alter(AlterTableStmt *stmt)
 					{
 						ListCell   *dc;
 
-						foreach(dc, pkopt_validate((List *) cmd->def, true))
+						foreach(dc, pkopt_validate((List *) cmd->def, false))
 							reset = lappend(reset, ((DefElem *) lfirst(dc))->defname);
 					}
 					newkey = option_value(set, "primary_key");

@@ -67,7 +67,8 @@ key_build(Relation heap, Relation index, IndexInfo *indexInfo)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("pkmerge_key indexes can only be built on pkmerge tables"),
 				 errhint("\"%s\" is not a pkmerge table.", RelationGetRelationName(heap))));
-	if (!indexInfo->ii_Unique || indexInfo->ii_Expressions != NIL ||
+	/* not ii_Unique: a REINDEX may build without the uniqueness check */
+	if (!index->rd_index->indisunique || indexInfo->ii_Expressions != NIL ||
 		indexInfo->ii_Predicate != NIL ||
 		indexInfo->ii_NumIndexAttrs != indexInfo->ii_NumIndexKeyAttrs)
 		ereport(ERROR,

@@ -220,11 +220,12 @@ check_value(const OptDef *d, const char *value)
 
 /*
  * Validate a list of DefElems naming our options.  Returns new DefElems with
- * canonical names and normalized string values.  A name that is not ours is
- * an error (42704), as is a name given twice.
+ * canonical names and normalized string values (names alone for RESET,
+ * with_values false).  A name that is not ours is an error (42704), as is a
+ * name given twice.
  */
 List *
-pkopt_validate(List *defs, bool for_alter)
+pkopt_validate(List *defs, bool with_values)
 {
 	List	   *result = NIL;
 	ListCell   *lc;
@@ -247,7 +248,7 @@ pkopt_validate(List *defs, bool for_alter)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("pkmerge option \"%s\" specified more than once", d->name)));
 		seen[d - opt_defs] = true;
-		if (def->defaction == DEFELEM_DROP)
+		if (!with_values)
 			value = NULL;
 		else
 			value = check_value(d, def_value(def));

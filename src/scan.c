@@ -267,6 +267,22 @@ fetch_end(IndexFetchTableData *scan)
 }
 
 /*
+ * A dirty snapshot reports back the in-progress transaction a caller must
+ * wait for (ON CONFLICT's arbiter check); pkmerge rows are only ever
+ * committed or the caller's own, so there is none.
+ */
+static void
+clear_dirty(Snapshot snapshot)
+{
+	if (snapshot && snapshot->snapshot_type == SNAPSHOT_DIRTY)
+	{
+		snapshot->xmin = InvalidTransactionId;
+		snapshot->xmax = InvalidTransactionId;
+		snapshot->speculativeToken = 0;
+	}
+}
+
+/*
  * The version at tid if it is the one snapshot sees of its key (any
  * version for a non-MVCC snapshot: SnapshotAny fetches old rows for
  * triggers and RETURNING).
@@ -281,6 +297,7 @@ fetch_visible(Relation rel, ItemPointer tid, Snapshot snapshot, PkVersion *v)
 	uint32		hash;
 	PkVersion	newest;
 
+	clear_dirty(snapshot);
 	if (!lookup_tid(rel, t, runs, wb, tid, v))
 		return false;
 	if (snapshot == SnapshotAny)
@@ -305,6 +322,7 @@ fetch_tuple(IndexFetchTableData *scan, ItemPointer tid, Snapshot snapshot,
 	*call_again = false;
 	if (all_dead)
 		*all_dead = false;
+	clear_dirty(snapshot);
 	/* the key index merged the row already: no second read */
 	if (handoff.tup && handoff.relid == RelationGetRelid(rel) &&
 		ItemPointerEquals(&handoff.tid, tid))
