@@ -134,6 +134,17 @@ same_key(const char *a, const char *b)
 	return true;
 }
 
+static bool
+list_member_str(List *names, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+		if (strcmp(lfirst(lc), name) == 0)
+			return true;
+	return false;
+}
+
 static const char *
 option_value(List *defs, const char *name)
 {
@@ -195,7 +206,7 @@ prepare_create(CreateStmt *stmt)
 	ListCell   *lc;
 
 	if (stmt->partspec || stmt->partbound || stmt->inhRelations || stmt->ofTypename)
-		not_supported("partitioning, inheritance or typed tables", relname, NULL);
+		not_supported("table partitioning, inheritance or OF type", relname, NULL);
 
 	foreach(lc, create_constraints(stmt))
 	{
@@ -308,7 +319,7 @@ handle_alter(AlterTableStmt *stmt)
 					}
 					newkey = option_value(set, "primary_key");
 					if ((newkey && !same_key(newkey, t->opts.primary_key)) ||
-						list_member(reset, makeString("primary_key")))
+						list_member_str(reset, "primary_key"))
 						ereport(ERROR,
 								(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 								 errmsg("the primary key of pkmerge table \"%s\" cannot be changed",
@@ -453,6 +464,8 @@ finish_rename(RenameStmt *stmt)
 	old = isnull ? (Datum) 0 : datumCopy(old, false, -1);
 	ReleaseSysCache(tup);
 	pkopt_parse(old, &opts);
+	if (opts.primary_key == NULL)
+		return;
 	names = pkopt_split_key(opts.primary_key);
 	foreach(lc, names)
 	{
@@ -495,7 +508,7 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 
 				foreach(lc, create_constraints(stmt))
 					refuse_fk_to_pkmerge(lfirst(lc));
-				if (is_pkmerge_am(stmt->accessMethod) && !stmt->partbound &&
+				if (is_pkmerge_am(stmt->accessMethod) &&
 					!(stmt->if_not_exists &&
 					  OidIsValid(RangeVarGetRelid(stmt->relation, NoLock, true))))
 				{

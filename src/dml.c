@@ -104,15 +104,26 @@ append(Relation rel, PkTable *t, PkRowKind kind, MinimalTuple tup, CommandId cid
 	return pos;
 }
 
+/*
+ * INSERT.  A plain one is a blind write (upsert).  The insert of
+ * INSERT ... ON CONFLICT (speculative) found the key absent: that is a
+ * read, and a version committed after it must fail our commit.
+ */
 void
-dml_insert(Relation rel, TupleTableSlot *slot, CommandId cid)
+dml_insert(Relation rel, TupleTableSlot *slot, CommandId cid, bool speculative)
 {
 	PkTable    *t = pk_table(rel);
 	MinimalTuple tup = dml_slot_row(rel, slot);
 	uint32		pos;
+	uint64		read_seq = 0;
 
 	pk_check_key_not_null(t, tup);
-	pos = append(rel, t, PK_INSERT, tup, cid, 0);
+	if (speculative)
+	{
+		(void) latest_runs(rel, cid, &read_seq);
+		read_seq++;
+	}
+	pos = append(rel, t, PK_INSERT, tup, cid, read_seq);
 	slot->tts_tableOid = RelationGetRelid(rel);
 	pk_tid_from_wbuf(&slot->tts_tid, pos);
 }
@@ -160,7 +171,7 @@ check_current(Relation rel, PkTable *t, ItemPointer tid, CommandId cid,
 				 errdetail("A compaction or TRUNCATE committed after this statement read the row.")));
 	pk_row_key(t, old->tup, key);
 	hash = pk_key_hash(t, key);
-	*read_seq = max_seq;
+	*read_seq = max_seq + 1;
 
 	if (lookup_buffered(wb, t, key, hash, InvalidCommandId, &v) &&
 		!ItemPointerEquals(&v.tid, &old->tid))
@@ -170,6 +181,8 @@ check_current(Relation rel, PkTable *t, ItemPointer tid, CommandId cid,
 		tmfd->cmax = v.cid;
 		return TM_SelfModified;
 	}
+	if (old->seq == PG_UINT64_MAX && old->cid >= cid)
+		return TM_Invisible;	/* written by this very command, as heap says */
 	if (old->seq == PG_UINT64_MAX)
 	{
 		*read_seq = PG_UINT64_MAX;	/* own row: nobody else can change it */
@@ -255,6 +268,16 @@ dml_lock(Relation rel, ItemPointer tid, Snapshot snapshot, TupleTableSlot *slot,
 	uint64		read_seq;
 	TM_Result	res = check_current(rel, t, tid, cid, snapshot, tmfd, &old, &read_seq);
 
+	/*
+	 * Only ON CONFLICT DO UPDATE locks a row its own command wrote (two
+	 * proposed rows with one key); heap's executor would read xmin from the
+	 * slot to word this error, which a pkmerge slot does not carry.
+	 */
+	if (res == TM_Invisible)
+		ereport(ERROR,
+				(errcode(ERRCODE_CARDINALITY_VIOLATION),
+				 errmsg("ON CONFLICT DO UPDATE command cannot affect row a second time"),
+				 errhint("Ensure that no rows proposed for insertion within the same command have duplicate constrained values.")));
 	if (res == TM_Updated && (flags & TUPLE_LOCK_FLAG_FIND_LAST_VERSION))
 	{
 		PkVersion	newest;
@@ -296,8 +319,9 @@ dml_truncate(Relation rel)
 /*
  * At commit, under the commit lock: a read-modify-write whose key got a
  * version committed after the write read it would silently overwrite that
- * version; refuse (SQLSTATE 40001).  Only runs newer than the oldest read
- * can hold such a version.
+ * version; refuse (SQLSTATE 40001).  read_seq is one past the newest
+ * sequence number committed when the row was read, so only runs reaching
+ * the oldest read_seq can hold such a version.
  */
 void
 dml_check_conflicts(Relation rel, WriteBuffer *wb)
@@ -315,7 +339,7 @@ dml_check_conflicts(Relation rel, WriteBuffer *wb)
 		return;
 	runs = lookup_visible_runs(rel, GetLatestSnapshot());
 	foreach(lc, runs)
-		if ((uint64) ((RunInfo *) lfirst(lc))->max_seq > oldest)
+		if ((uint64) ((RunInfo *) lfirst(lc))->max_seq >= oldest)
 			newer = lappend(newer, lfirst(lc));
 	if (newer == NIL)
 		return;
@@ -327,7 +351,7 @@ dml_check_conflicts(Relation rel, WriteBuffer *wb)
 		if (e->read_seq == 0 || e->read_seq == PG_UINT64_MAX ||
 			(int64) p < wb->truncate_pos)
 			continue;
-		if (lookup_committed(rel, t, newer, e->keys, e->hash, &v) && v.seq > e->read_seq)
+		if (lookup_committed(rel, t, newer, e->keys, e->hash, &v) && v.seq >= e->read_seq)
 			ereport(ERROR,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("could not serialize access due to concurrent update"),

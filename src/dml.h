@@ -15,7 +15,8 @@
 #include "wbuf.h"
 
 /* dml.c */
-extern void dml_insert(Relation rel, TupleTableSlot *slot, CommandId cid);
+extern void dml_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
+					   bool speculative);
 extern TM_Result dml_delete(Relation rel, ItemPointer tid, CommandId cid,
 							Snapshot snapshot, TM_FailureData *tmfd);
 extern TM_Result dml_update(Relation rel, ItemPointer otid, TupleTableSlot *slot,

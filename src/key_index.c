@@ -50,6 +50,11 @@ typedef struct KeyScanOpaque
 	int			nseek;			/* leading columns with a lower bound */
 	Datum		seek[INDEX_MAX_KEYS];
 	PkVersion	version;		/* point lookup's result */
+	/* backward scans: the matching rows, collected forward, then popped */
+	bool		collected;
+	int			nrows;
+	ItemPointerData *tids;
+	MinimalTuple *tups;
 } KeyScanOpaque;
 
 /*
@@ -209,6 +214,8 @@ key_endpass(KeyScanOpaque *so)
 	if (so->iter)
 		merge_end(so->iter);
 	so->iter = NULL;
+	so->collected = false;
+	so->nrows = 0;
 	MemoryContextReset(so->passcxt);
 }
 
@@ -305,7 +312,7 @@ snapshot_curcid(Snapshot snapshot)
 }
 
 static bool
-key_gettuple(IndexScanDesc scan, ScanDirection dir)
+key_next(IndexScanDesc scan)
 {
 	KeyScanOpaque *so = scan->opaque;
 	Relation	heap = scan->heapRelation;
@@ -381,6 +388,49 @@ key_gettuple(IndexScanDesc scan, ScanDirection dir)
 	}
 	so->done = true;
 	return false;
+}
+
+/*
+ * Backward (ORDER BY key DESC): the planner assumes any ordered index can
+ * run backward.  The matching rows are collected in key order once and
+ * returned from the last.  A real reverse merge would avoid reading the
+ * whole range for a LIMIT; it is not there yet.
+ */
+static bool
+key_gettuple(IndexScanDesc scan, ScanDirection dir)
+{
+	KeyScanOpaque *so = scan->opaque;
+	MemoryContext old;
+	int			cap = 64;
+
+	if (ScanDirectionIsForward(dir))
+		return key_next(scan);
+	if (!so->collected)
+	{
+		so->tids = MemoryContextAlloc(so->cxt, sizeof(ItemPointerData) * cap);
+		so->tups = MemoryContextAlloc(so->cxt, sizeof(MinimalTuple) * cap);
+		while (key_next(scan))
+		{
+			if (so->nrows == cap)
+			{
+				cap *= 2;
+				so->tids = repalloc_huge(so->tids, sizeof(ItemPointerData) * cap);
+				so->tups = repalloc_huge(so->tups, sizeof(MinimalTuple) * cap);
+			}
+			old = MemoryContextSwitchTo(so->cxt);
+			so->tids[so->nrows] = scan->xs_heaptid;
+			so->tups[so->nrows++] = heap_copy_minimal_tuple(scan_handoff_tuple());
+			MemoryContextSwitchTo(old);
+		}
+		so->collected = true;
+	}
+	if (so->nrows == 0)
+		return false;
+	so->nrows--;
+	scan->xs_heaptid = so->tids[so->nrows];
+	scan->xs_recheck = false;
+	scan_handoff(RelationGetRelid(scan->heapRelation), &so->tids[so->nrows], so->tups[so->nrows]);
+	return true;
 }
 
 static void

@@ -109,7 +109,7 @@ static void
 pk_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid, int options,
 				struct BulkInsertStateData *bistate)
 {
-	dml_insert(rel, slot, cid);
+	dml_insert(rel, slot, cid, false);
 }
 
 static void
@@ -118,7 +118,7 @@ pk_tuple_insert_speculative(Relation rel, TupleTableSlot *slot, CommandId cid,
 							uint32 specToken)
 {
 	/* the arbiter check ran against committed and own versions: insert */
-	dml_insert(rel, slot, cid);
+	dml_insert(rel, slot, cid, true);
 }
 
 static void
@@ -132,7 +132,7 @@ pk_multi_insert(Relation rel, TupleTableSlot **slots, int nslots, CommandId cid,
 				int options, struct BulkInsertStateData *bistate)
 {
 	for (int i = 0; i < nslots; i++)
-		dml_insert(rel, slots[i], cid);
+		dml_insert(rel, slots[i], cid, false);
 }
 
 static TM_Result

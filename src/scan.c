@@ -246,6 +246,13 @@ scan_handoff(Oid relid, ItemPointer tid, MinimalTuple tup)
 	handoff.tup = tup;
 }
 
+/* the row last handed over (the key index's backward scans collect them) */
+MinimalTuple
+scan_handoff_tuple(void)
+{
+	return handoff.tup;
+}
+
 IndexFetchTableData *
 fetch_begin(Relation rel)
 {

@@ -38,6 +38,7 @@ extern bool fetch_row_version(Relation rel, ItemPointer tid, Snapshot snapshot,
 extern bool fetch_satisfies_snapshot(Relation rel, TupleTableSlot *slot,
 									 Snapshot snapshot);
 extern void scan_handoff(Oid relid, ItemPointer tid, MinimalTuple tup);
+extern MinimalTuple scan_handoff_tuple(void);
 extern double scan_count_rows(Relation rel);
 
 #endif							/* PK_SCAN_H */

@@ -30,10 +30,10 @@ typedef struct WbEntry
 	CommandId	cid;			/* command that wrote it */
 	SubTransactionId subid;
 	uint8		kind;			/* PkRowKind, or WB_TRUNCATE */
-	uint64		read_seq;		/* read-modify-write: newest sequence number
-								 * committed when the row was read (0: a blind
-								 * write); commit fails if the key changed
-								 * after it */
+	uint64		read_seq;		/* read-modify-write: one past the newest
+								 * sequence number committed when the row was
+								 * read (0: a blind write); commit fails if
+								 * the key has a version from read_seq on */
 } WbEntry;
 
 /* a key-sorted view of the log, shared by the scans that started on it */

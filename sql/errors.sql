@@ -1,0 +1,34 @@
+-- errors.sql: every bad input to pkmerge gets a precise error with the
+-- right SQLSTATE, and leaves the table unchanged.
+\set VERBOSITY sqlstate
+CREATE TABLE t (id int PRIMARY KEY, v text) USING pkmerge;
+INSERT INTO t VALUES (1, 'one');
+
+-- NULL key: 23502
+INSERT INTO t VALUES (NULL, 'x');
+UPDATE t SET id = NULL WHERE id = 1;
+SELECT pk_write('t', '+I', ROW(NULL, 'x')::t);
+-- pk_write: bad RowKind 22023, wrong row type 42804, NULL row 23502, not pkmerge 42809
+SELECT pk_write('t', '+X', ROW(2, 'x')::t);
+SELECT pk_write('t', NULL, ROW(2, 'x')::t);
+SELECT pk_write('t', '+I', ROW(2, 'x'));
+SELECT pk_write('t', '+I', NULL::t);
+CREATE TABLE heap_t (id int PRIMARY KEY, v text);
+SELECT pk_write('heap_t', '+I', ROW(2, 'x')::heap_t);
+SELECT * FROM pk_runs('heap_t');
+-- unsupported: 0A000
+CREATE INDEX ON t (v);
+ALTER TABLE t ALTER COLUMN v TYPE varchar(10);
+SELECT * FROM t TABLESAMPLE SYSTEM (50);
+BEGIN;
+INSERT INTO t VALUES (3, 'prepared');
+PREPARE TRANSACTION 'pk_prep';
+SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'pk_prep';
+-- bad options: 42704 unknown, 22023 bad value
+ALTER TABLE t SET (no_such_option = 1);
+ALTER TABLE t SET (compression_level = 99);
+-- nothing above changed the table
+\set VERBOSITY default
+SELECT * FROM t ORDER BY id;
+SELECT count(*) AS snapshots FROM pk_snapshots('t');
+DROP TABLE t, heap_t;

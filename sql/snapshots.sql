@@ -1,0 +1,61 @@
+-- snapshots.sql: one APPEND snapshot per committing transaction that wrote
+-- the table (dense ids from 1), OVERWRITE for TRUNCATE, none for a
+-- transaction that wrote nothing; the counts pk_snapshots reports; the runs
+-- pk_runs lists; and DROP TABLE removes every catalog row of the table.
+
+CREATE TABLE orders (order_id bigint PRIMARY KEY, store_id bigint, amount numeric(18,2)) USING pkmerge;
+SELECT count(*) FROM pk_snapshots('orders');
+SELECT count(*) FROM pk_runs('orders');
+
+INSERT INTO orders VALUES (1001, 10, 100);
+UPDATE orders SET amount = 80 WHERE order_id = 1001;
+BEGIN;
+INSERT INTO orders VALUES (1002, 10, 1), (1003, 20, 2);
+INSERT INTO orders VALUES (1002, 10, 3);
+DELETE FROM orders WHERE order_id = 1003;
+COMMIT;
+-- a read-only transaction and a failed one commit nothing
+SELECT count(*) FROM orders;
+INSERT INTO orders VALUES (NULL, 1, 1);
+-- DELETE of an absent key writes nothing; pk_write of -D is a write (a tombstone)
+DELETE FROM orders WHERE order_id = 5555;
+SELECT pk_write('orders', '-D', ROW(5555, 0, 0)::orders);
+
+SELECT snapshot_id, commit_kind, commit_user = current_user AS by_me,
+	   commit_xid IS NOT NULL AS has_xid, commit_time <= now() AS in_past,
+	   total_record_count, delta_record_count, changelog_record_count
+FROM pk_snapshots('orders');
+-- snapshot times and xids increase with ids
+SELECT bool_and(commit_time >= prev_time AND commit_xid > prev_xid) AS ordered
+FROM (SELECT commit_time, commit_xid, lag(commit_time) OVER w AS prev_time, lag(commit_xid) OVER w AS prev_xid
+	  FROM pk_snapshots('orders') WINDOW w AS (ORDER BY snapshot_id)) s
+WHERE prev_time IS NOT NULL;
+
+SELECT level, kind, record_count, size_bytes > 0 AS has_bytes, min_key, max_key, created_snapshot
+FROM pk_runs('orders') ORDER BY created_snapshot;
+
+TRUNCATE orders;
+INSERT INTO orders VALUES (7, 7, 7);
+SELECT snapshot_id, commit_kind, total_record_count, delta_record_count FROM pk_snapshots('orders') WHERE snapshot_id > 4;
+SELECT level, record_count, min_key, max_key, created_snapshot FROM pk_runs('orders');
+
+-- DROP removes the table's catalog rows, in its transaction
+SELECT 'orders'::regclass::oid AS relid \gset
+BEGIN;
+DROP TABLE orders;
+ROLLBACK;
+SELECT (SELECT count(*) FROM pkchangelog.tables WHERE relid = :relid) AS tables,
+	   (SELECT count(*) FROM pkchangelog.snapshots WHERE relid = :relid) AS snapshots,
+	   (SELECT count(*) FROM pkchangelog.runs WHERE relid = :relid) AS runs;
+DROP TABLE orders;
+SELECT (SELECT count(*) FROM pkchangelog.tables WHERE relid = :relid) AS tables,
+	   (SELECT count(*) FROM pkchangelog.snapshots WHERE relid = :relid) AS snapshots,
+	   (SELECT count(*) FROM pkchangelog.runs WHERE relid = :relid) AS runs;
+
+-- created, written and dropped in one transaction: nothing remains
+BEGIN;
+CREATE TABLE brief (id int PRIMARY KEY) USING pkmerge;
+INSERT INTO brief VALUES (1);
+DROP TABLE brief;
+COMMIT;
+SELECT count(*) AS orphans FROM pkchangelog.runs r WHERE NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = r.relid);
