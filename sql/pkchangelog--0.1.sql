@@ -34,7 +34,6 @@ CREATE TABLE pkchangelog.tables (
 	relid oid PRIMARY KEY,
 	last_snapshot_id bigint NOT NULL DEFAULT 0,	-- ids are dense from 1
 	last_seq bigint NOT NULL DEFAULT 0,			-- sequence numbers of rows
-	next_row bigint NOT NULL DEFAULT 0,			-- row numbers (TIDs) of runs
 	total_record_count bigint NOT NULL DEFAULT 0	-- records in live data runs
 );
 
@@ -197,3 +196,6 @@ $$;
 
 CREATE FUNCTION pk_write(rel regclass, rowkind text, r anyelement) RETURNS void
 	AS 'MODULE_PATHNAME', 'pk_write' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION pk_compact(rel regclass, "full" boolean DEFAULT false) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'pk_compact' LANGUAGE C VOLATILE;

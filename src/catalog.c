@@ -38,12 +38,11 @@
 #include "catalog.h"
 
 /* pkchangelog.tables */
-#define Natts_tables 5
+#define Natts_tables 4
 #define Anum_tables_relid 1
 #define Anum_tables_last_snapshot_id 2
 #define Anum_tables_last_seq 3
-#define Anum_tables_next_row 4
-#define Anum_tables_total_record_count 5
+#define Anum_tables_total_record_count 4
 
 /* pkchangelog.snapshots */
 #define Natts_snapshots 9
@@ -112,14 +111,66 @@ cat_commit_lock(Oid relid)
 }
 
 /*
- * Serializes block allocation in a table's file with the insertion of the
- * run row that reserves the blocks; held to transaction end, as the row
- * is only seen by other allocators once it exists.
+ * One compaction of a table at a time (pk_compact waits for a running one);
+ * held to transaction end.  Commits are not blocked by it.
+ */
+void
+cat_compaction_lock(Oid relid)
+{
+	LockDatabaseObject(cat_oid("tables", false), relid, 1, ExclusiveLock);
+}
+
+/* the compaction lock if it is free now (writers do not wait for it) */
+bool
+cat_compaction_trylock(Oid relid)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, cat_oid("tables", false), relid, 1);
+	return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/*
+ * Serializes the choice of a run's blocks and row numbers with the
+ * insertion of the run row that reserves them (other allocators see the
+ * row, committed or not, through SnapshotAny).  Released once the row is in.
  */
 void
 cat_space_lock(Oid relid)
 {
 	LockDatabaseObject(cat_oid("runs", false), relid, 0, ExclusiveLock);
+}
+
+void
+cat_space_unlock(Oid relid)
+{
+	UnlockDatabaseObject(cat_oid("runs", false), relid, 0, ExclusiveLock);
+}
+
+/* a compaction's output gets its snapshot id when the compaction commits */
+void
+cat_run_set_snapshot(Oid relid, int64 run_id, int64 snapshot_id)
+{
+	Relation	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Datum		values[Natts_runs] = {0};
+	bool		nulls[Natts_runs] = {0};
+	bool		replace[Natts_runs] = {0};
+
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(run_id));
+	scan = systable_beginscan(crel, cat_index_oid("runs"), true, GetLatestSnapshot(), 2, key);
+	tup = systable_getnext(scan);
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "run " INT64_FORMAT " of relation %u is gone", run_id, relid);
+	values[Anum_runs_created_snapshot - 1] = Int64GetDatum(snapshot_id);
+	replace[Anum_runs_created_snapshot - 1] = true;
+	CatalogTupleUpdate(crel, &tup->t_self,
+					   heap_modify_tuple(tup, RelationGetDescr(crel), values, nulls, replace));
+	systable_endscan(scan);
+	table_close(crel, RowExclusiveLock);
 }
 
 static HeapTuple
@@ -156,7 +207,6 @@ cat_table_state(Oid relid)
 		heap_deform_tuple(tup, RelationGetDescr(crel), values, nulls);
 		st.last_snapshot_id = DatumGetInt64(values[Anum_tables_last_snapshot_id - 1]);
 		st.last_seq = DatumGetInt64(values[Anum_tables_last_seq - 1]);
-		st.next_row = DatumGetInt64(values[Anum_tables_next_row - 1]);
 		st.total_record_count = DatumGetInt64(values[Anum_tables_total_record_count - 1]);
 	}
 	else
@@ -187,7 +237,6 @@ cat_table_state_update(Oid relid, const TableState *st)
 	values[0] = ObjectIdGetDatum(relid);
 	values[Anum_tables_last_snapshot_id - 1] = Int64GetDatum(st->last_snapshot_id);
 	values[Anum_tables_last_seq - 1] = Int64GetDatum(st->last_seq);
-	values[Anum_tables_next_row - 1] = Int64GetDatum(st->next_row);
 	values[Anum_tables_total_record_count - 1] = Int64GetDatum(st->total_record_count);
 	newtup = heap_form_tuple(RelationGetDescr(crel), values, nulls);
 	CatalogTupleUpdate(crel, &tup->t_self, newtup);
@@ -298,6 +347,8 @@ cat_run_insert(Oid relid, const RunInfo *r)
 		n[Anum_runs_max_key - 1] = true;
 	CatalogTupleInsert(crel, heap_form_tuple(RelationGetDescr(crel), v, n));
 	table_close(crel, RowExclusiveLock);
+	/* the rest of the commit or compaction finds it */
+	CommandCounterIncrement();
 }
 
 /* delete every row of relid in one catalog table, as the latest snapshot sees them */
@@ -315,6 +366,26 @@ delete_rows(const char *relname, Oid relid, bool missing_ok)
 	scan = cat_scan(crel, relname, relid, GetLatestSnapshot());
 	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 		CatalogTupleDelete(crel, &tup->t_self);
+	systable_endscan(scan);
+	table_close(crel, RowExclusiveLock);
+}
+
+/* a compaction's input run: its row goes, its blocks stay until VACUUM */
+void
+cat_run_delete(Oid relid, int64 run_id)
+{
+	Relation	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(run_id));
+	scan = systable_beginscan(crel, cat_index_oid("runs"), true, GetLatestSnapshot(), 2, key);
+	tup = systable_getnext(scan);
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "run " INT64_FORMAT " of relation %u is gone", run_id, relid);
+	CatalogTupleDelete(crel, &tup->t_self);
 	systable_endscan(scan);
 	table_close(crel, RowExclusiveLock);
 }
@@ -356,30 +427,37 @@ cat_next_run_id(void)
  * relfilenode occupy or may still be read from: every row still in the
  * catalog (dead rows too: a standby or an old snapshot may read them until
  * VACUUM removes the row), except rows of transactions that aborted or
- * crashed, which nobody ever saw.  List of pairs packed as int64.
+ * crashed, which nobody ever saw.  List of (start, nblocks) int lists.
+ * *next_row: the first row number no such run uses.
  */
 List *
-cat_used_extents(Oid relid, Oid relfilenode)
+cat_used_extents(Oid relid, Oid relfilenode, int64 *next_row)
 {
 	Relation	crel = table_open(cat_oid("runs", false), AccessShareLock);
 	SysScanDesc scan = cat_scan(crel, "runs", relid, SnapshotAny);
 	HeapTuple	tup;
 	List	   *extents = NIL;
 
+	*next_row = 0;
 	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
 		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
 		bool		isnull;
 		BlockNumber start;
 		int32		nblocks;
+		int64		row_end;
 
-		if (DatumGetObjectId(heap_getattr(tup, Anum_runs_relfilenode,
-										  RelationGetDescr(crel), &isnull)) != relfilenode)
-			continue;
 		if (!TransactionIdIsCurrentTransactionId(xmin) &&
 			!TransactionIdIsInProgress(xmin) &&
 			!TransactionIdDidCommit(xmin))
 			continue;			/* aborted or crashed: never visible */
+		/* row numbers are unique across storages: a snapshot may see both */
+		row_end = DatumGetInt64(heap_getattr(tup, Anum_runs_row_base, RelationGetDescr(crel), &isnull)) +
+			DatumGetInt64(heap_getattr(tup, Anum_runs_record_count, RelationGetDescr(crel), &isnull));
+		*next_row = Max(*next_row, row_end);
+		if (DatumGetObjectId(heap_getattr(tup, Anum_runs_relfilenode,
+										  RelationGetDescr(crel), &isnull)) != relfilenode)
+			continue;
 		start = (BlockNumber) DatumGetInt64(heap_getattr(tup, Anum_runs_start_block,
 														 RelationGetDescr(crel), &isnull));
 		nblocks = DatumGetInt32(heap_getattr(tup, Anum_runs_nblocks,

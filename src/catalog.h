@@ -39,7 +39,6 @@ typedef struct TableState
 {
 	int64		last_snapshot_id;
 	int64		last_seq;
-	int64		next_row;
 	int64		total_record_count;
 } TableState;
 
@@ -54,6 +53,9 @@ typedef enum CommitKind
 extern List *cat_runs_visible(Oid relid, Snapshot snapshot);
 extern void cat_run_insert(Oid relid, const RunInfo *run);
 extern void cat_runs_delete_all(Oid relid);
+extern void cat_run_delete(Oid relid, int64 run_id);
+extern void cat_compaction_lock(Oid relid);
+extern bool cat_compaction_trylock(Oid relid);
 extern void cat_commit_lock(Oid relid);
 extern TableState cat_table_state(Oid relid);
 extern void cat_table_state_update(Oid relid, const TableState *state);
@@ -62,7 +64,9 @@ extern void cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 extern void cat_drop_table(Oid relid);
 extern int64 cat_next_run_id(void);
 extern Oid	cat_runs_relid(void);
-extern List *cat_used_extents(Oid relid, Oid relfilenode);
+extern List *cat_used_extents(Oid relid, Oid relfilenode, int64 *next_row);
 extern void cat_space_lock(Oid relid);
+extern void cat_space_unlock(Oid relid);
+extern void cat_run_set_snapshot(Oid relid, int64 run_id, int64 snapshot_id);
 
 #endif							/* PK_CATALOG_H */

@@ -20,6 +20,7 @@
 
 #include "catalog.h"
 #include "commit.h"
+#include "compaction.h"
 #include "dml.h"
 #include "run.h"
 #include "wbuf.h"
@@ -38,7 +39,6 @@ commit_table(WriteBuffer *wb)
 	bool		truncated = wb->truncate_pos >= 0;
 	uint64		nrows;
 	int64		snapshot_id;
-	RunInfo    *run = NULL;
 
 	if (wb->n == 0)
 		return;					/* everything rolled back to a savepoint */
@@ -82,18 +82,23 @@ commit_table(WriteBuffer *wb)
 	}
 	if (nrows > 0)
 	{
-		run = run_writer_finish(w, st.next_row, snapshot_id);
-		cat_run_insert(wb->relid, run);
+		(void) run_writer_finish(w, snapshot_id);
 	}
 
 	st.last_snapshot_id = snapshot_id;
 	st.last_seq++;
-	st.next_row += nrows;
 	st.total_record_count = (truncated ? 0 : st.total_record_count) + nrows;
 	cat_snapshot_insert(wb->relid, snapshot_id,
 						truncated ? COMMIT_OVERWRITE : COMMIT_APPEND,
 						st.total_record_count, nrows, 0);
 	cat_table_state_update(wb->relid, &st);
+
+	/*
+	 * Too many sorted runs: the writer compacts before its commit completes
+	 * (Paimon's stop trigger), unless a compaction is running already.
+	 */
+	if (compact_needed(rel, true) && cat_compaction_trylock(wb->relid))
+		(void) compact_table(rel, false, true);
 	table_close(rel, NoLock);
 }
 

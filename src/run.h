@@ -24,8 +24,8 @@ extern RunWriter *run_writer_begin(Relation rel, PkTable *t, int level,
 extern void run_writer_add(RunWriter *w, uint64 seq, PkRowKind kind,
 						   MinimalTuple tup, const Datum *keys, uint32 hash);
 extern uint64 run_writer_nrows(RunWriter *w);
-extern RunInfo *run_writer_finish(RunWriter *w, int64 row_base,
-								  int64 created_snapshot);
+extern uint64 run_writer_stream_size(RunWriter *w);
+extern RunInfo *run_writer_finish(RunWriter *w, int64 created_snapshot);
 
 /* run_reader.c */
 
@@ -94,7 +94,7 @@ run_cursor_row(RunCursor *c)
 }
 
 /* space.c */
-extern BlockNumber space_alloc(Relation rel, uint32 nblocks);
+extern void space_reserve(Relation rel, RunInfo *run);
 extern void space_truncate(Relation rel);
 
 #endif							/* PK_RUN_H */

@@ -200,6 +200,13 @@ run_writer_nrows(RunWriter *w)
 	return w->nrows;
 }
 
+/* bytes written so far (compressed), for splitting at target_run_size */
+uint64
+run_writer_stream_size(RunWriter *w)
+{
+	return w->stream.len + w->raw.len;
+}
+
 /*
  * Write the stream's pages.  Each page is WAL-logged as a full image while
  * its buffer is locked, so the page and its WAL record cannot disagree; the
@@ -223,7 +230,6 @@ write_pages(Relation rel, BlockNumber start, uint32 npages, StringInfo stream)
 		CHECK_FOR_INTERRUPTS();
 		if (blkno >= nblocks)
 		{
-			/* space_alloc holds the extension lock's equivalent: see space.c */
 			LockRelationForExtension(rel, ExclusiveLock);
 			buf = ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW, RBM_ZERO_AND_LOCK, NULL);
 			UnlockRelationForExtension(rel, ExclusiveLock);
@@ -249,11 +255,12 @@ write_pages(Relation rel, BlockNumber start, uint32 npages, StringInfo stream)
 }
 
 /*
- * Finish the run: index, bloom filter and header, then pages.  Returns its
- * RunInfo (not yet in the catalog).
+ * Finish the run: index, bloom filter and header; its place and catalog
+ * row (space_reserve), then its pages.  The row is visible to others when
+ * the transaction commits, by which time the pages are written.
  */
 RunInfo *
-run_writer_finish(RunWriter *w, int64 row_base, int64 created_snapshot)
+run_writer_finish(RunWriter *w, int64 created_snapshot)
 {
 	RunInfo    *run = palloc0(sizeof(RunInfo));
 	RunHeader	hdr = {0};
@@ -309,11 +316,9 @@ run_writer_finish(RunWriter *w, int64 row_base, int64 created_snapshot)
 	run->relfilenode = w->rel->rd_node.relNode;
 	run->level = w->level;
 	run->changelog = w->changelog;
-	run->start_block = space_alloc(w->rel, npages);
 	run->nblocks = npages;
 	run->record_count = w->nrows;
 	run->size_bytes = (int64) npages * BLCKSZ;
-	run->row_base = row_base;
 	run->min_seq = w->nrows ? w->min_seq : 0;
 	run->max_seq = w->nrows ? w->max_seq : 0;
 	run->index_offset = hdr.index_offset;
@@ -326,6 +331,7 @@ run_writer_finish(RunWriter *w, int64 row_base, int64 created_snapshot)
 		run->max_key = pk_key_text(w->table, keys);
 	}
 
+	space_reserve(w->rel, run);
 	write_pages(w->rel, run->start_block, npages, &w->stream);
 	return run;
 }

@@ -17,6 +17,7 @@
 #include "storage/lmgr.h"
 
 #include "run.h"
+#include "tid.h"
 
 static int
 extent_cmp(const ListCell *a, const ListCell *b)
@@ -28,30 +29,44 @@ extent_cmp(const ListCell *a, const ListCell *b)
 }
 
 /*
- * Reserve nblocks contiguous blocks of rel's main fork.  The space lock,
- * held to transaction end, keeps other allocators out until the caller's
- * run row, which marks the blocks used, is in the catalog.
+ * Place a finished run: choose its blocks (the first gap large enough,
+ * else the end of the file) and its row numbers (past every catalogued
+ * run's), and insert its catalog row, which reserves both for other
+ * allocators even before this transaction commits.  The space lock covers
+ * only the choice and the insertion, so long compactions do not hold up
+ * commits.
  */
-BlockNumber
-space_alloc(Relation rel, uint32 nblocks)
+void
+space_reserve(Relation rel, RunInfo *run)
 {
+	Oid			relid = RelationGetRelid(rel);
 	List	   *extents;
 	ListCell   *lc;
 	BlockNumber next_free = 0;
+	int64		next_row;
 
-	cat_space_lock(RelationGetRelid(rel));
-	extents = cat_used_extents(RelationGetRelid(rel), rel->rd_node.relNode);
+	cat_space_lock(relid);
+	extents = cat_used_extents(relid, rel->rd_node.relNode, &next_row);
 	list_sort(extents, extent_cmp);
 	foreach(lc, extents)
 	{
 		BlockNumber start = (BlockNumber) linitial_int((List *) lfirst(lc));
 		BlockNumber len = (BlockNumber) lsecond_int((List *) lfirst(lc));
 
-		if (start >= next_free && start - next_free >= nblocks)
-			return next_free;
+		if (start >= next_free && start - next_free >= (BlockNumber) run->nblocks)
+			break;
 		next_free = Max(next_free, start + len);
 	}
-	return next_free;
+	if (next_row + run->record_count > (int64) PK_MAX_ROW)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("pkmerge table \"%s\" has run out of row numbers",
+						RelationGetRelationName(rel)),
+				 errhint("VACUUM the table after compacting it to recycle row numbers.")));
+	run->start_block = next_free;
+	run->row_base = next_row;
+	cat_run_insert(relid, run);
+	cat_space_unlock(relid);
 }
 
 /*
@@ -65,11 +80,12 @@ space_truncate(Relation rel)
 	List	   *extents;
 	ListCell   *lc;
 	BlockNumber end = 0;
+	int64		next_row;
 
 	if (!ConditionalLockRelation(rel, AccessExclusiveLock))
 		return;
 	cat_space_lock(RelationGetRelid(rel));
-	extents = cat_used_extents(RelationGetRelid(rel), rel->rd_node.relNode);
+	extents = cat_used_extents(RelationGetRelid(rel), rel->rd_node.relNode, &next_row);
 	foreach(lc, extents)
 	{
 		List	   *e = lfirst(lc);

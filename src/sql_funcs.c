@@ -18,6 +18,8 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
+#include "access/xact.h"
+#include "compaction.h"
 #include "dml.h"
 #include "pktable.h"
 
@@ -106,4 +108,32 @@ pk_write(PG_FUNCTION_ARGS)
 	dml_write(rel, kind, minimal_tuple_from_heap_tuple(&htup));
 	table_close(rel, NoLock);
 	PG_RETURN_VOID();
+}
+
+/*
+ * pk_compact(rel regclass, full boolean DEFAULT false) -> bigint: waits for
+ * a running compaction of the table, then compacts: everything into the
+ * bottom level when full, else what universal compaction picks.  Returns
+ * the COMPACT snapshot's id, NULL when there was nothing to do.
+ */
+PG_FUNCTION_INFO_V1(pk_compact);
+Datum
+pk_compact(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	bool		full = PG_ARGISNULL(1) ? false : PG_GETARG_BOOL(1);
+	Relation	rel = pk_open_table(relid, RowExclusiveLock);
+	AclResult	aclresult;
+	int64		snapshot_id;
+
+	aclresult = pg_class_aclcheck(relid, GetUserId(), ACL_UPDATE);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_TABLE, RelationGetRelationName(rel));
+	/* the compaction commits with the caller's transaction: it needs an xid */
+	(void) GetCurrentTransactionId();
+	snapshot_id = compact_table(rel, full, false);
+	table_close(rel, NoLock);
+	if (snapshot_id == 0)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(snapshot_id);
 }

@@ -1,0 +1,281 @@
+/*-------------------------------------------------------------------------
+ *
+ * compaction.c
+ *	  Universal compaction, as Paimon's UniversalCompaction: pick the sorted
+ *	  runs to merge (size amplification, then size ratio, then run count),
+ *	  merge them into an output level, splitting output runs at
+ *	  target_run_size, dropping tombstones when the output is the bottom
+ *	  level, and commit the result as a COMPACT snapshot.
+ *
+ * Sorted runs: every L0 run is one; every level above holds one sorted run
+ * made of one or more runs with disjoint key ranges.  Compaction keeps
+ * each row's sequence number, so the newest version of a key wins exactly
+ * as before, and readers whose MVCC snapshot predates the compaction keep
+ * reading the input runs.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "catalog.h"
+#include "compaction.h"
+#include "lookup.h"
+#include "merge_iter.h"
+
+typedef struct SortedRun
+{
+	int			level;
+	int64		size;
+	int64		records;
+	List	   *runs;			/* RunInfo */
+} SortedRun;
+
+/* sorted runs, youngest first: L0 newest to oldest, then levels 1.. */
+static List *
+sorted_runs(List *runs)
+{
+	List	   *l0 = NIL;
+	List	   *result = NIL;
+	int			maxlevel = 0;
+	ListCell   *lc;
+
+	foreach(lc, runs)
+		maxlevel = Max(maxlevel, ((RunInfo *) lfirst(lc))->level);
+	foreach(lc, runs)
+	{
+		RunInfo    *r = lfirst(lc);
+
+		if (r->level == 0)
+		{
+			SortedRun  *sr = palloc0(sizeof(SortedRun));
+
+			sr->level = 0;
+			sr->size = r->size_bytes;
+			sr->records = r->record_count;
+			sr->runs = list_make1(r);
+			l0 = lappend(l0, sr);
+		}
+	}
+	/* newest first */
+	{
+		int			n = list_length(l0);
+
+		for (int i = n - 1; i >= 0; i--)
+			result = lappend(result, list_nth(l0, i));
+	}
+	for (int level = 1; level <= maxlevel; level++)
+	{
+		SortedRun  *sr = NULL;
+
+		foreach(lc, runs)
+		{
+			RunInfo    *r = lfirst(lc);
+
+			if (r->level != level)
+				continue;
+			if (sr == NULL)
+			{
+				sr = palloc0(sizeof(SortedRun));
+				sr->level = level;
+			}
+			sr->size += r->size_bytes;
+			sr->records += r->record_count;
+			sr->runs = lappend(sr->runs, r);
+		}
+		if (sr)
+			result = lappend(result, sr);
+	}
+	return result;
+}
+
+/*
+ * Starting from the youngest `start` sorted runs, take in the next while
+ * the candidates together are not much smaller than it (size ratio).
+ */
+static int
+ratio_count(const PkOptions *o, List *srs, int start)
+{
+	int64		size = 0;
+	int			c = start;
+
+	for (int i = 0; i < start; i++)
+		size += ((SortedRun *) list_nth(srs, i))->size;
+	while (c < list_length(srs))
+	{
+		SortedRun  *next = list_nth(srs, c);
+
+		if ((double) size * (100.0 + o->compaction_size_ratio) / 100.0 < next->size)
+			break;
+		size += next->size;
+		c++;
+	}
+	return c;
+}
+
+/*
+ * How many of the youngest sorted runs to merge, and into which level;
+ * 0 when nothing is due.  Paimon's UniversalCompaction.pick: size
+ * amplification first, then size ratio, then the run count.
+ */
+static int
+pick(const PkOptions *o, List *srs, bool force, int *outlevel)
+{
+	int			n = list_length(srs);
+	int			maxlevel = o->num_levels - 1;
+	int			count = 0;
+
+	if (n == 0)
+		return 0;
+	if (force)
+		count = n;
+	else if (n >= o->num_sorted_run_compaction_trigger)
+	{
+		int64		young = 0;
+		int64		oldest = ((SortedRun *) llast(srs))->size;
+
+		for (int i = 0; i < n - 1; i++)
+			young += ((SortedRun *) list_nth(srs, i))->size;
+		if (young * 100 > (int64) o->compaction_max_size_amplification_percent * oldest)
+			count = n;
+		else if ((count = ratio_count(o, srs, 1)) < 2 &&
+				 n > o->num_sorted_run_compaction_trigger)
+			count = ratio_count(o, srs, n - o->num_sorted_run_compaction_trigger + 1);
+	}
+	if (count < 2 && !(force && count == 1 && n == 1))
+		return 0;
+
+	/* output level: just above the first sorted run left out, never 0 */
+	if (count == n)
+		*outlevel = maxlevel;
+	else
+	{
+		int			nextlevel = ((SortedRun *) list_nth(srs, count))->level;
+
+		*outlevel = Max(0, nextlevel - 1);
+		while (*outlevel == 0 && count < n)
+		{
+			SortedRun  *next = list_nth(srs, count++);
+
+			if (next->level != 0)
+				*outlevel = next->level;
+		}
+		if (count == n)
+			*outlevel = maxlevel;
+	}
+	/* the bottom is as far as levels go */
+	*outlevel = Min(*outlevel, maxlevel);
+	return count;
+}
+
+/*
+ * Are there enough sorted runs for a compaction (stop: for writers to
+ * compact inline)?
+ */
+bool
+compact_needed(Relation rel, bool stop)
+{
+	PkTable    *t = pk_table(rel);
+	List	   *srs = sorted_runs(lookup_visible_runs(rel, GetLatestSnapshot()));
+
+	return list_length(srs) >= (stop ? t->opts.num_sorted_run_stop_trigger
+								: t->opts.num_sorted_run_compaction_trigger);
+}
+
+static void
+finish_output(Relation rel, RunWriter *w, List **outputs)
+{
+	if (w && run_writer_nrows(w) > 0)
+		*outputs = lappend(*outputs, run_writer_finish(w, 0));
+}
+
+/*
+ * Compact rel once: full merges every run into the bottom level, otherwise
+ * the universal pick decides.  Returns the COMPACT snapshot id, or 0 when
+ * there was nothing to do.  The caller's transaction commits the result.
+ */
+int64
+compact_table(Relation rel, bool full, bool holding_commit_lock)
+{
+	Oid			relid = RelationGetRelid(rel);
+	PkTable    *t = pk_table(rel);
+	List	   *runs;
+	List	   *srs;
+	List	   *inputs = NIL;
+	List	   *outputs = NIL;
+	int			count;
+	int			outlevel = 0;
+	MergeIter  *m;
+	MergeRow	row;
+	RunWriter  *w = NULL;
+	TableState	st;
+	int64		in_records = 0;
+	int64		out_records = 0;
+	int64		snapshot_id;
+	ListCell   *lc;
+	bool		bottom;
+
+	cat_compaction_lock(relid);
+	/* after the lock: runs committed before now, none being compacted */
+	runs = lookup_visible_runs(rel, GetLatestSnapshot());
+	srs = sorted_runs(runs);
+	count = pick(&t->opts, srs, full, &outlevel);
+	if (count == 0)
+		return 0;
+	for (int i = 0; i < count; i++)
+		inputs = list_concat(inputs, ((SortedRun *) list_nth(srs, i))->runs);
+	/* a full compaction of what is already one bottom run has nothing to do */
+	if (full && list_length(srs) == 1 && ((SortedRun *) linitial(srs))->level == outlevel &&
+		list_length(inputs) == 1)
+		return 0;
+	bottom = (count == list_length(srs));
+
+	/*
+	 * The merge: newest version per key; tombstones survive unless nothing
+	 * older than the output exists below it.
+	 */
+	m = merge_begin(rel, t, inputs, NULL, InvalidCommandId,
+					GetAccessStrategy(BAS_BULKREAD), !bottom);
+	while (merge_next(m, &row))
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (w == NULL)
+			w = run_writer_begin(rel, t, outlevel, false);
+		run_writer_add(w, row.seq, row.kind, row.tup, row.keys,
+					   pk_key_hash(t, row.keys));
+		out_records++;
+		if (run_writer_stream_size(w) >= t->opts.target_run_size)
+		{
+			finish_output(rel, w, &outputs);
+			w = NULL;
+		}
+	}
+	merge_end(m);
+	finish_output(rel, w, &outputs);
+
+	/* commit: inputs out, outputs in, one COMPACT snapshot */
+	if (!holding_commit_lock)
+		cat_commit_lock(relid);
+	st = cat_table_state(relid);
+	snapshot_id = st.last_snapshot_id + 1;
+	foreach(lc, inputs)
+	{
+		RunInfo    *r = lfirst(lc);
+
+		in_records += r->record_count;
+		cat_run_delete(relid, r->run_id);
+	}
+	foreach(lc, outputs)
+		cat_run_set_snapshot(relid, ((RunInfo *) lfirst(lc))->run_id, snapshot_id);
+	st.last_snapshot_id = snapshot_id;
+	st.total_record_count += out_records - in_records;
+	cat_snapshot_insert(relid, snapshot_id, COMMIT_COMPACT,
+						st.total_record_count, out_records, 0);
+	cat_table_state_update(relid, &st);
+	return snapshot_id;
+}

@@ -1,0 +1,17 @@
+/*-------------------------------------------------------------------------
+ *
+ * compaction.h
+ *	  Universal compaction of a table's sorted runs (DESIGN §7).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PK_COMPACTION_H
+#define PK_COMPACTION_H
+
+#include "utils/rel.h"
+
+/* compaction.c */
+extern int64 compact_table(Relation rel, bool full, bool holding_commit_lock);
+extern bool compact_needed(Relation rel, bool stop);
+
+#endif							/* PK_COMPACTION_H */
