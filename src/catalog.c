@@ -296,9 +296,22 @@ run_from_tuple(Relation crel, HeapTuple tup)
 	return r;
 }
 
+/* was the row written by a transaction that aborted or crashed? */
+static bool
+inserter_aborted(HeapTuple tup)
+{
+	TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+
+	return !TransactionIdIsCurrentTransactionId(xmin) &&
+		!TransactionIdIsInProgress(xmin) &&
+		!TransactionIdDidCommit(xmin);
+}
+
 /*
  * The runs of a table that a snapshot sees, in run_id order (the order
- * they were created in).
+ * they were created in).  SnapshotAny: every run whose pages are still
+ * intact, i.e. whose row VACUUM has not removed (deleted ones too), except
+ * runs of aborted transactions.
  */
 List *
 cat_runs_visible(Oid relid, Snapshot snapshot)
@@ -309,7 +322,8 @@ cat_runs_visible(Oid relid, Snapshot snapshot)
 	List	   *runs = NIL;
 
 	while (HeapTupleIsValid(tup = systable_getnext(scan)))
-		runs = lappend(runs, run_from_tuple(crel, tup));
+		if (snapshot != SnapshotAny || !inserter_aborted(tup))
+			runs = lappend(runs, run_from_tuple(crel, tup));
 	systable_endscan(scan);
 	table_close(crel, AccessShareLock);
 	return runs;
@@ -441,15 +455,12 @@ cat_used_extents(Oid relid, Oid relfilenode, int64 *next_row)
 	*next_row = 0;
 	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
-		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
 		bool		isnull;
 		BlockNumber start;
 		int32		nblocks;
 		int64		row_end;
 
-		if (!TransactionIdIsCurrentTransactionId(xmin) &&
-			!TransactionIdIsInProgress(xmin) &&
-			!TransactionIdDidCommit(xmin))
+		if (inserter_aborted(tup))
 			continue;			/* aborted or crashed: never visible */
 		/* row numbers are unique across storages: a snapshot may see both */
 		row_end = DatumGetInt64(heap_getattr(tup, Anum_runs_row_base, RelationGetDescr(crel), &isnull)) +

@@ -150,24 +150,17 @@ pick(const PkOptions *o, List *srs, bool force, int *outlevel)
 	if (count < 2 && !(force && count == 1 && n == 1))
 		return 0;
 
-	/* output level: just above the first sorted run left out, never 0 */
+	/*
+	 * Output level: just above the first sorted run left out.  Paimon never
+	 * outputs to level 0 and so extends such a pick to the next level; with
+	 * commits as small as one row that rewrites level 1 on every compaction.
+	 * A merge of the youngest L0 runs alone stays at level 0 instead: its
+	 * sequence numbers are above every older run's, so L0 order is kept.
+	 */
 	if (count == n)
 		*outlevel = maxlevel;
 	else
-	{
-		int			nextlevel = ((SortedRun *) list_nth(srs, count))->level;
-
-		*outlevel = Max(0, nextlevel - 1);
-		while (*outlevel == 0 && count < n)
-		{
-			SortedRun  *next = list_nth(srs, count++);
-
-			if (next->level != 0)
-				*outlevel = next->level;
-		}
-		if (count == n)
-			*outlevel = maxlevel;
-	}
+		*outlevel = Max(0, ((SortedRun *) list_nth(srs, count))->level - 1);
 	/* the bottom is as far as levels go */
 	*outlevel = Min(*outlevel, maxlevel);
 	return count;

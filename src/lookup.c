@@ -17,9 +17,10 @@
 
 /*
  * The data runs of rel's current storage that snapshot sees.  Catalog rows
- * are read with snapshot itself when it is an MVCC snapshot; for the others
- * (SnapshotAny, SnapshotDirty, SnapshotSelf) with the latest one, since
- * runs only ever appear committed.
+ * are read with snapshot itself when it is an MVCC snapshot or SnapshotAny
+ * (fetching a version by TID: every run still on disk); for the others
+ * (SnapshotDirty, SnapshotSelf) with the latest one, since runs only ever
+ * appear committed.
  */
 List *
 lookup_visible_runs(Relation rel, Snapshot snapshot)
@@ -28,7 +29,7 @@ lookup_visible_runs(Relation rel, Snapshot snapshot)
 	List	   *runs = NIL;
 	ListCell   *lc;
 
-	if (snapshot == NULL || !IsMVCCSnapshot(snapshot))
+	if (snapshot == NULL || (!IsMVCCSnapshot(snapshot) && snapshot != SnapshotAny))
 		snapshot = GetLatestSnapshot();
 	all = cat_runs_visible(RelationGetRelid(rel), snapshot);
 	foreach(lc, all)

@@ -58,6 +58,7 @@ static HTAB *index_cache = NULL;
 static dlist_head block_lru = DLIST_STATIC_INIT(block_lru);
 static Size block_cache_bytes = 0;
 static int64 cache_hits = 0;
+static ZSTD_DCtx *zstd_dctx = NULL;
 static int64 cache_misses = 0;
 
 static void
@@ -295,7 +296,12 @@ decode_block(Relation rel, const RunInfo *run, RunIndex *idx, uint32 blockno,
 	b->offsets = MemoryContextAlloc(cxt, sizeof(uint32) * Max(bh.nrows, 1));
 	if (bh.method == PK_COMPRESSION_ZSTD)
 	{
-		size_t		n = ZSTD_decompress(b->raw, bh.raw_len, stored + sizeof(bh), bh.stored_len);
+		size_t		n;
+
+		if (zstd_dctx == NULL && (zstd_dctx = ZSTD_createDCtx()) == NULL)
+			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY),
+							errmsg("out of memory creating zstd context")));
+		n = ZSTD_decompressDCtx(zstd_dctx, b->raw, bh.raw_len, stored + sizeof(bh), bh.stored_len);
 
 		if (ZSTD_isError(n) || n != bh.raw_len)
 			corrupt(rel, run, "block", blockno, "zstd could not decompress it.");

@@ -362,10 +362,25 @@ fetch_row_version(Relation rel, ItemPointer tid, Snapshot snapshot,
 	return true;
 }
 
+/*
+ * PostgreSQL 15 asks this only from ON CONFLICT under REPEATABLE READ and
+ * SERIALIZABLE (ExecCheckTupleVisible): a conflicting row the transaction's
+ * snapshot does not see is a serialization failure, unless the transaction
+ * wrote it itself.  The executor would read xmin from the slot to tell,
+ * which a pkmerge slot does not carry, so the answer is given here.
+ */
 bool
 fetch_satisfies_snapshot(Relation rel, TupleTableSlot *slot, Snapshot snapshot)
 {
 	PkVersion	v;
 
-	return fetch_visible(rel, &slot->tts_tid, snapshot, &v);
+	if (pk_tid_is_wbuf(&slot->tts_tid))
+		return true;			/* our own row */
+	if (fetch_visible(rel, &slot->tts_tid, snapshot, &v))
+		return true;
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent update")));
+	return false;
 }
