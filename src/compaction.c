@@ -233,7 +233,7 @@ compact_table(Relation rel, bool full, bool holding_commit_lock)
 	 * older than the output exists below it.
 	 */
 	m = merge_begin(rel, t, inputs, NULL, InvalidCommandId,
-					GetAccessStrategy(BAS_BULKREAD), !bottom);
+					GetAccessStrategy(BAS_BULKREAD), !bottom, true);
 	while (merge_next(m, &row))
 	{
 		CHECK_FOR_INTERRUPTS();

@@ -75,33 +75,63 @@ MinimalTuple
 dml_slot_row(Relation rel, TupleTableSlot *slot)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
-	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
-	bool	   *isnull = palloc(sizeof(bool) * desc->natts);
+	Datum	   *values = NULL;
+	MinimalTuple tup;
 
 	slot_getallattrs(slot);
 	for (int i = 0; i < desc->natts; i++)
 	{
-		values[i] = slot->tts_values[i];
-		isnull[i] = slot->tts_isnull[i];
-		if (!isnull[i] && TupleDescAttr(desc, i)->attlen == -1 &&
-			VARATT_IS_EXTERNAL(DatumGetPointer(values[i])))
-			values[i] = PointerGetDatum(detoast_external_attr((struct varlena *) DatumGetPointer(values[i])));
+		Datum		v = slot->tts_values[i];
+
+		if (slot->tts_isnull[i] || TupleDescAttr(desc, i)->attlen != -1 ||
+			!VARATT_IS_EXTERNAL(DatumGetPointer(v)))
+			continue;
+		if (values == NULL)
+		{
+			values = palloc(sizeof(Datum) * desc->natts);
+			memcpy(values, slot->tts_values, sizeof(Datum) * desc->natts);
+		}
+		values[i] = PointerGetDatum(detoast_external_attr((struct varlena *) DatumGetPointer(v)));
 	}
-	return heap_form_minimal_tuple(desc, values, isnull);
+	tup = heap_form_minimal_tuple(desc, values ? values : slot->tts_values, slot->tts_isnull);
+	if (values)
+	{
+		for (int i = 0; i < desc->natts; i++)
+			if (values[i] != slot->tts_values[i])
+				pfree(DatumGetPointer(values[i]));
+		pfree(values);
+	}
+	return tup;
 }
 
+/*
+ * Append a record.  The buffer takes a copy of tup, unless owned: then tup
+ * was made in the buffer's memory context (buffer_row) and is kept as is.
+ */
 static uint32
 append(Relation rel, PkTable *t, PkRowKind kind, MinimalTuple tup, CommandId cid,
-	   uint64 read_seq)
+	   uint64 read_seq, bool owned)
 {
 	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), true);
 	uint32		pos;
 
 	/* the transaction must have an xid: its snapshot is recorded at commit */
 	(void) GetCurrentTransactionId();
-	pos = wbuf_append(wb, t, kind, tup, cid);
+	pos = wbuf_append(wb, t, kind, tup, cid, !owned);
 	wb->entries[pos].read_seq = read_seq;
 	return pos;
+}
+
+/* the slot's row, made where the write buffer keeps its rows */
+static MinimalTuple
+buffer_row(Relation rel, TupleTableSlot *slot)
+{
+	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), true);
+	MemoryContext old = MemoryContextSwitchTo(wb->cxt);
+	MinimalTuple tup = dml_slot_row(rel, slot);
+
+	MemoryContextSwitchTo(old);
+	return tup;
 }
 
 /*
@@ -113,7 +143,7 @@ void
 dml_insert(Relation rel, TupleTableSlot *slot, CommandId cid, bool speculative)
 {
 	PkTable    *t = pk_table(rel);
-	MinimalTuple tup = dml_slot_row(rel, slot);
+	MinimalTuple tup = buffer_row(rel, slot);
 	uint32		pos;
 	uint64		read_seq = 0;
 
@@ -123,7 +153,7 @@ dml_insert(Relation rel, TupleTableSlot *slot, CommandId cid, bool speculative)
 		(void) latest_runs(rel, cid, &read_seq);
 		read_seq++;
 	}
-	pos = append(rel, t, PK_INSERT, tup, cid, read_seq);
+	pos = append(rel, t, PK_INSERT, tup, cid, read_seq, true);
 	slot->tts_tableOid = RelationGetRelid(rel);
 	pk_tid_from_wbuf(&slot->tts_tid, pos);
 }
@@ -137,7 +167,7 @@ dml_write(Relation rel, PkRowKind kind, MinimalTuple tup)
 	PkTable    *t = pk_table(rel);
 
 	pk_check_key_not_null(t, tup);
-	append(rel, t, kind, tup, GetCurrentCommandId(true), 0);
+	append(rel, t, kind, tup, GetCurrentCommandId(true), 0, false);
 }
 
 /*
@@ -214,7 +244,7 @@ dml_delete(Relation rel, ItemPointer tid, CommandId cid, Snapshot snapshot,
 
 	if (res != TM_Ok)
 		return res;
-	append(rel, t, PK_DELETE, old.tup, cid, read_seq);
+	append(rel, t, PK_DELETE, old.tup, cid, read_seq, false);
 	return TM_Ok;
 }
 
@@ -233,20 +263,20 @@ dml_update(Relation rel, ItemPointer otid, TupleTableSlot *slot, CommandId cid,
 
 	if (res != TM_Ok)
 		return res;
-	tup = dml_slot_row(rel, slot);
+	tup = buffer_row(rel, slot);
 	pk_check_key_not_null(t, tup);
 	pk_row_key(t, old.tup, oldkey);
 	pk_row_key(t, tup, newkey);
 	if (pk_key_cmp(t, oldkey, newkey) == 0)
 	{
-		append(rel, t, PK_UPDATE_BEFORE, old.tup, cid, read_seq);
-		pos = append(rel, t, PK_UPDATE_AFTER, tup, cid, read_seq);
+		append(rel, t, PK_UPDATE_BEFORE, old.tup, cid, read_seq, false);
+		pos = append(rel, t, PK_UPDATE_AFTER, tup, cid, read_seq, true);
 	}
 	else
 	{
 		/* a key change is a delete of the old key and an insert of the new */
-		append(rel, t, PK_DELETE, old.tup, cid, read_seq);
-		pos = append(rel, t, PK_INSERT, tup, cid, 0);
+		append(rel, t, PK_DELETE, old.tup, cid, read_seq, false);
+		pos = append(rel, t, PK_INSERT, tup, cid, 0, true);
 	}
 	slot->tts_tableOid = RelationGetRelid(rel);
 	pk_tid_from_wbuf(&slot->tts_tid, pos);
@@ -313,7 +343,7 @@ dml_truncate(Relation rel)
 	PkTable    *t = pk_table(rel);
 
 	cat_runs_delete_all(RelationGetRelid(rel));
-	append(rel, t, WB_TRUNCATE, NULL, GetCurrentCommandId(true), 0);
+	append(rel, t, WB_TRUNCATE, NULL, GetCurrentCommandId(true), 0, false);
 }
 
 /*

@@ -363,7 +363,7 @@ key_next(IndexScanDesc scan)
 		MemoryContext old = MemoryContextSwitchTo(so->passcxt);
 
 		so->iter = merge_begin(heap, so->table, so->runs, wb,
-							   snapshot_curcid(scan->xs_snapshot), NULL, false);
+							   snapshot_curcid(scan->xs_snapshot), NULL, false, true);
 		if (so->nseek > 0)
 			merge_seek(so->iter, so->seek, so->nseek);
 		MemoryContextSwitchTo(old);

@@ -46,8 +46,8 @@ static void
 version_from_run(const RunInfo *run, RunRowHeader *rh, uint64 ordinal, PkVersion *v)
 {
 	v->tup = heap_copy_minimal_tuple(RUN_ROW_TUPLE(rh));
-	v->kind = rh->kind;
-	v->seq = rh->seq;
+	v->kind = RUN_ROW_KIND(rh);
+	v->seq = RUN_ROW_SEQ(rh);
 	v->cid = InvalidCommandId;
 	pk_tid_from_row(&v->tid, run->row_base + ordinal);
 }
@@ -74,7 +74,7 @@ lookup_committed(Relation rel, PkTable *t, List *runs, const Datum *key,
 			continue;
 		if (!run_lookup(rel, t, run, key, hash, &rh, &ordinal, &pinned))
 			continue;
-		if (!found || rh->seq > v->seq)
+		if (!found || RUN_ROW_SEQ(rh) > v->seq)
 		{
 			if (found)
 				pfree(v->tup);

@@ -41,6 +41,7 @@ struct MergeIter
 	binaryheap *heap;
 	int			advance;		/* source to move on at the next call, or -1 */
 	bool		started;		/* sources loaded (by merge_next or merge_seek) */
+	bool		need_keys;		/* the caller reads MergeRow.keys */
 };
 
 /* load the source's current row, skipping invisible buffer entries */
@@ -58,10 +59,12 @@ source_load(MergeIter *m, MergeSource *s)
 			return;
 		rh = run_cursor_row(&s->cur);
 		s->tup = RUN_ROW_TUPLE(rh);
-		s->seq = rh->seq;
-		s->kind = rh->kind;
+		s->seq = RUN_ROW_SEQ(rh);
+		s->kind = RUN_ROW_KIND(rh);
 		s->number = s->run->row_base + s->cur.block->first_row + s->cur.rowno;
-		pk_row_key(m->table, s->tup, s->keys);
+		/* a lone source is not compared: its keys only if asked for */
+		if (m->nsources > 1 || m->need_keys)
+			pk_row_key(m->table, s->tup, s->keys);
 		return;
 	}
 
@@ -136,7 +139,7 @@ rebuild_heap(MergeIter *m)
 MergeIter *
 merge_begin(Relation rel, PkTable *t, List *runs, WriteBuffer *wb,
 			CommandId curcid, BufferAccessStrategy strategy,
-			bool keep_tombstones)
+			bool keep_tombstones, bool need_keys)
 {
 	MergeIter  *m = palloc0(sizeof(MergeIter));
 	ListCell   *lc;
@@ -146,6 +149,7 @@ merge_begin(Relation rel, PkTable *t, List *runs, WriteBuffer *wb,
 	m->wb = wb && wb->n > 0 ? wb : NULL;
 	m->curcid = curcid;
 	m->keep_tombstones = keep_tombstones;
+	m->need_keys = need_keys;
 	m->nsources = list_length(runs) + (m->wb ? 1 : 0);
 	m->src = palloc0(sizeof(MergeSource) * Max(m->nsources, 1));
 	foreach(lc, runs)
@@ -198,6 +202,20 @@ merge_seek(MergeIter *m, const Datum *key, int nprefix)
 	m->started = true;
 }
 
+static void
+fill_row(MergeIter *m, MergeSource *s, MergeRow *row)
+{
+	row->tup = s->tup;
+	row->keys = s->keys;
+	row->kind = s->kind;
+	row->seq = s->seq;
+	row->run = s->run;
+	if (s->run)
+		pk_tid_from_row(&row->tid, s->number);
+	else
+		pk_tid_from_wbuf(&row->tid, (uint32) s->number);
+}
+
 /*
  * The next key's newest version.  Older versions of the same key are
  * stepped over at once; the winner's source moves on at the next call, so
@@ -213,6 +231,27 @@ merge_next(MergeIter *m, MergeRow *row)
 		rebuild_heap(m);
 		m->started = true;
 	}
+
+	/* one source (a compacted table, no own writes): no heap to keep */
+	if (m->nsources == 1)
+	{
+		MergeSource *s = &m->src[0];
+
+		for (;;)
+		{
+			if (m->advance >= 0)
+				source_advance(m, s);
+			m->advance = 0;
+			if (!s->valid)
+				return false;
+			if (PK_KIND_IS_ADD(s->kind) || m->keep_tombstones)
+			{
+				fill_row(m, s, row);
+				return true;
+			}
+		}
+	}
+
 	for (;;)
 	{
 		int			w;
@@ -255,15 +294,7 @@ merge_next(MergeIter *m, MergeRow *row)
 
 		if (!PK_KIND_IS_ADD(s->kind) && !m->keep_tombstones)
 			continue;
-		row->tup = s->tup;
-		row->keys = s->keys;
-		row->kind = s->kind;
-		row->seq = s->seq;
-		row->run = s->run;
-		if (s->run)
-			pk_tid_from_row(&row->tid, s->number);
-		else
-			pk_tid_from_wbuf(&row->tid, (uint32) s->number);
+		fill_row(m, s, row);
 		return true;
 	}
 }

@@ -18,7 +18,7 @@
 typedef struct MergeRow
 {
 	MinimalTuple tup;			/* valid until the next merge_next */
-	const Datum *keys;
+	const Datum *keys;			/* only if merge_begin's need_keys */
 	uint8		kind;			/* PkRowKind */
 	uint64		seq;			/* PG_UINT64_MAX: from the write buffer */
 	ItemPointerData tid;
@@ -31,7 +31,7 @@ typedef struct MergeIter MergeIter;
 extern MergeIter *merge_begin(Relation rel, PkTable *t, List *runs,
 							  WriteBuffer *wb, CommandId curcid,
 							  BufferAccessStrategy strategy,
-							  bool keep_tombstones);
+							  bool keep_tombstones, bool need_keys);
 extern void merge_seek(MergeIter *m, const Datum *key, int nprefix);
 extern bool merge_next(MergeIter *m, MergeRow *row);
 extern void merge_end(MergeIter *m);

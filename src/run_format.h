@@ -73,15 +73,25 @@ typedef struct RunBlockHeader
 	uint8		method;			/* PkCompression */
 } RunBlockHeader;
 
+/*
+ * A row's header: its sequence number (commit order; the highest wins a
+ * key) in the high 56 bits, its PkRowKind in the low 8.  The MinimalTuple
+ * follows at once (8 bytes keep it aligned) and carries its own length.
+ */
 typedef struct RunRowHeader
 {
-	uint64		seq;			/* commit order; the highest wins a key */
-	uint32		len;			/* of the MinimalTuple that follows */
-	uint8		kind;			/* PkRowKind */
+	uint64		seq_kind;
 } RunRowHeader;
 
-#define RUN_ROW_SIZE(tuplen) MAXALIGN(MAXALIGN(sizeof(RunRowHeader)) + (tuplen))
-#define RUN_ROW_TUPLE(hdr)	((MinimalTuple) ((char *) (hdr) + MAXALIGN(sizeof(RunRowHeader))))
+#define RUN_ROW_SEQ(hdr)	((hdr)->seq_kind >> 8)
+#define RUN_ROW_KIND(hdr)	((uint8) ((hdr)->seq_kind & 0xFF))
+#define RUN_ROW_MAKE(seq, kind) (((uint64) (seq) << 8) | (uint8) (kind))
+#define RUN_MAX_SEQ			(PG_UINT64_MAX >> 8)
+#define RUN_ROW_SIZE(tuplen) MAXALIGN(sizeof(RunRowHeader) + (tuplen))
+#define RUN_ROW_TUPLE(hdr)	((MinimalTuple) ((char *) (hdr) + sizeof(RunRowHeader)))
+
+StaticAssertDecl(sizeof(RunRowHeader) == MAXIMUM_ALIGNOF,
+				 "a row's tuple must follow its header aligned");
 
 typedef struct RunIndexHeader
 {

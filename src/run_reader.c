@@ -57,6 +57,7 @@ static HTAB *block_cache = NULL;
 static HTAB *index_cache = NULL;
 static dlist_head block_lru = DLIST_STATIC_INIT(block_lru);
 static Size block_cache_bytes = 0;
+static int	block_pins = 0;		/* pins held on cached blocks */
 static int64 cache_hits = 0;
 static ZSTD_DCtx *zstd_dctx = NULL;
 static int64 cache_misses = 0;
@@ -72,11 +73,12 @@ reader_xact_callback(XactEvent event, void *arg)
 		event != XACT_EVENT_PARALLEL_ABORT)
 		return;
 	/* no cursor survives the transaction: drop pins an error left behind */
-	if (block_cache)
+	if (block_cache && block_pins > 0)
 	{
 		hash_seq_init(&status, block_cache);
 		while ((e = hash_seq_search(&status)) != NULL)
 			e->block->pins = 0;
+		block_pins = 0;
 	}
 	if (index_cxt && MemoryContextMemAllocated(index_cxt, true) > INDEX_CACHE_BYTES)
 	{
@@ -316,12 +318,12 @@ decode_block(Relation rel, const RunInfo *run, RunIndex *idx, uint32 blockno,
 	{
 		RunRowHeader *rh = (RunRowHeader *) (b->raw + off);
 
-		if (off + MAXALIGN(sizeof(RunRowHeader)) > bh.raw_len ||
-			off + RUN_ROW_SIZE(rh->len) > bh.raw_len || rh->kind > PK_DELETE ||
-			RUN_ROW_TUPLE(rh)->t_len != rh->len)
+		if (off + sizeof(RunRowHeader) + sizeof(uint32) > bh.raw_len ||
+			off + RUN_ROW_SIZE(RUN_ROW_TUPLE(rh)->t_len) > bh.raw_len ||
+			RUN_ROW_KIND(rh) > PK_DELETE)
 			corrupt(rel, run, "block", blockno, "A row lies outside the block.");
 		b->offsets[i] = off;
-		off += RUN_ROW_SIZE(rh->len);
+		off += RUN_ROW_SIZE(RUN_ROW_TUPLE(rh)->t_len);
 	}
 	return b;
 }
@@ -381,6 +383,7 @@ run_block_get(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
 		cache_hits++;
 		dlist_move_tail(&block_lru, &e->lru);
 		e->block->pins++;
+		block_pins++;
 		return e->block;
 	}
 	cache_misses++;
@@ -392,6 +395,7 @@ run_block_get(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
 	block_cache_bytes += e->bytes;
 	dlist_push_tail(&block_lru, &e->lru);
 	b->pins = 1;
+	block_pins++;
 	return b;
 }
 
@@ -407,7 +411,10 @@ run_block_release(RunBlock *b)
 		pfree(b);
 	}
 	else if (b->pins > 0)
+	{
 		b->pins--;
+		block_pins--;
+	}
 }
 
 void

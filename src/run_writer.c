@@ -21,7 +21,6 @@
 #include "miscadmin.h"
 #include "port/pg_crc32c.h"
 #include "storage/bufmgr.h"
-#include "storage/lmgr.h"
 #include "utils/memutils.h"
 
 #include "run.h"
@@ -168,13 +167,11 @@ run_writer_add(RunWriter *w, uint64 seq, PkRowKind kind, MinimalTuple tup,
 		w->blk_first_row = w->nrows;
 		w->blk_first_key = pk_key_form(w->table, keys);
 	}
-	rh.seq = seq;
-	rh.len = tup->t_len;
-	rh.kind = kind;
+	Assert(seq <= RUN_MAX_SEQ);
+	rh.seq_kind = RUN_ROW_MAKE(seq, kind);
 	start = w->raw.len;
 	w->blk_last_off = start;
 	appendBinaryStringInfo(&w->raw, (char *) &rh, sizeof(rh));
-	appendStringInfoSpaces(&w->raw, MAXALIGN(sizeof(rh)) - sizeof(rh));
 	appendBinaryStringInfo(&w->raw, (char *) tup, tup->t_len);
 	appendStringInfoSpaces(&w->raw, RUN_ROW_SIZE(tup->t_len) - (w->raw.len - start));
 	w->blk_nrows++;
@@ -217,7 +214,6 @@ static void
 write_pages(Relation rel, BlockNumber start, uint32 npages, StringInfo stream)
 {
 	bool		needs_wal = RelationNeedsWAL(rel);
-	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 
 	for (uint32 i = 0; i < npages; i++)
 	{
@@ -228,19 +224,8 @@ write_pages(Relation rel, BlockNumber start, uint32 npages, StringInfo stream)
 		Size		n = Min(RUN_PAGE_PAYLOAD, stream->len - off);
 
 		CHECK_FOR_INTERRUPTS();
-		if (blkno >= nblocks)
-		{
-			LockRelationForExtension(rel, ExclusiveLock);
-			buf = ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW, RBM_ZERO_AND_LOCK, NULL);
-			UnlockRelationForExtension(rel, ExclusiveLock);
-			if (BufferGetBlockNumber(buf) != blkno)
-				elog(ERROR, "pkmerge extended \"%s\" to block %u, expected %u",
-					 RelationGetRelationName(rel), BufferGetBlockNumber(buf), blkno);
-			nblocks = blkno + 1;
-		}
-		else
-			buf = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_ZERO_AND_LOCK, NULL);
-
+		/* space_reserve extended the file over the run's blocks */
+		buf = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_ZERO_AND_LOCK, NULL);
 		page = BufferGetPage(buf);
 		START_CRIT_SECTION();
 		PageInit(page, BLCKSZ, 0);

@@ -127,7 +127,7 @@ scan_start(PkScanDesc *scan)
 	scan->iter = merge_begin(rel, pk_table(rel), runs,
 							 wbuf_get(RelationGetRelid(rel), false),
 							 snapshot_cid(scan->base.rs_snapshot),
-							 scan->strategy, false);
+							 scan->strategy, false, false);
 	MemoryContextSwitchTo(old);
 }
 

@@ -66,13 +66,28 @@ space_reserve(Relation rel, RunInfo *run)
 	run->start_block = next_free;
 	run->row_base = next_row;
 	cat_run_insert(relid, run);
+
+	/*
+	 * Extend the file over the new blocks now: writers of runs placed after
+	 * ours must find their blocks where they were told, whatever order the
+	 * pages are then written in.
+	 */
+	if (run->start_block + run->nblocks > RelationGetNumberOfBlocks(rel))
+	{
+		LockRelationForExtension(rel, ExclusiveLock);
+		while (RelationGetNumberOfBlocks(rel) < run->start_block + run->nblocks)
+			UnlockReleaseBuffer(ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW,
+												   RBM_ZERO_AND_LOCK, NULL));
+		UnlockRelationForExtension(rel, ExclusiveLock);
+	}
 	cat_space_unlock(relid);
 }
 
 /*
  * Give the blocks after the last run's extent back to the file system.
- * Readers only read blocks of runs they see, but heap's rule is kept:
- * truncate only under an AccessExclusiveLock obtained without waiting.
+ * Unlike heap, no AccessExclusiveLock is needed (nor sent to standbys, where
+ * it would cancel queries): readers only read blocks of runs in the catalog,
+ * and the space lock keeps writers from placing runs meanwhile.
  */
 void
 space_truncate(Relation rel)
@@ -82,8 +97,6 @@ space_truncate(Relation rel)
 	BlockNumber end = 0;
 	int64		next_row;
 
-	if (!ConditionalLockRelation(rel, AccessExclusiveLock))
-		return;
 	cat_space_lock(RelationGetRelid(rel));
 	extents = cat_used_extents(RelationGetRelid(rel), rel->rd_node.relNode, &next_row);
 	foreach(lc, extents)
@@ -94,5 +107,5 @@ space_truncate(Relation rel)
 	}
 	if (end < RelationGetNumberOfBlocks(rel))
 		RelationTruncate(rel, end);
-	UnlockRelation(rel, AccessExclusiveLock);
+	cat_space_unlock(RelationGetRelid(rel));
 }

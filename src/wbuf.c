@@ -70,11 +70,12 @@ wbuf_get(Oid relid, bool create)
 }
 
 /*
- * Append a record; the tuple is copied.  Returns its position.
+ * Append a record; the tuple is copied if asked, else it must live in
+ * wb->cxt already.  Returns its position.
  */
 uint32
 wbuf_append(WriteBuffer *wb, PkTable *t, uint8 kind, MinimalTuple tup,
-			CommandId cid)
+			CommandId cid, bool copy)
 {
 	MemoryContext old = MemoryContextSwitchTo(wb->cxt);
 	WbEntry    *e;
@@ -85,7 +86,7 @@ wbuf_append(WriteBuffer *wb, PkTable *t, uint8 kind, MinimalTuple tup,
 		wb->entries = repalloc_huge(wb->entries, sizeof(WbEntry) * wb->cap);
 	}
 	e = &wb->entries[wb->n];
-	e->tup = tup ? heap_copy_minimal_tuple(tup) : NULL;
+	e->tup = tup && copy ? heap_copy_minimal_tuple(tup) : tup;
 	e->keys = palloc(sizeof(Datum) * t->nkeys);
 	if (tup)
 	{

@@ -60,7 +60,7 @@ typedef struct WriteBuffer
 /* wbuf.c */
 extern WriteBuffer *wbuf_get(Oid relid, bool create);
 extern uint32 wbuf_append(WriteBuffer *wb, PkTable *t, uint8 kind,
-						  MinimalTuple tup, CommandId cid);
+						  MinimalTuple tup, CommandId cid, bool copy);
 extern WbSorted *wbuf_sorted_pin(WriteBuffer *wb, PkTable *t);
 extern void wbuf_sorted_unpin(WriteBuffer *wb, WbSorted *s);
 extern int64 wbuf_lookup(WriteBuffer *wb, PkTable *t, const Datum *keys,
