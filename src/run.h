@@ -47,7 +47,11 @@ typedef struct RunBlock
 	uint64		first_row;		/* ordinal of rows[0] in the run */
 	char	   *raw;
 	uint32	   *offsets;		/* of each RunRowHeader in raw */
-	int			pins;			/* cache: held by cursors */
+	int			pins;			/* cache: held by cursors; -1: private */
+	Size		raw_cap;		/* allocated sizes, for reuse */
+	uint32		offsets_cap;
+	char	   *stored;			/* private blocks: the compressed bytes */
+	Size		stored_cap;
 } RunBlock;
 
 /* a position in a run, moved in key order */
@@ -67,8 +71,8 @@ typedef struct RunCursor
 
 extern RunIndex *run_index_get(Relation rel, PkTable *t, const RunInfo *run);
 extern RunBlock *run_block_get(Relation rel, PkTable *t, const RunInfo *run,
-							   RunIndex *idx, uint32 blockno,
-							   BufferAccessStrategy strategy);
+							   RunIndex *idx, uint32 blockno, bool private,
+							   BufferAccessStrategy strategy, RunBlock *spare);
 extern void run_block_release(RunBlock *b);
 extern bool run_bloom_may_contain(RunIndex *idx, uint32 hash);
 extern uint32 run_index_find_block(PkTable *t, RunIndex *idx, const Datum *key,

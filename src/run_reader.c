@@ -273,15 +273,25 @@ run_bloom_may_contain(RunIndex *idx, uint32 hash)
  */
 static RunBlock *
 decode_block(Relation rel, const RunInfo *run, RunIndex *idx, uint32 blockno,
-			 BufferAccessStrategy strategy, MemoryContext cxt)
+			 BufferAccessStrategy strategy, MemoryContext cxt, RunBlock *reuse)
 {
 	RunIndexEntry *ie = &idx->entries[blockno];
-	char	   *stored = palloc(ie->size);
+	char	   *stored;
 	RunBlockHeader bh;
 	RunBlock   *b;
 	uint32		off = 0;
 	pg_crc32c	crc;
 
+	/* a sequential reader's buffers are reused from block to block */
+	b = reuse ? reuse : MemoryContextAllocZero(cxt, sizeof(RunBlock));
+	if (b->stored_cap < ie->size)
+	{
+		if (b->stored)
+			pfree(b->stored);
+		b->stored_cap = Max(ie->size, 2 * b->stored_cap);
+		b->stored = MemoryContextAllocHuge(cxt, b->stored_cap);
+	}
+	stored = b->stored;
 	read_stream(rel, run, ie->offset, ie->size, stored, strategy);
 	memcpy(&bh, stored, sizeof(bh));
 	if (bh.stored_len != ie->size - sizeof(bh) || bh.nrows != ie->nrows)
@@ -291,11 +301,22 @@ decode_block(Relation rel, const RunInfo *run, RunIndex *idx, uint32 blockno,
 		corrupt(rel, run, "block", blockno,
 				psprintf("CRC32C mismatch: stored %08X, computed %08X.", bh.crc, crc));
 
-	b = MemoryContextAllocZero(cxt, sizeof(RunBlock));
 	b->nrows = bh.nrows;
 	b->first_row = ie->first_row;
-	b->raw = MemoryContextAllocHuge(cxt, Max(bh.raw_len, 1));
-	b->offsets = MemoryContextAlloc(cxt, sizeof(uint32) * Max(bh.nrows, 1));
+	if (b->raw_cap < bh.raw_len || b->raw == NULL)
+	{
+		if (b->raw)
+			pfree(b->raw);
+		b->raw_cap = Max(Max(bh.raw_len, 1), 2 * b->raw_cap);
+		b->raw = MemoryContextAllocHuge(cxt, b->raw_cap);
+	}
+	if (b->offsets_cap < bh.nrows || b->offsets == NULL)
+	{
+		if (b->offsets)
+			pfree(b->offsets);
+		b->offsets_cap = Max(Max(bh.nrows, 1), 2 * b->offsets_cap);
+		b->offsets = MemoryContextAllocHuge(cxt, sizeof(uint32) * b->offsets_cap);
+	}
 	if (bh.method == PK_COMPRESSION_ZSTD)
 	{
 		size_t		n;
@@ -312,7 +333,13 @@ decode_block(Relation rel, const RunInfo *run, RunIndex *idx, uint32 blockno,
 		memcpy(b->raw, stored + sizeof(bh), bh.raw_len);
 	else
 		corrupt(rel, run, "block", blockno, "Unknown compression method.");
-	pfree(stored);
+	if (reuse == NULL)
+	{
+		/* cached blocks keep only what they need */
+		pfree(b->stored);
+		b->stored = NULL;
+		b->stored_cap = 0;
+	}
 
 	for (uint32 i = 0; i < b->nrows; i++)
 	{
@@ -351,13 +378,15 @@ evict_blocks(Size need)
 }
 
 /*
- * A data block, pinned.  With a strategy (sequential reads) the block is
- * private to the caller and bypasses the cache; without, it comes from and
- * goes to the block cache.  Release with run_block_release.
+ * A data block, pinned.  A private block (cursors: sequential reads) is
+ * the caller's own, decoded into spare's memory if given, and bypasses the
+ * cache; otherwise (point lookups) it comes from and goes to the block
+ * cache.  Release with run_block_release.
  */
 RunBlock *
 run_block_get(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
-			  uint32 blockno, BufferAccessStrategy strategy)
+			  uint32 blockno, bool private, BufferAccessStrategy strategy,
+			  RunBlock *spare)
 {
 	BlockKey	key;
 	BlockCacheEntry *e;
@@ -367,9 +396,9 @@ run_block_get(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
 	reader_init();
 	if (blockno >= idx->nblocks)
 		elog(ERROR, "block %u of run " INT64_FORMAT " out of range", blockno, run->run_id);
-	if (strategy)
+	if (private)
 	{
-		b = decode_block(rel, run, idx, blockno, strategy, CurrentMemoryContext);
+		b = decode_block(rel, run, idx, blockno, strategy, CurrentMemoryContext, spare);
 		b->pins = -1;			/* private */
 		return b;
 	}
@@ -387,7 +416,7 @@ run_block_get(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
 		return e->block;
 	}
 	cache_misses++;
-	b = decode_block(rel, run, idx, blockno, NULL, reader_cxt);
+	b = decode_block(rel, run, idx, blockno, NULL, reader_cxt, NULL);
 	e = hash_search(block_cache, &key, HASH_ENTER, &found);
 	e->block = b;
 	e->bytes = GetMemoryChunkSpace(b->raw) + GetMemoryChunkSpace(b->offsets);
@@ -406,6 +435,8 @@ run_block_release(RunBlock *b)
 		return;
 	if (b->pins < 0)
 	{
+		if (b->stored)
+			pfree(b->stored);
 		pfree(b->raw);
 		pfree(b->offsets);
 		pfree(b);
@@ -482,19 +513,28 @@ block_lower_bound(PkTable *t, RunBlock *b, const Datum *key, int nprefix)
 static void
 cursor_load(RunCursor *c)
 {
-	run_block_release(c->block);
+	/* a private block's memory is reused for the next one */
+	RunBlock   *spare = c->block && c->block->pins < 0 ? c->block : NULL;
+
+	if (spare == NULL)
+		run_block_release(c->block);
 	c->block = NULL;
 	c->rowno = 0;
 	while (c->blockno < c->index->nblocks)
 	{
 		c->block = run_block_get(c->rel, c->table, c->run, c->index, c->blockno,
-								 c->strategy);
+								 true, c->strategy, spare);
+		spare = NULL;
 		if (c->block->nrows > 0)
 			return;
-		run_block_release(c->block);
+		if (c->block->pins < 0)
+			spare = c->block;
+		else
+			run_block_release(c->block);
 		c->block = NULL;
 		c->blockno++;
 	}
+	run_block_release(spare);
 	c->done = true;
 }
 
@@ -590,7 +630,7 @@ run_lookup(Relation rel, PkTable *t, const RunInfo *run, const Datum *key,
 	blockno = run_index_find_block(t, idx, key, t->nkeys, false);
 	if (pk_key_cmp(t, &idx->first_keys[blockno * t->nkeys], key) > 0)
 		return false;
-	b = run_block_get(rel, t, run, idx, blockno, NULL);
+	b = run_block_get(rel, t, run, idx, blockno, false, NULL, NULL);
 	row = block_lower_bound(t, b, key, t->nkeys);
 	if (row < b->nrows)
 	{
@@ -636,7 +676,7 @@ run_row_at(Relation rel, PkTable *t, const RunInfo *run, uint64 ordinal,
 		*pinned = NULL;
 		return NULL;
 	}
-	b = run_block_get(rel, t, run, idx, lo - 1, NULL);
+	b = run_block_get(rel, t, run, idx, lo - 1, false, NULL, NULL);
 	*pinned = b;
 	return (RunRowHeader *) (b->raw + b->offsets[ordinal - b->first_row]);
 }
