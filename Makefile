@@ -34,6 +34,9 @@ else
 include $(PGXS)
 endif
 
+# PGXS tracks no header dependencies: any header change rebuilds every object
+$(OBJS): $(wildcard src/*.h)
+
 .PHONY: test demo bench deps
 
 deps:

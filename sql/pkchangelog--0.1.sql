@@ -48,18 +48,25 @@ CREATE TABLE pkchangelog.snapshots (
 	total_record_count bigint NOT NULL,
 	delta_record_count bigint NOT NULL,
 	changelog_record_count bigint NOT NULL,
+	producer text NOT NULL,		-- changelog_producer in force at the commit
 	PRIMARY KEY (relid, snapshot_id)
 );
 
 -- One row per live run.  A run is blocks [start_block, start_block + nblocks)
 -- of the relation's main fork (relfilenode, so that a TRUNCATE's new storage
 -- is told apart) and row numbers [row_base, row_base + record_count).
+-- kind: 'data' (read by queries), 'changelog' (RowKind records of one
+-- snapshot, in production order), 'delta' (a commit's data run that
+-- compaction replaced, kept while its snapshot is retained: the change
+-- stream of producer none).  from_commit: written by a commit (its
+-- created_snapshot is an APPEND or OVERWRITE one), not by compaction.
 CREATE TABLE pkchangelog.runs (
 	relid oid NOT NULL,
 	run_id bigint NOT NULL,
 	relfilenode oid NOT NULL,
 	level int NOT NULL,
-	kind text NOT NULL CHECK (kind IN ('data', 'changelog')),
+	kind text NOT NULL CHECK (kind IN ('data', 'changelog', 'delta')),
+	from_commit boolean NOT NULL,
 	start_block bigint NOT NULL,
 	nblocks int NOT NULL,
 	record_count bigint NOT NULL,
@@ -199,3 +206,9 @@ CREATE FUNCTION pk_write(rel regclass, rowkind text, r anyelement) RETURNS void
 
 CREATE FUNCTION pk_compact(rel regclass, "full" boolean DEFAULT false) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'pk_compact' LANGUAGE C VOLATILE;
+
+CREATE FUNCTION pk_changes(rel regclass, from_snapshot bigint DEFAULT 0,
+	to_snapshot bigint DEFAULT NULL,
+	OUT snapshot_id bigint, OUT rowkind text, OUT "row" jsonb)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'pk_changes' LANGUAGE C STABLE;

@@ -45,27 +45,30 @@
 #define Anum_tables_total_record_count 4
 
 /* pkchangelog.snapshots */
-#define Natts_snapshots 9
+#define Natts_snapshots 10
 
 /* pkchangelog.runs */
-#define Natts_runs 17
+#define Natts_runs 18
 #define Anum_runs_relid 1
 #define Anum_runs_run_id 2
 #define Anum_runs_relfilenode 3
 #define Anum_runs_level 4
 #define Anum_runs_kind 5
-#define Anum_runs_start_block 6
-#define Anum_runs_nblocks 7
-#define Anum_runs_record_count 8
-#define Anum_runs_size_bytes 9
-#define Anum_runs_row_base 10
-#define Anum_runs_min_seq 11
-#define Anum_runs_max_seq 12
-#define Anum_runs_index_offset 13
-#define Anum_runs_bloom_offset 14
-#define Anum_runs_created_snapshot 15
-#define Anum_runs_min_key 16
-#define Anum_runs_max_key 17
+#define Anum_runs_from_commit 6
+#define Anum_runs_start_block 7
+#define Anum_runs_nblocks 8
+#define Anum_runs_record_count 9
+#define Anum_runs_size_bytes 10
+#define Anum_runs_row_base 11
+#define Anum_runs_min_seq 12
+#define Anum_runs_max_seq 13
+#define Anum_runs_index_offset 14
+#define Anum_runs_bloom_offset 15
+#define Anum_runs_created_snapshot 16
+#define Anum_runs_min_key 17
+#define Anum_runs_max_key 18
+
+static const char *const run_kinds[] = {"data", "changelog", "delta"};
 
 static Oid
 cat_oid(const char *relname, bool missing_ok)
@@ -147,9 +150,20 @@ cat_space_unlock(Oid relid)
 	UnlockDatabaseObject(cat_oid("runs", false), relid, 0, ExclusiveLock);
 }
 
-/* a compaction's output gets its snapshot id when the compaction commits */
-void
-cat_run_set_snapshot(Oid relid, int64 run_id, int64 snapshot_id)
+static int
+run_snapshot_cmp(const ListCell *a, const ListCell *b)
+{
+	const RunInfo *ra = lfirst(a);
+	const RunInfo *rb = lfirst(b);
+
+	if (ra->created_snapshot != rb->created_snapshot)
+		return ra->created_snapshot < rb->created_snapshot ? -1 : 1;
+	return (ra->run_id > rb->run_id) - (ra->run_id < rb->run_id);
+}
+
+/* update one column of a run's row (the latest version: ours to change) */
+static void
+run_update(Oid relid, int64 run_id, int attnum, Datum value)
 {
 	Relation	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
 	ScanKeyData key[2];
@@ -165,12 +179,53 @@ cat_run_set_snapshot(Oid relid, int64 run_id, int64 snapshot_id)
 	tup = systable_getnext(scan);
 	if (!HeapTupleIsValid(tup))
 		elog(ERROR, "run " INT64_FORMAT " of relation %u is gone", run_id, relid);
-	values[Anum_runs_created_snapshot - 1] = Int64GetDatum(snapshot_id);
-	replace[Anum_runs_created_snapshot - 1] = true;
+	values[attnum - 1] = value;
+	replace[attnum - 1] = true;
 	CatalogTupleUpdate(crel, &tup->t_self,
 					   heap_modify_tuple(tup, RelationGetDescr(crel), values, nulls, replace));
 	systable_endscan(scan);
 	table_close(crel, RowExclusiveLock);
+	CommandCounterIncrement();
+}
+
+/* a compaction's output gets its snapshot id when the compaction commits */
+void
+cat_run_set_snapshot(Oid relid, int64 run_id, int64 snapshot_id)
+{
+	run_update(relid, run_id, Anum_runs_created_snapshot, Int64GetDatum(snapshot_id));
+}
+
+/*
+ * A commit's data run replaced by compaction, kept as its snapshot's delta:
+ * readers whose MVCC snapshot predates the compaction still see it as data.
+ */
+void
+cat_run_retire(Oid relid, int64 run_id)
+{
+	run_update(relid, run_id, Anum_runs_kind, CStringGetTextDatum("delta"));
+}
+
+/*
+ * The changelog and delta runs (and data runs written by commits) created
+ * by snapshots in (from, to], in snapshot then run order.
+ */
+List *
+cat_runs_of_snapshots(Oid relid, int64 from, int64 to, Snapshot snapshot)
+{
+	List	   *all = cat_runs_visible(relid, snapshot);
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, all)
+	{
+		RunInfo    *r = lfirst(lc);
+
+		if (r->created_snapshot > from && r->created_snapshot <= to &&
+			(r->kind != RUN_DATA || r->from_commit))
+			result = lappend(result, r);
+	}
+	list_sort(result, run_snapshot_cmp);
+	return result;
 }
 
 static HeapTuple
@@ -247,7 +302,8 @@ cat_table_state_update(Oid relid, const TableState *st)
 
 void
 cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
-					int64 total, int64 delta, int64 changelog)
+					int64 total, int64 delta, int64 changelog,
+					const char *producer)
 {
 	Relation	crel = table_open(cat_oid("snapshots", false), RowExclusiveLock);
 	Datum		values[Natts_snapshots];
@@ -265,6 +321,7 @@ cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 	values[6] = Int64GetDatum(total);
 	values[7] = Int64GetDatum(delta);
 	values[8] = Int64GetDatum(changelog);
+	values[9] = CStringGetTextDatum(producer);
 	CatalogTupleInsert(crel, heap_form_tuple(RelationGetDescr(crel), values, nulls));
 	table_close(crel, RowExclusiveLock);
 }
@@ -280,7 +337,13 @@ run_from_tuple(Relation crel, HeapTuple tup)
 	r->run_id = DatumGetInt64(v[Anum_runs_run_id - 1]);
 	r->relfilenode = DatumGetObjectId(v[Anum_runs_relfilenode - 1]);
 	r->level = DatumGetInt32(v[Anum_runs_level - 1]);
-	r->changelog = strcmp(TextDatumGetCString(v[Anum_runs_kind - 1]), "changelog") == 0;
+	{
+		char	   *kind = TextDatumGetCString(v[Anum_runs_kind - 1]);
+
+		r->kind = strcmp(kind, "changelog") == 0 ? RUN_CHANGELOG :
+			strcmp(kind, "delta") == 0 ? RUN_DELTA : RUN_DATA;
+	}
+	r->from_commit = DatumGetBool(v[Anum_runs_from_commit - 1]);
 	r->start_block = (BlockNumber) DatumGetInt64(v[Anum_runs_start_block - 1]);
 	r->nblocks = DatumGetInt32(v[Anum_runs_nblocks - 1]);
 	r->record_count = DatumGetInt64(v[Anum_runs_record_count - 1]);
@@ -340,7 +403,8 @@ cat_run_insert(Oid relid, const RunInfo *r)
 	v[Anum_runs_run_id - 1] = Int64GetDatum(r->run_id);
 	v[Anum_runs_relfilenode - 1] = ObjectIdGetDatum(r->relfilenode);
 	v[Anum_runs_level - 1] = Int32GetDatum(r->level);
-	v[Anum_runs_kind - 1] = CStringGetTextDatum(r->changelog ? "changelog" : "data");
+	v[Anum_runs_kind - 1] = CStringGetTextDatum(run_kinds[r->kind]);
+	v[Anum_runs_from_commit - 1] = BoolGetDatum(r->from_commit);
 	v[Anum_runs_start_block - 1] = Int64GetDatum((int64) r->start_block);
 	v[Anum_runs_nblocks - 1] = Int32GetDatum(r->nblocks);
 	v[Anum_runs_record_count - 1] = Int64GetDatum(r->record_count);
@@ -484,4 +548,42 @@ Oid
 cat_runs_relid(void)
 {
 	return cat_oid("runs", false);
+}
+
+/*
+ * The snapshots (id, commit kind, producer) in (from, to] that snapshot
+ * sees, ascending.
+ */
+List *
+cat_snapshots_range(Oid relid, int64 from, int64 to, Snapshot snapshot)
+{
+	Relation	crel = table_open(cat_oid("snapshots", false), AccessShareLock);
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	List	   *result = NIL;
+
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	ScanKeyInit(&key[1], 2, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(from));
+	scan = systable_beginscan(crel, cat_index_oid("snapshots"), true, snapshot, 2, key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Datum		v[Natts_snapshots];
+		bool		n[Natts_snapshots];
+		SnapshotInfo *si;
+
+		heap_deform_tuple(tup, RelationGetDescr(crel), v, n);
+		if (DatumGetInt64(v[1]) > to)
+			continue;
+		si = palloc(sizeof(SnapshotInfo));
+		si->snapshot_id = DatumGetInt64(v[1]);
+		si->kind = strcmp(TextDatumGetCString(v[2]), "APPEND") == 0 ? COMMIT_APPEND :
+			strcmp(TextDatumGetCString(v[2]), "COMPACT") == 0 ? COMMIT_COMPACT : COMMIT_OVERWRITE;
+		si->producer = TextDatumGetCString(v[9]);
+		si->commit_time = DatumGetTimestampTz(v[3]);
+		result = lappend(result, si);
+	}
+	systable_endscan(scan);
+	table_close(crel, AccessShareLock);
+	return result;
 }

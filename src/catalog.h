@@ -11,7 +11,15 @@
 #define PK_CATALOG_H
 
 #include "storage/block.h"
+#include "datatype/timestamp.h"
 #include "utils/snapshot.h"
+
+typedef enum RunKind
+{
+	RUN_DATA,					/* read by queries */
+	RUN_CHANGELOG,				/* RowKind records of one snapshot */
+	RUN_DELTA					/* a compacted commit's data, kept for "none" */
+} RunKind;
 
 /* a row of pkchangelog.runs */
 typedef struct RunInfo
@@ -19,7 +27,8 @@ typedef struct RunInfo
 	int64		run_id;
 	Oid			relfilenode;
 	int32		level;
-	bool		changelog;		/* kind 'changelog', else 'data' */
+	RunKind		kind;
+	bool		from_commit;	/* written by a commit, not by compaction */
 	BlockNumber start_block;
 	int32		nblocks;
 	int64		record_count;
@@ -49,6 +58,15 @@ typedef enum CommitKind
 	COMMIT_OVERWRITE
 } CommitKind;
 
+/* a row of pkchangelog.snapshots, as the change stream needs it */
+typedef struct SnapshotInfo
+{
+	int64		snapshot_id;
+	CommitKind	kind;
+	char	   *producer;
+	TimestampTz commit_time;
+} SnapshotInfo;
+
 /* catalog.c */
 extern List *cat_runs_visible(Oid relid, Snapshot snapshot);
 extern void cat_run_insert(Oid relid, const RunInfo *run);
@@ -60,7 +78,11 @@ extern void cat_commit_lock(Oid relid);
 extern TableState cat_table_state(Oid relid);
 extern void cat_table_state_update(Oid relid, const TableState *state);
 extern void cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
-								int64 total, int64 delta, int64 changelog);
+								int64 total, int64 delta, int64 changelog,
+								const char *producer);
+extern void cat_run_retire(Oid relid, int64 run_id);
+extern List *cat_runs_of_snapshots(Oid relid, int64 from, int64 to, Snapshot snapshot);
+extern List *cat_snapshots_range(Oid relid, int64 from, int64 to, Snapshot snapshot);
 extern void cat_drop_table(Oid relid);
 extern int64 cat_next_run_id(void);
 extern Oid	cat_runs_relid(void);

@@ -17,11 +17,14 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "catalog.h"
 #include "commit.h"
 #include "compaction.h"
 #include "dml.h"
+#include "lookup.h"
+#include "producer.h"
 #include "run.h"
 #include "wbuf.h"
 
@@ -39,6 +42,8 @@ commit_table(WriteBuffer *wb)
 	bool		truncated = wb->truncate_pos >= 0;
 	uint64		nrows;
 	int64		snapshot_id;
+	List	   *prev_runs = NIL;
+	RunInfo    *changelog;
 
 	if (wb->n == 0)
 		return;					/* everything rolled back to a savepoint */
@@ -54,8 +59,11 @@ commit_table(WriteBuffer *wb)
 	dml_check_conflicts(rel, wb);
 	st = cat_table_state(wb->relid);
 	snapshot_id = st.last_snapshot_id + 1;
+	/* lookup: the values before this commit are in the runs committed so far */
+	if (t->opts.changelog_producer == PK_PRODUCER_LOOKUP)
+		prev_runs = lookup_visible_runs(rel, GetLatestSnapshot());
 
-	w = run_writer_begin(rel, t, 0, false);
+	w = run_writer_begin(rel, t, 0, RUN_DATA, true);
 	s = wbuf_sorted_pin(wb, t);
 	for (uint32 i = 0; i < s->npos;)
 	{
@@ -81,16 +89,17 @@ commit_table(WriteBuffer *wb)
 		return;
 	}
 	if (nrows > 0)
-	{
 		(void) run_writer_finish(w, snapshot_id);
-	}
+	changelog = prod_commit(rel, t, wb, prev_runs, snapshot_id, st.last_seq + 1);
 
 	st.last_snapshot_id = snapshot_id;
 	st.last_seq++;
 	st.total_record_count = (truncated ? 0 : st.total_record_count) + nrows;
 	cat_snapshot_insert(wb->relid, snapshot_id,
 						truncated ? COMMIT_OVERWRITE : COMMIT_APPEND,
-						st.total_record_count, nrows, 0);
+						st.total_record_count, nrows,
+						changelog ? changelog->record_count : 0,
+						prod_name(t->opts.changelog_producer));
 	cat_table_state_update(wb->relid, &st);
 
 	/*

@@ -5,7 +5,8 @@
  *	  runs to merge (size amplification, then size ratio, then run count),
  *	  merge them into an output level, splitting output runs at
  *	  target_run_size, dropping tombstones when the output is the bottom
- *	  level, and commit the result as a COMPACT snapshot.
+ *	  level, and commit the result as a COMPACT snapshot (with the changelog
+ *	  of the full-compaction producer when the output is the bottom level).
  *
  * Sorted runs: every L0 run is one; every level above holds one sorted run
  * made of one or more runs with disjoint key ranges.  Compaction keeps
@@ -27,6 +28,7 @@
 #include "compaction.h"
 #include "lookup.h"
 #include "merge_iter.h"
+#include "producer.h"
 
 typedef struct SortedRun
 {
@@ -212,6 +214,7 @@ compact_table(Relation rel, bool full, bool holding_commit_lock)
 	int64		snapshot_id;
 	ListCell   *lc;
 	bool		bottom;
+	RunInfo    *changelog = NULL;
 
 	cat_compaction_lock(relid);
 	/* after the lock: runs committed before now, none being compacted */
@@ -238,7 +241,7 @@ compact_table(Relation rel, bool full, bool holding_commit_lock)
 	{
 		CHECK_FOR_INTERRUPTS();
 		if (w == NULL)
-			w = run_writer_begin(rel, t, outlevel, false);
+			w = run_writer_begin(rel, t, outlevel, RUN_DATA, false);
 		run_writer_add(w, row.seq, row.kind, row.tup, row.keys,
 					   pk_key_hash(t, row.keys));
 		out_records++;
@@ -251,6 +254,25 @@ compact_table(Relation rel, bool full, bool holding_commit_lock)
 	merge_end(m);
 	finish_output(rel, w, &outputs);
 
+	/* full-compaction: the changelog of every compaction into the bottom */
+	if (t->opts.changelog_producer == PK_PRODUCER_FULL_COMPACTION &&
+		outlevel == t->opts.num_levels - 1)
+	{
+		List	   *upper = NIL;
+		List	   *lower = NIL;
+
+		foreach(lc, inputs)
+		{
+			RunInfo    *r = lfirst(lc);
+
+			if (r->level == outlevel)
+				lower = lappend(lower, r);
+			else
+				upper = lappend(upper, r);
+		}
+		changelog = prod_full_compaction(rel, t, upper, lower, 0);
+	}
+
 	/* commit: inputs out, outputs in, one COMPACT snapshot */
 	if (!holding_commit_lock)
 		cat_commit_lock(relid);
@@ -261,14 +283,22 @@ compact_table(Relation rel, bool full, bool holding_commit_lock)
 		RunInfo    *r = lfirst(lc);
 
 		in_records += r->record_count;
-		cat_run_delete(relid, r->run_id);
+		/* producer none reads a commit's data run as its change stream */
+		if (r->from_commit && t->opts.changelog_producer == PK_PRODUCER_NONE)
+			cat_run_retire(relid, r->run_id);
+		else
+			cat_run_delete(relid, r->run_id);
 	}
 	foreach(lc, outputs)
 		cat_run_set_snapshot(relid, ((RunInfo *) lfirst(lc))->run_id, snapshot_id);
+	if (changelog)
+		cat_run_set_snapshot(relid, changelog->run_id, snapshot_id);
 	st.last_snapshot_id = snapshot_id;
 	st.total_record_count += out_records - in_records;
 	cat_snapshot_insert(relid, snapshot_id, COMMIT_COMPACT,
-						st.total_record_count, out_records, 0);
+						st.total_record_count, out_records,
+						changelog ? changelog->record_count : 0,
+						prod_name(t->opts.changelog_producer));
 	cat_table_state_update(relid, &st);
 	return snapshot_id;
 }

@@ -36,7 +36,7 @@ lookup_visible_runs(Relation rel, Snapshot snapshot)
 	{
 		RunInfo    *r = lfirst(lc);
 
-		if (!r->changelog && r->relfilenode == rel->rd_node.relNode)
+		if (r->kind == RUN_DATA && r->relfilenode == rel->rd_node.relNode)
 			runs = lappend(runs, r);
 	}
 	return runs;

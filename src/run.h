@@ -20,7 +20,7 @@
 typedef struct RunWriter RunWriter;
 
 extern RunWriter *run_writer_begin(Relation rel, PkTable *t, int level,
-								   bool changelog);
+								   RunKind kind, bool from_commit);
 extern void run_writer_add(RunWriter *w, uint64 seq, PkRowKind kind,
 						   MinimalTuple tup, const Datum *keys, uint32 hash);
 extern uint64 run_writer_nrows(RunWriter *w);

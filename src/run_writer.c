@@ -30,7 +30,8 @@ struct RunWriter
 	Relation	rel;
 	PkTable    *table;
 	int			level;
-	bool		changelog;
+	RunKind		kind;
+	bool		from_commit;
 	PkCompression method;
 	int			clevel;
 	StringInfoData stream;		/* the whole run, header first */
@@ -53,7 +54,8 @@ struct RunWriter
 static ZSTD_CCtx *zstd_cctx = NULL;
 
 RunWriter *
-run_writer_begin(Relation rel, PkTable *t, int level, bool changelog)
+run_writer_begin(Relation rel, PkTable *t, int level, RunKind kind,
+				 bool from_commit)
 {
 	RunWriter  *w = palloc0(sizeof(RunWriter));
 	RunHeader	hdr = {0};
@@ -61,7 +63,8 @@ run_writer_begin(Relation rel, PkTable *t, int level, bool changelog)
 	w->rel = rel;
 	w->table = t;
 	w->level = level;
-	w->changelog = changelog;
+	w->kind = kind;
+	w->from_commit = from_commit;
 	w->method = t->opts.compression;
 	w->clevel = t->opts.compression_level;
 	initStringInfo(&w->stream);
@@ -153,7 +156,9 @@ close_block(RunWriter *w)
 }
 
 /*
- * Add a row; rows must come in strictly ascending key order.
+ * Add a row.  Data runs take rows in strictly ascending key order; a
+ * changelog run takes records in production order (its block index and
+ * bloom filter are then not used).
  */
 void
 run_writer_add(RunWriter *w, uint64 seq, PkRowKind kind, MinimalTuple tup,
@@ -300,7 +305,8 @@ run_writer_finish(RunWriter *w, int64 created_snapshot)
 	npages = (w->stream.len + RUN_PAGE_PAYLOAD - 1) / RUN_PAGE_PAYLOAD;
 	run->relfilenode = w->rel->rd_node.relNode;
 	run->level = w->level;
-	run->changelog = w->changelog;
+	run->kind = w->kind;
+	run->from_commit = w->from_commit;
 	run->nblocks = npages;
 	run->record_count = w->nrows;
 	run->size_bytes = (int64) npages * BLCKSZ;
