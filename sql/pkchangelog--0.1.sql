@@ -212,3 +212,6 @@ CREATE FUNCTION pk_changes(rel regclass, from_snapshot bigint DEFAULT 0,
 	OUT snapshot_id bigint, OUT rowkind text, OUT "row" jsonb)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'pk_changes' LANGUAGE C STABLE;
+
+CREATE FUNCTION pk_expire_snapshots(rel regclass) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'pk_expire_snapshots' LANGUAGE C STRICT VOLATILE;

@@ -587,3 +587,34 @@ cat_snapshots_range(Oid relid, int64 from, int64 to, Snapshot snapshot)
 	table_close(crel, AccessShareLock);
 	return result;
 }
+
+/*
+ * Expire one snapshot: its row, and its changelog and delta runs (their
+ * blocks are freed once VACUUM removes the rows).
+ */
+void
+cat_snapshot_expire(Oid relid, int64 snapshot_id)
+{
+	Relation	crel = table_open(cat_oid("snapshots", false), RowExclusiveLock);
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	ListCell   *lc;
+
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(snapshot_id));
+	scan = systable_beginscan(crel, cat_index_oid("snapshots"), true, GetLatestSnapshot(), 2, key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+		CatalogTupleDelete(crel, &tup->t_self);
+	systable_endscan(scan);
+	table_close(crel, RowExclusiveLock);
+
+	foreach(lc, cat_runs_of_snapshots(relid, snapshot_id - 1, snapshot_id, GetLatestSnapshot()))
+	{
+		RunInfo    *r = lfirst(lc);
+
+		if (r->kind != RUN_DATA)
+			cat_run_delete(relid, r->run_id);
+	}
+	CommandCounterIncrement();
+}

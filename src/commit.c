@@ -23,6 +23,7 @@
 #include "commit.h"
 #include "compaction.h"
 #include "dml.h"
+#include "expire.h"
 #include "lookup.h"
 #include "producer.h"
 #include "run.h"
@@ -108,6 +109,9 @@ commit_table(WriteBuffer *wb)
 	 */
 	if (compact_needed(rel, true) && cat_compaction_trylock(wb->relid))
 		(void) compact_table(rel, false, true);
+	/* until a background worker does it: expire every 64 commits */
+	if (snapshot_id % 64 == 0 && cat_compaction_trylock(wb->relid))
+		(void) expire_snapshots(rel);
 	table_close(rel, NoLock);
 }
 

@@ -21,6 +21,7 @@
 #include "access/xact.h"
 #include "compaction.h"
 #include "dml.h"
+#include "expire.h"
 #include "pktable.h"
 
 /*
@@ -136,4 +137,25 @@ pk_compact(PG_FUNCTION_ARGS)
 	if (snapshot_id == 0)
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(snapshot_id);
+}
+
+/*
+ * pk_expire_snapshots(rel regclass) -> bigint: expires the snapshots beyond
+ * the table's retention options; returns how many.
+ */
+PG_FUNCTION_INFO_V1(pk_expire_snapshots);
+Datum
+pk_expire_snapshots(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	Relation	rel = pk_open_table(relid, RowExclusiveLock);
+	AclResult	aclresult;
+	int64		n;
+
+	aclresult = pg_class_aclcheck(relid, GetUserId(), ACL_DELETE);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_TABLE, RelationGetRelationName(rel));
+	n = expire_snapshots(rel);
+	table_close(rel, NoLock);
+	PG_RETURN_INT64(n);
 }

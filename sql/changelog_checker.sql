@@ -1,0 +1,92 @@
+-- changelog_checker.sql: defines check_changelog(rel), the invariant the
+-- producer tests rely on, and shows that it catches broken streams.  For
+-- input (SQL DML only), lookup and full-compaction, per key the change
+-- stream must be a valid retract stream (+I only first or after -D; -U
+-- equals the row last added; +U directly follows the -U of its key; -D
+-- equals the row last added) and replaying it must give exactly the table.
+CREATE FUNCTION check_stream(changes jsonb, keycols text[], tab jsonb) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	state jsonb := '{}';
+	pending text := NULL;		-- key whose -U awaits its +U
+	c jsonb;
+	k text;
+	cur jsonb;
+BEGIN
+	FOR c IN SELECT jsonb_array_elements(changes) LOOP
+		k := (SELECT string_agg(c->'row'->>col, '|') FROM unnest(keycols) col);
+		cur := state->k;
+		IF pending IS NOT NULL AND (c->>'rowkind' <> '+U' OR k <> pending) THEN
+			RETURN format('snapshot %s: %s of key %s where the +U of key %s was due',
+						  c->>'snapshot_id', c->>'rowkind', k, pending);
+		END IF;
+		CASE c->>'rowkind'
+			WHEN '+I' THEN
+				IF cur IS NOT NULL THEN
+					RETURN format('snapshot %s: +I of key %s, which is present', c->>'snapshot_id', k);
+				END IF;
+				state := state || jsonb_build_object(k, c->'row');
+			WHEN '-U' THEN
+				IF cur IS DISTINCT FROM c->'row' THEN
+					RETURN format('snapshot %s: -U of key %s retracts %s, not %s', c->>'snapshot_id', k, c->'row', coalesce(cur::text, 'nothing'));
+				END IF;
+				pending := k;
+			WHEN '+U' THEN
+				IF pending IS NULL THEN
+					RETURN format('snapshot %s: +U of key %s without -U', c->>'snapshot_id', k);
+				END IF;
+				pending := NULL;
+				state := state || jsonb_build_object(k, c->'row');
+			WHEN '-D' THEN
+				IF cur IS DISTINCT FROM c->'row' THEN
+					RETURN format('snapshot %s: -D of key %s retracts %s, not %s', c->>'snapshot_id', k, c->'row', coalesce(cur::text, 'nothing'));
+				END IF;
+				state := state - k;
+		END CASE;
+	END LOOP;
+	IF pending IS NOT NULL THEN
+		RETURN format('the stream ends after the -U of key %s', pending);
+	END IF;
+	IF state IS DISTINCT FROM tab THEN
+		RETURN format('replaying the stream gives %s, the table holds %s', state, tab);
+	END IF;
+	RETURN 'ok';
+END $$;
+
+CREATE FUNCTION check_changelog(rel regclass) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	keycols text[] := string_to_array(replace(
+		(SELECT value FROM pk_options(rel) WHERE key = 'primary_key'), ' ', ''), ',');
+	changes jsonb;
+	tab jsonb;
+BEGIN
+	SELECT coalesce(jsonb_agg(to_jsonb(c)), '[]') INTO changes FROM pk_changes(rel) c;
+	EXECUTE format($q$
+		SELECT coalesce(jsonb_object_agg(k, r), '{}')
+		FROM (SELECT to_jsonb(t) AS r FROM %s t) s,
+			 LATERAL (SELECT string_agg(s.r->>col, '|') AS k FROM unnest($1) col) kk$q$, rel)
+		INTO tab USING keycols;
+	RETURN check_stream(changes, keycols, tab);
+END $$;
+
+-- the checker itself: a valid stream passes, each broken one is named
+SELECT check_stream('[{"snapshot_id":1,"rowkind":"+I","row":{"id":1,"v":1}},
+					  {"snapshot_id":2,"rowkind":"-U","row":{"id":1,"v":1}},
+					  {"snapshot_id":2,"rowkind":"+U","row":{"id":1,"v":2}}]',
+					'{id}', '{"1":{"id":1,"v":2}}') AS valid;
+SELECT check_stream('[{"snapshot_id":1,"rowkind":"+I","row":{"id":1,"v":1}},
+					  {"snapshot_id":2,"rowkind":"+U","row":{"id":1,"v":2}}]',
+					'{id}', '{"1":{"id":1,"v":2}}') AS missing_retraction;
+SELECT check_stream('[{"snapshot_id":1,"rowkind":"+I","row":{"id":1,"v":1}},
+					  {"snapshot_id":2,"rowkind":"+I","row":{"id":1,"v":2}}]',
+					'{id}', '{"1":{"id":1,"v":2}}') AS double_insert;
+SELECT check_stream('[{"snapshot_id":1,"rowkind":"+I","row":{"id":1,"v":1}},
+					  {"snapshot_id":2,"rowkind":"-U","row":{"id":1,"v":9}},
+					  {"snapshot_id":2,"rowkind":"+U","row":{"id":1,"v":2}}]',
+					'{id}', '{"1":{"id":1,"v":2}}') AS wrong_retraction;
+SELECT check_stream('[{"snapshot_id":1,"rowkind":"+I","row":{"id":1,"v":1}},
+					  {"snapshot_id":2,"rowkind":"-D","row":{"id":1,"v":1}}]',
+					'{id}', '{"1":{"id":1,"v":1}}') AS replay_differs;
+SELECT check_stream('[{"snapshot_id":1,"rowkind":"-U","row":{"id":1,"v":1}}]',
+					'{id}', '{}') AS dangling;

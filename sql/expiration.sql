@@ -1,0 +1,42 @@
+-- expiration.sql: pk_expire_snapshots keeps the newest
+-- snapshot_num_retained_min snapshots, expires beyond
+-- snapshot_num_retained_max or older than snapshot_time_retained, keeps ids
+-- dense, and takes the expired snapshots' changes with them.
+CREATE TABLE e (id int PRIMARY KEY, v int) USING pkmerge
+	WITH (changelog_producer = 'lookup', snapshot_num_retained_min = 2,
+		  snapshot_num_retained_max = 3);
+INSERT INTO e VALUES (1, 1);
+UPDATE e SET v = 2;
+UPDATE e SET v = 3;
+UPDATE e SET v = 4;
+UPDATE e SET v = 5;
+UPDATE e SET v = 6;
+SELECT count(*) AS changelog_runs FROM pkchangelog.runs WHERE relid = 'e'::regclass AND kind = 'changelog';
+SELECT pk_expire_snapshots('e') AS expired;
+SELECT snapshot_id FROM pk_snapshots('e');
+SELECT count(*) AS changelog_runs FROM pkchangelog.runs WHERE relid = 'e'::regclass AND kind = 'changelog';
+-- the stream now starts at the first retained snapshot
+SELECT snapshot_id, rowkind, "row" FROM pk_changes('e');
+SELECT pk_expire_snapshots('e') AS expired_again;
+-- time: everything older than 0 ms beyond the newest min goes
+ALTER TABLE e SET (snapshot_num_retained_min = 1, snapshot_time_retained = '0ms', snapshot_num_retained_max = 100);
+SELECT pk_expire_snapshots('e') AS expired_by_time;
+SELECT snapshot_id FROM pk_snapshots('e');
+SELECT * FROM e;
+-- the changelog retention counts too: the longer one wins
+ALTER TABLE e SET (changelog_num_retained_min = 5);
+UPDATE e SET v = 7;
+UPDATE e SET v = 8;
+SELECT pk_expire_snapshots('e') AS expired_with_changelog_min_5;
+SELECT snapshot_id FROM pk_snapshots('e');
+-- a producer none table keeps compacted commits' data as deltas until then
+CREATE TABLE d (id int PRIMARY KEY, v int) USING pkmerge WITH (snapshot_num_retained_min = 1, snapshot_time_retained = '0ms');
+INSERT INTO d VALUES (1, 1);
+INSERT INTO d VALUES (2, 2);
+SELECT pk_compact('d', true);
+SELECT kind, count(*) FROM pkchangelog.runs WHERE relid = 'd'::regclass GROUP BY kind ORDER BY kind;
+SELECT snapshot_id, rowkind, "row" FROM pk_changes('d');
+SELECT pk_expire_snapshots('d') AS expired;
+SELECT kind, count(*) FROM pkchangelog.runs WHERE relid = 'd'::regclass GROUP BY kind ORDER BY kind;
+SELECT * FROM d ORDER BY id;
+DROP TABLE e, d;

@@ -1,0 +1,16 @@
+/*-------------------------------------------------------------------------
+ *
+ * expire.h
+ *	  Snapshot expiration.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PK_EXPIRE_H
+#define PK_EXPIRE_H
+
+#include "utils/rel.h"
+
+/* expire.c */
+extern int64 expire_snapshots(Relation rel);
+
+#endif							/* PK_EXPIRE_H */
