@@ -34,7 +34,8 @@ CREATE TABLE pkchangelog.tables (
 	relid oid PRIMARY KEY,
 	last_snapshot_id bigint NOT NULL DEFAULT 0,	-- ids are dense from 1
 	last_seq bigint NOT NULL DEFAULT 0,			-- sequence numbers of rows
-	total_record_count bigint NOT NULL DEFAULT 0	-- records in live data runs
+	total_record_count bigint NOT NULL DEFAULT 0,	-- records in live data runs
+	last_full_compaction bigint NOT NULL DEFAULT 0	-- snapshot of the last compaction into the bottom
 );
 
 -- One row per table snapshot (one per committing transaction).

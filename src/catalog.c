@@ -38,11 +38,12 @@
 #include "catalog.h"
 
 /* pkchangelog.tables */
-#define Natts_tables 4
+#define Natts_tables 5
 #define Anum_tables_relid 1
 #define Anum_tables_last_snapshot_id 2
 #define Anum_tables_last_seq 3
 #define Anum_tables_total_record_count 4
+#define Anum_tables_last_full_compaction 5
 
 /* pkchangelog.snapshots */
 #define Natts_snapshots 10
@@ -243,6 +244,35 @@ table_state_tuple(Relation crel, Oid relid)
 	return tup;
 }
 
+static TableState
+state_from_tuple(Relation crel, HeapTuple tup)
+{
+	Datum		values[Natts_tables];
+	bool		nulls[Natts_tables];
+	TableState	st;
+
+	heap_deform_tuple(tup, RelationGetDescr(crel), values, nulls);
+	st.last_snapshot_id = DatumGetInt64(values[Anum_tables_last_snapshot_id - 1]);
+	st.last_seq = DatumGetInt64(values[Anum_tables_last_seq - 1]);
+	st.total_record_count = DatumGetInt64(values[Anum_tables_total_record_count - 1]);
+	st.last_full_compaction = DatumGetInt64(values[Anum_tables_last_full_compaction - 1]);
+	return st;
+}
+
+/* the counters as last committed, without the commit lock (zero if none) */
+TableState
+cat_table_state_peek(Oid relid)
+{
+	Relation	crel = table_open(cat_oid("tables", false), AccessShareLock);
+	HeapTuple	tup = table_state_tuple(crel, relid);
+	TableState	st = {0};
+
+	if (HeapTupleIsValid(tup))
+		st = state_from_tuple(crel, tup);
+	table_close(crel, AccessShareLock);
+	return st;
+}
+
 /*
  * The counters of a table, creating its row on first use.  Caller holds the
  * commit lock.
@@ -255,15 +285,7 @@ cat_table_state(Oid relid)
 	TableState	st = {0};
 
 	if (HeapTupleIsValid(tup))
-	{
-		Datum		values[Natts_tables];
-		bool		nulls[Natts_tables];
-
-		heap_deform_tuple(tup, RelationGetDescr(crel), values, nulls);
-		st.last_snapshot_id = DatumGetInt64(values[Anum_tables_last_snapshot_id - 1]);
-		st.last_seq = DatumGetInt64(values[Anum_tables_last_seq - 1]);
-		st.total_record_count = DatumGetInt64(values[Anum_tables_total_record_count - 1]);
-	}
+		st = state_from_tuple(crel, tup);
 	else
 	{
 		Datum		values[Natts_tables] = {0};
@@ -293,6 +315,7 @@ cat_table_state_update(Oid relid, const TableState *st)
 	values[Anum_tables_last_snapshot_id - 1] = Int64GetDatum(st->last_snapshot_id);
 	values[Anum_tables_last_seq - 1] = Int64GetDatum(st->last_seq);
 	values[Anum_tables_total_record_count - 1] = Int64GetDatum(st->total_record_count);
+	values[Anum_tables_last_full_compaction - 1] = Int64GetDatum(st->last_full_compaction);
 	newtup = heap_form_tuple(RelationGetDescr(crel), values, nulls);
 	CatalogTupleUpdate(crel, &tup->t_self, newtup);
 	table_close(crel, RowExclusiveLock);

@@ -49,6 +49,7 @@ typedef struct TableState
 	int64		last_snapshot_id;
 	int64		last_seq;
 	int64		total_record_count;
+	int64		last_full_compaction;	/* snapshot id; 0: none yet */
 } TableState;
 
 typedef enum CommitKind
@@ -76,6 +77,7 @@ extern void cat_compaction_lock(Oid relid);
 extern bool cat_compaction_trylock(Oid relid);
 extern void cat_commit_lock(Oid relid);
 extern TableState cat_table_state(Oid relid);
+extern TableState cat_table_state_peek(Oid relid);
 extern void cat_table_state_update(Oid relid, const TableState *state);
 extern void cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 								int64 total, int64 delta, int64 changelog,

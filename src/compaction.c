@@ -295,10 +295,32 @@ compact_table(Relation rel, bool full, bool holding_commit_lock)
 		cat_run_set_snapshot(relid, changelog->run_id, snapshot_id);
 	st.last_snapshot_id = snapshot_id;
 	st.total_record_count += out_records - in_records;
+	if (bottom)
+		st.last_full_compaction = snapshot_id;
 	cat_snapshot_insert(relid, snapshot_id, COMMIT_COMPACT,
 						st.total_record_count, out_records,
 						changelog ? changelog->record_count : 0,
 						prod_name(t->opts.changelog_producer));
 	cat_table_state_update(relid, &st);
 	return snapshot_id;
+}
+
+/*
+ * Commits (APPEND and OVERWRITE snapshots) since the last compaction into
+ * the bottom level: the full-compaction producer's schedule.  Read without
+ * the commit lock: a schedule needs no exact count.
+ */
+int64
+compact_commits_since_full(Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+	TableState	st = cat_table_state_peek(relid);
+	ListCell   *lc;
+	int64		n = 0;
+
+	foreach(lc, cat_snapshots_range(relid, st.last_full_compaction, PG_INT64_MAX,
+									GetLatestSnapshot()))
+		if (((SnapshotInfo *) lfirst(lc))->kind != COMMIT_COMPACT)
+			n++;
+	return n;
 }

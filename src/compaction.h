@@ -13,5 +13,6 @@
 /* compaction.c */
 extern int64 compact_table(Relation rel, bool full, bool holding_commit_lock);
 extern bool compact_needed(Relation rel, bool stop);
+extern int64 compact_commits_since_full(Relation rel);
 
 #endif							/* PK_COMPACTION_H */

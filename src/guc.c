@@ -14,8 +14,21 @@
 
 #include "pkchangelog.h"
 
+bool		pk_worker_enabled = true;
+int			pk_worker_naptime = 1000;
+
 void
 pk_guc_init(void)
 {
+	DefineCustomBoolVariable("pkchangelog.worker_enabled",
+							 "Runs compaction, the full-compaction schedule and snapshot expiration in background workers.",
+							 "Off: writers still compact at num_sorted_run_stop_trigger; pk_compact and pk_expire_snapshots do the rest.",
+							 &pk_worker_enabled, true, PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("pkchangelog.worker_naptime",
+							"Time between two rounds of a pkchangelog background worker over its database's tables.",
+							NULL,
+							&pk_worker_naptime, 1000, 10, 3600 * 1000, PGC_SIGHUP,
+							GUC_UNIT_MS, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("pkchangelog");
 }

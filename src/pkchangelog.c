@@ -48,6 +48,7 @@ _PG_init(void)
 	commit_init();
 	ddl_init();
 	onconflict_init();
+	worker_init();
 }
 
 /*

@@ -12,6 +12,11 @@
 #define PKCHANGELOG_VERSION "0.1"
 
 /* guc.c */
+extern bool pk_worker_enabled;
+extern int	pk_worker_naptime;
 extern void pk_guc_init(void);
+
+/* worker.c */
+extern void worker_init(void);
 
 #endif							/* PKCHANGELOG_H */

@@ -1,0 +1,103 @@
+# 014_worker.pl: the background worker compacts a table that reached
+# num_sorted_run_compaction_trigger, runs the full-compaction producer every
+# full_compaction_delta_commits commits, expires snapshots, picks up a
+# database where the extension is created later, and stops when switched off.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('worker');
+$node->init;
+$node->append_conf('postgresql.conf', q{
+pkchangelog.worker_enabled = on
+pkchangelog.worker_naptime = 100ms
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION pkchangelog');
+
+# compaction at the trigger
+$node->safe_psql('postgres', q{
+CREATE TABLE c (id int PRIMARY KEY, v int) USING pkmerge
+	WITH (num_sorted_run_compaction_trigger = 3, num_sorted_run_stop_trigger = 50);
+INSERT INTO c VALUES (1, 1);
+INSERT INTO c VALUES (2, 2);
+INSERT INTO c VALUES (3, 3);
+INSERT INTO c VALUES (1, 10);
+});
+ok($node->poll_query_until('postgres',
+		q{SELECT count(*) = 1 FROM pk_runs('c') WHERE kind = 'data'}),
+	'the worker merged the runs once they reached the trigger');
+is($node->safe_psql('postgres',
+		q{SELECT count(*) FROM pk_snapshots('c') WHERE commit_kind = 'COMPACT'}) >= 1,
+	1, 'as a COMPACT snapshot');
+is($node->safe_psql('postgres', q{SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM c}),
+	'1:10,2:2,3:3', 'with the same rows');
+
+# the full-compaction producer's schedule
+$node->safe_psql('postgres', q{
+CREATE TABLE f (id int PRIMARY KEY, v int) USING pkmerge
+	WITH (changelog_producer = 'full-compaction', full_compaction_delta_commits = 2,
+		  num_sorted_run_compaction_trigger = 100, num_sorted_run_stop_trigger = 200);
+INSERT INTO f VALUES (1, 100);
+INSERT INTO f VALUES (2, 200);
+});
+ok($node->poll_query_until('postgres',
+		q{SELECT count(*) = 2 FROM pk_changes('f')}),
+	'after 2 commits the worker ran a full compaction and its changelog');
+$node->safe_psql('postgres', q{UPDATE f SET v = 80 WHERE id = 1});
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pk_changes('f')}), '2',
+	'one commit is not yet due');
+$node->safe_psql('postgres', q{UPDATE f SET v = 90 WHERE id = 2});
+ok($node->poll_query_until('postgres',
+		q{SELECT count(*) = 6 FROM pk_changes('f')}),
+	'the second commit is: -U/+U for both keys');
+is($node->safe_psql('postgres',
+		q{SELECT string_agg(rowkind || ("row"->>'v'), ' ' ORDER BY snapshot_id, rowkind DESC, "row"->>'id') FROM pk_changes('f')}),
+	'+I100 +I200 -U100 -U200 +U80 +U90', 'with the right records');
+
+# expiration
+$node->safe_psql('postgres', q{
+CREATE TABLE e (id int PRIMARY KEY, v int) USING pkmerge
+	WITH (snapshot_num_retained_min = 1, snapshot_time_retained = '0ms',
+		  num_sorted_run_compaction_trigger = 100, num_sorted_run_stop_trigger = 200);
+INSERT INTO e VALUES (1, 1);
+INSERT INTO e VALUES (2, 2);
+INSERT INTO e VALUES (3, 3);
+});
+ok($node->poll_query_until('postgres',
+		q{SELECT count(*) = 1 FROM pk_snapshots('e')}),
+	'the worker expired all but the newest snapshot');
+
+# a database whose extension is created later
+$node->safe_psql('postgres', 'CREATE DATABASE late');
+$node->safe_psql('late', q{
+CREATE EXTENSION pkchangelog;
+CREATE TABLE c (id int PRIMARY KEY) USING pkmerge
+	WITH (num_sorted_run_compaction_trigger = 2, num_sorted_run_stop_trigger = 50);
+INSERT INTO c VALUES (1);
+INSERT INTO c VALUES (2);
+});
+ok($node->poll_query_until('late', q{SELECT count(*) = 1 FROM pk_runs('c') WHERE kind = 'data'}),
+	'a database created later gets its worker');
+
+# switched off: nothing is compacted any more
+$node->safe_psql('postgres', q{
+ALTER SYSTEM SET pkchangelog.worker_enabled = off;
+SELECT pg_reload_conf();
+});
+ok($node->poll_query_until('postgres',
+		q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'pkchangelog worker'}),
+	'workers exit when switched off');
+$node->safe_psql('postgres', q{
+INSERT INTO c VALUES (4, 4);
+INSERT INTO c VALUES (5, 5);
+INSERT INTO c VALUES (6, 6);
+});
+sleep(1);
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pk_runs('c') WHERE kind = 'data'}), '4',
+	'no compaction while switched off');
+
+$node->stop;
+done_testing();
