@@ -50,6 +50,7 @@ CREATE TABLE pkchangelog.snapshots (
 	delta_record_count bigint NOT NULL,
 	changelog_record_count bigint NOT NULL,
 	producer text NOT NULL,		-- changelog_producer in force at the commit
+	duration_ms float8 NOT NULL,	-- of the commit step / the compaction
 	PRIMARY KEY (relid, snapshot_id)
 );
 
@@ -216,3 +217,37 @@ CREATE FUNCTION pk_changes(rel regclass, from_snapshot bigint DEFAULT 0,
 
 CREATE FUNCTION pk_expire_snapshots(rel regclass) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'pk_expire_snapshots' LANGUAGE C STRICT VOLATILE;
+
+CREATE FUNCTION pkchangelog.block_cache_stats(OUT hits bigint, OUT misses bigint)
+	AS 'MODULE_PATHNAME', 'pk_block_cache_stats' LANGUAGE C STRICT VOLATILE;
+
+CREATE FUNCTION pk_stats(rel regclass,
+	OUT commits bigint, OUT commit_latency_p50_ms float8,
+	OUT commit_latency_p95_ms float8, OUT commit_latency_p99_ms float8,
+	OUT compactions bigint, OUT compaction_avg_ms float8, OUT compaction_max_ms float8,
+	OUT runs_per_level jsonb, OUT changelog_records bigint,
+	OUT lookup_cache_hits bigint, OUT lookup_cache_misses bigint,
+	OUT bytes_on_disk bigint)
+	LANGUAGE sql STABLE STRICT
+AS $$
+	WITH t AS MATERIALIZED (SELECT pkchangelog.pkmerge_relid(rel) AS relid),
+	s AS (SELECT s.* FROM pkchangelog.snapshots s JOIN t USING (relid)),
+	c AS (SELECT * FROM s WHERE commit_kind <> 'COMPACT'),
+	k AS (SELECT * FROM s WHERE commit_kind = 'COMPACT'),
+	r AS (SELECT r.* FROM pkchangelog.runs r JOIN t USING (relid) WHERE r.kind = 'data')
+	SELECT (SELECT count(*) FROM c),
+		   (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) FROM c),
+		   (SELECT percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) FROM c),
+		   (SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ms) FROM c),
+		   (SELECT count(*) FROM k),
+		   (SELECT avg(duration_ms) FROM k),
+		   (SELECT max(duration_ms) FROM k),
+		   (SELECT coalesce(jsonb_object_agg(level, n), '{}')
+			FROM (SELECT level, count(*) AS n FROM r GROUP BY level) l),
+		   (SELECT coalesce(sum(changelog_record_count), 0)::bigint FROM s),
+		   b.hits, b.misses,
+		   pg_relation_size(rel)
+	FROM pkchangelog.block_cache_stats() b
+$$;
+COMMENT ON FUNCTION pk_stats(regclass) IS
+	'statistics of a pkmerge table over its retained snapshots; the lookup cache counters are the calling backend''s';

@@ -46,7 +46,7 @@
 #define Anum_tables_last_full_compaction 5
 
 /* pkchangelog.snapshots */
-#define Natts_snapshots 10
+#define Natts_snapshots 11
 
 /* pkchangelog.runs */
 #define Natts_runs 18
@@ -326,7 +326,7 @@ cat_table_state_update(Oid relid, const TableState *st)
 void
 cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 					int64 total, int64 delta, int64 changelog,
-					const char *producer)
+					const char *producer, double duration_ms)
 {
 	Relation	crel = table_open(cat_oid("snapshots", false), RowExclusiveLock);
 	Datum		values[Natts_snapshots];
@@ -345,6 +345,7 @@ cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 	values[7] = Int64GetDatum(delta);
 	values[8] = Int64GetDatum(changelog);
 	values[9] = CStringGetTextDatum(producer);
+	values[10] = Float8GetDatum(duration_ms);
 	CatalogTupleInsert(crel, heap_form_tuple(RelationGetDescr(crel), values, nulls));
 	table_close(crel, RowExclusiveLock);
 }

@@ -81,7 +81,7 @@ extern TableState cat_table_state_peek(Oid relid);
 extern void cat_table_state_update(Oid relid, const TableState *state);
 extern void cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 								int64 total, int64 delta, int64 changelog,
-								const char *producer);
+								const char *producer, double duration_ms);
 extern void cat_run_retire(Oid relid, int64 run_id);
 extern List *cat_runs_of_snapshots(Oid relid, int64 from, int64 to, Snapshot snapshot);
 extern List *cat_snapshots_range(Oid relid, int64 from, int64 to, Snapshot snapshot);

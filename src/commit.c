@@ -16,6 +16,7 @@
 
 #include "access/table.h"
 #include "access/xact.h"
+#include "portability/instr_time.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -45,9 +46,12 @@ commit_table(WriteBuffer *wb)
 	int64		snapshot_id;
 	List	   *prev_runs = NIL;
 	RunInfo    *changelog;
+	instr_time	start;
+	instr_time	duration;
 
 	if (wb->n == 0)
 		return;					/* everything rolled back to a savepoint */
+	INSTR_TIME_SET_CURRENT(start);
 
 	/* dropped later in this transaction: nothing to keep */
 	rel = try_table_open(wb->relid, RowExclusiveLock);
@@ -96,11 +100,14 @@ commit_table(WriteBuffer *wb)
 	st.last_snapshot_id = snapshot_id;
 	st.last_seq++;
 	st.total_record_count = (truncated ? 0 : st.total_record_count) + nrows;
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
 	cat_snapshot_insert(wb->relid, snapshot_id,
 						truncated ? COMMIT_OVERWRITE : COMMIT_APPEND,
 						st.total_record_count, nrows,
 						changelog ? changelog->record_count : 0,
-						prod_name(t->opts.changelog_producer));
+						prod_name(t->opts.changelog_producer),
+						INSTR_TIME_GET_MILLISEC(duration));
 	cat_table_state_update(wb->relid, &st);
 
 	/*

@@ -20,6 +20,7 @@
 
 #include "access/xact.h"
 #include "miscadmin.h"
+#include "portability/instr_time.h"
 #include "storage/bufmgr.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -215,8 +216,11 @@ compact_table(Relation rel, bool full, bool holding_commit_lock)
 	ListCell   *lc;
 	bool		bottom;
 	RunInfo    *changelog = NULL;
+	instr_time	start;
+	instr_time	duration;
 
 	cat_compaction_lock(relid);
+	INSTR_TIME_SET_CURRENT(start);
 	/* after the lock: runs committed before now, none being compacted */
 	runs = lookup_visible_runs(rel, GetLatestSnapshot());
 	srs = sorted_runs(runs);
@@ -297,10 +301,13 @@ compact_table(Relation rel, bool full, bool holding_commit_lock)
 	st.total_record_count += out_records - in_records;
 	if (bottom)
 		st.last_full_compaction = snapshot_id;
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
 	cat_snapshot_insert(relid, snapshot_id, COMMIT_COMPACT,
 						st.total_record_count, out_records,
 						changelog ? changelog->record_count : 0,
-						prod_name(t->opts.changelog_producer));
+						prod_name(t->opts.changelog_producer),
+						INSTR_TIME_GET_MILLISEC(duration));
 	cat_table_state_update(relid, &st);
 	return snapshot_id;
 }

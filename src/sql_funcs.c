@@ -12,6 +12,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -23,6 +24,7 @@
 #include "dml.h"
 #include "expire.h"
 #include "pktable.h"
+#include "run.h"
 
 /*
  * pkchangelog.pkmerge_relid(rel regclass) -> oid: rel, after checking that
@@ -158,4 +160,26 @@ pk_expire_snapshots(PG_FUNCTION_ARGS)
 	n = expire_snapshots(rel);
 	table_close(rel, NoLock);
 	PG_RETURN_INT64(n);
+}
+
+/*
+ * pkchangelog.block_cache_stats() -> (hits, misses): this backend's lookup
+ * block cache counters (pk_stats shows them).
+ */
+PG_FUNCTION_INFO_V1(pk_block_cache_stats);
+Datum
+pk_block_cache_stats(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+	int64		hits;
+	int64		misses;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	run_reader_get_stats(&hits, &misses);
+	values[0] = Int64GetDatum(hits);
+	values[1] = Int64GetDatum(misses);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }

@@ -31,6 +31,8 @@
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
@@ -50,6 +52,91 @@ PGDLLEXPORT void pk_launcher_main(Datum arg);
 PGDLLEXPORT void pk_worker_main(Datum arg);
 
 #define MAX_WORKED_DATABASES 256
+/* a database without the extension is looked at again after this long */
+#define NO_EXTENSION_RECHECK_MS 30000
+
+/*
+ * Shared between the launcher and the workers: when each database may get
+ * its next worker.  A worker does one round and exits, so that DROP
+ * DATABASE (which waits only a few seconds for other sessions to leave)
+ * is not held up by an idle worker.
+ */
+typedef struct WorkerShared
+{
+	slock_t		mutex;
+	int			ndbs;
+	Oid			db[MAX_WORKED_DATABASES];
+	TimestampTz not_before[MAX_WORKED_DATABASES];
+} WorkerShared;
+
+static WorkerShared *shared = NULL;
+static shmem_request_hook_type prev_shmem_request = NULL;
+static shmem_startup_hook_type prev_shmem_startup = NULL;
+
+static void
+worker_shmem_request(void)
+{
+	if (prev_shmem_request)
+		prev_shmem_request();
+	RequestAddinShmemSpace(MAXALIGN(sizeof(WorkerShared)));
+}
+
+static void
+worker_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup)
+		prev_shmem_startup();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	shared = ShmemInitStruct("pkchangelog workers", sizeof(WorkerShared), &found);
+	if (!found)
+	{
+		memset(shared, 0, sizeof(WorkerShared));
+		SpinLockInit(&shared->mutex);
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* slot of db in the shared table, added if new; -1 when full */
+static int
+shared_slot(Oid db)
+{
+	int			i;
+
+	for (i = 0; i < shared->ndbs; i++)
+		if (shared->db[i] == db)
+			return i;
+	if (shared->ndbs == MAX_WORKED_DATABASES)
+		return -1;
+	shared->db[i] = db;
+	shared->not_before[i] = 0;
+	return shared->ndbs++;
+}
+
+static void
+set_not_before(Oid db, TimestampTz t)
+{
+	int			i;
+
+	SpinLockAcquire(&shared->mutex);
+	if ((i = shared_slot(db)) >= 0)
+		shared->not_before[i] = t;
+	SpinLockRelease(&shared->mutex);
+}
+
+static bool
+may_start(Oid db)
+{
+	int			i;
+	bool		result;
+
+	SpinLockAcquire(&shared->mutex);
+	i = shared_slot(db);
+	result = i >= 0 && GetCurrentTimestamp() >= shared->not_before[i];
+	SpinLockRelease(&shared->mutex);
+	return result;
+}
 
 void
 worker_init(void)
@@ -65,6 +152,11 @@ worker_init(void)
 	snprintf(bgw.bgw_name, BGW_MAXLEN, "pkchangelog launcher");
 	snprintf(bgw.bgw_type, BGW_MAXLEN, "pkchangelog launcher");
 	RegisterBackgroundWorker(&bgw);
+
+	prev_shmem_request = shmem_request_hook;
+	shmem_request_hook = worker_shmem_request;
+	prev_shmem_startup = shmem_startup_hook;
+	shmem_startup_hook = worker_shmem_startup;
 }
 
 static void
@@ -124,7 +216,6 @@ pk_launcher_main(Datum arg)
 {
 	Oid			dbs[MAX_WORKED_DATABASES];
 	BackgroundWorkerHandle *handles[MAX_WORKED_DATABASES];
-	TimestampTz not_before[MAX_WORKED_DATABASES];
 	int			ndbs = 0;
 	MemoryContext round = AllocSetContextCreate(TopMemoryContext, "pkchangelog launcher round",
 												ALLOCSET_DEFAULT_SIZES);
@@ -151,27 +242,16 @@ pk_launcher_main(Datum arg)
 
 				for (i = 0; i < ndbs && dbs[i] != db; i++)
 					;
-				if (i < ndbs)
-				{
-					if (GetBackgroundWorkerPid(handles[i], &pid) != BGWH_STOPPED)
-						continue;	/* running (or starting) */
-
-					/*
-					 * It stopped: the extension is not installed there (or
-					 * an error).  Look again in a while, not every round.
-					 */
-					if (not_before[i] == 0)
-						not_before[i] = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 10000);
-					if (GetCurrentTimestamp() < not_before[i])
-						continue;
-					not_before[i] = 0;
-				}
-				else
+				if (i < ndbs &&
+					GetBackgroundWorkerPid(handles[i], &pid) != BGWH_STOPPED)
+					continue;	/* running (or starting) */
+				if (!may_start(db))
+					continue;	/* no extension there, looked at recently */
+				if (i == ndbs)
 				{
 					if (ndbs == MAX_WORKED_DATABASES)
 						continue;
-					dbs[ndbs] = db;
-					not_before[ndbs++] = 0;
+					dbs[ndbs++] = db;
 				}
 				memset(&bgw, 0, sizeof(bgw));
 				bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
@@ -243,8 +323,9 @@ maintain(Oid relid)
 }
 
 /*
- * A database's worker.  It exits when the extension is not installed; the
- * launcher starts it again next round, so CREATE EXTENSION is picked up.
+ * A database's worker: one round over its pkmerge tables, then exit (the
+ * launcher starts the next one after the naptime).  Where the extension is
+ * not installed it tells the launcher to look again only later.
  */
 void
 pk_worker_main(Datum arg)
@@ -252,61 +333,54 @@ pk_worker_main(Datum arg)
 	Oid			db = DatumGetObjectId(arg);
 	MemoryContext round = AllocSetContextCreate(TopMemoryContext, "pkchangelog worker round",
 												ALLOCSET_DEFAULT_SIZES);
+	List	   *tables;
+	ListCell   *lc;
+	bool		installed;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(db, InvalidOid, 0);
 
-	for (;;)
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	installed = OidIsValid(get_extension_oid("pkchangelog", true));
+	/* the list must outlive the transaction */
+	MemoryContextSwitchTo(round);
+	tables = installed ? pkmerge_tables() : NIL;
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	set_not_before(db, installed ? 0 :
+				   TimestampTzPlusMilliseconds(GetCurrentTimestamp(), NO_EXTENSION_RECHECK_MS));
+
+	foreach(lc, tables)
 	{
-		List	   *tables;
-		ListCell   *lc;
-		bool		installed;
+		Oid			relid = lfirst_oid(lc);
 
+		CHECK_FOR_INTERRUPTS();
 		if (!pk_worker_enabled)
-			proc_exit(0);
-		MemoryContextReset(round);
+			break;
 		MemoryContextSwitchTo(round);
-		StartTransactionCommand();
-		PushActiveSnapshot(GetTransactionSnapshot());
-		installed = OidIsValid(get_extension_oid("pkchangelog", true));
-		/* the list must outlive the transaction */
-		MemoryContextSwitchTo(round);
-		tables = installed ? pkmerge_tables() : NIL;
-		PopActiveSnapshot();
-		CommitTransactionCommand();
-		if (!installed)
-			proc_exit(0);
-
-		foreach(lc, tables)
+		PG_TRY();
 		{
-			Oid			relid = lfirst_oid(lc);
-
-			CHECK_FOR_INTERRUPTS();
-			MemoryContextSwitchTo(round);
-			PG_TRY();
-			{
-				StartTransactionCommand();
-				PushActiveSnapshot(GetTransactionSnapshot());
-				pgstat_report_activity(STATE_RUNNING, "pkchangelog maintenance");
-				maintain(relid);
-				PopActiveSnapshot();
-				CommitTransactionCommand();
-			}
-			PG_CATCH();
-			{
-				/* log it, and go on with the other tables */
-				HOLD_INTERRUPTS();
-				MemoryContextSwitchTo(round);
-				EmitErrorReport();
-				AbortOutOfAnyTransaction();
-				FlushErrorState();
-				RESUME_INTERRUPTS();
-			}
-			PG_END_TRY();
+			StartTransactionCommand();
+			PushActiveSnapshot(GetTransactionSnapshot());
+			pgstat_report_activity(STATE_RUNNING, "pkchangelog maintenance");
+			maintain(relid);
+			PopActiveSnapshot();
+			CommitTransactionCommand();
 		}
-		pgstat_report_activity(STATE_IDLE, NULL);
-		wait_naptime();
+		PG_CATCH();
+		{
+			/* log it, and go on with the other tables */
+			HOLD_INTERRUPTS();
+			MemoryContextSwitchTo(round);
+			EmitErrorReport();
+			AbortOutOfAnyTransaction();
+			FlushErrorState();
+			RESUME_INTERRUPTS();
+		}
+		PG_END_TRY();
 	}
+	proc_exit(0);
 }

@@ -1,7 +1,8 @@
 # 014_worker.pl: the background worker compacts a table that reached
 # num_sorted_run_compaction_trigger, runs the full-compaction producer every
 # full_compaction_delta_commits commits, expires snapshots, picks up a
-# database where the extension is created later, and stops when switched off.
+# database where the extension is created later, lets DROP DATABASE through,
+# and stops when switched off.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -81,6 +82,11 @@ INSERT INTO c VALUES (2);
 });
 ok($node->poll_query_until('late', q{SELECT count(*) = 1 FROM pk_runs('c') WHERE kind = 'data'}),
 	'a database created later gets its worker');
+
+# a worker never keeps a database from being dropped: it does one round
+# and leaves, and DROP DATABASE waits a few seconds for sessions to go
+my ($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE late');
+is($ret, 0, 'DROP DATABASE works while workers run') or diag($err);
 
 # switched off: nothing is compacted any more
 $node->safe_psql('postgres', q{
