@@ -84,6 +84,10 @@ CREATE TABLE pkchangelog.runs (
 	PRIMARY KEY (relid, run_id)
 );
 
+-- readers look up a table's data runs only: changelog and delta runs of
+-- retained snapshots can be many
+CREATE INDEX runs_data ON pkchangelog.runs (relid) WHERE kind = 'data';
+
 CREATE SEQUENCE pkchangelog.run_id_seq;
 
 -- ---------------------------------------------------------------------------

@@ -36,6 +36,7 @@
 #include "utils/xid8.h"
 
 #include "catalog.h"
+#include "runcache.h"
 
 /* pkchangelog.tables */
 #define Natts_tables 5
@@ -174,6 +175,7 @@ run_update(Oid relid, int64 run_id, int attnum, Datum value)
 	bool		nulls[Natts_runs] = {0};
 	bool		replace[Natts_runs] = {0};
 
+	runcache_note_change(relid);
 	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
 	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(run_id));
 	scan = systable_beginscan(crel, cat_index_oid("runs"), true, GetLatestSnapshot(), 2, key);
@@ -213,7 +215,7 @@ cat_run_retire(Oid relid, int64 run_id)
 List *
 cat_runs_of_snapshots(Oid relid, int64 from, int64 to, Snapshot snapshot)
 {
-	List	   *all = cat_runs_visible(relid, snapshot);
+	List	   *all = cat_runs_visible(relid, snapshot, false);
 	List	   *result = NIL;
 	ListCell   *lc;
 
@@ -395,18 +397,27 @@ inserter_aborted(HeapTuple tup)
 }
 
 /*
- * The runs of a table that a snapshot sees, in run_id order (the order
- * they were created in).  SnapshotAny: every run whose pages are still
- * intact, i.e. whose row VACUUM has not removed (deleted ones too), except
- * runs of aborted transactions.
+ * The runs of a table that a snapshot sees (data_only: its data runs,
+ * through the partial index runs_data).  SnapshotAny: every run whose pages
+ * are still intact, i.e. whose row VACUUM has not removed (deleted ones
+ * too), except runs of aborted transactions.
  */
 List *
-cat_runs_visible(Oid relid, Snapshot snapshot)
+cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only)
 {
 	Relation	crel = table_open(cat_oid("runs", false), AccessShareLock);
-	SysScanDesc scan = cat_scan(crel, "runs", relid, snapshot);
+	SysScanDesc scan;
+	ScanKeyData key;
 	HeapTuple	tup;
 	List	   *runs = NIL;
+
+	if (data_only)
+	{
+		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+		scan = systable_beginscan(crel, cat_oid("runs_data", false), true, snapshot, 1, &key);
+	}
+	else
+		scan = cat_scan(crel, "runs", relid, snapshot);
 
 	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 		if (snapshot != SnapshotAny || !inserter_aborted(tup))
@@ -423,6 +434,7 @@ cat_run_insert(Oid relid, const RunInfo *r)
 	Datum		v[Natts_runs];
 	bool		n[Natts_runs] = {0};
 
+	runcache_note_change(relid);
 	v[Anum_runs_relid - 1] = ObjectIdGetDatum(relid);
 	v[Anum_runs_run_id - 1] = Int64GetDatum(r->run_id);
 	v[Anum_runs_relfilenode - 1] = ObjectIdGetDatum(r->relfilenode);
@@ -481,6 +493,7 @@ cat_run_delete(Oid relid, int64 run_id)
 	SysScanDesc scan;
 	HeapTuple	tup;
 
+	runcache_note_change(relid);
 	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
 	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(run_id));
 	scan = systable_beginscan(crel, cat_index_oid("runs"), true, GetLatestSnapshot(), 2, key);
@@ -496,6 +509,7 @@ cat_run_delete(Oid relid, int64 run_id)
 void
 cat_runs_delete_all(Oid relid)
 {
+	runcache_note_change(relid);
 	delete_rows("runs", relid, false);
 	CommandCounterIncrement();
 }
@@ -513,6 +527,7 @@ cat_drop_table(Oid relid)
 		!OidIsValid(get_relname_relid("snapshots_pkey", nsp)) ||
 		!OidIsValid(get_relname_relid("tables_pkey", nsp)))
 		return;
+	runcache_note_change(relid);
 	delete_rows("runs", relid, true);
 	delete_rows("snapshots", relid, true);
 	delete_rows("tables", relid, true);
@@ -530,30 +545,23 @@ cat_next_run_id(void)
  * catalog (dead rows too: a standby or an old snapshot may read them until
  * VACUUM removes the row), except rows of transactions that aborted or
  * crashed, which nobody ever saw.  List of (start, nblocks) int lists.
- * *next_row: the first row number no such run uses.
  */
 List *
-cat_used_extents(Oid relid, Oid relfilenode, int64 *next_row)
+cat_used_extents(Oid relid, Oid relfilenode)
 {
 	Relation	crel = table_open(cat_oid("runs", false), AccessShareLock);
 	SysScanDesc scan = cat_scan(crel, "runs", relid, SnapshotAny);
 	HeapTuple	tup;
 	List	   *extents = NIL;
 
-	*next_row = 0;
 	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
 		bool		isnull;
 		BlockNumber start;
 		int32		nblocks;
-		int64		row_end;
 
 		if (inserter_aborted(tup))
 			continue;			/* aborted or crashed: never visible */
-		/* row numbers are unique across storages: a snapshot may see both */
-		row_end = DatumGetInt64(heap_getattr(tup, Anum_runs_row_base, RelationGetDescr(crel), &isnull)) +
-			DatumGetInt64(heap_getattr(tup, Anum_runs_record_count, RelationGetDescr(crel), &isnull));
-		*next_row = Max(*next_row, row_end);
 		if (DatumGetObjectId(heap_getattr(tup, Anum_runs_relfilenode,
 										  RelationGetDescr(crel), &isnull)) != relfilenode)
 			continue;

@@ -69,7 +69,7 @@ typedef struct SnapshotInfo
 } SnapshotInfo;
 
 /* catalog.c */
-extern List *cat_runs_visible(Oid relid, Snapshot snapshot);
+extern List *cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only);
 extern void cat_run_insert(Oid relid, const RunInfo *run);
 extern void cat_runs_delete_all(Oid relid);
 extern void cat_run_delete(Oid relid, int64 run_id);
@@ -89,7 +89,7 @@ extern void cat_snapshot_expire(Oid relid, int64 snapshot_id);
 extern void cat_drop_table(Oid relid);
 extern int64 cat_next_run_id(void);
 extern Oid	cat_runs_relid(void);
-extern List *cat_used_extents(Oid relid, Oid relfilenode, int64 *next_row);
+extern List *cat_used_extents(Oid relid, Oid relfilenode);
 extern void cat_space_lock(Oid relid);
 extern void cat_space_unlock(Oid relid);
 extern void cat_run_set_snapshot(Oid relid, int64 run_id, int64 snapshot_id);

@@ -36,10 +36,15 @@ static struct
 	MemoryContext cxt;
 	List	   *runs;
 	uint64		max_seq;
+	int64		max_run_id;
 }			latest;
 
+/*
+ * The latest runs, and a PkRead for a read made against them (base_seq to
+ * be filled by the caller).
+ */
 static List *
-latest_runs(Relation rel, CommandId cid, uint64 *max_seq)
+latest_runs(Relation rel, CommandId cid, PkRead *read)
 {
 	ListCell   *lc;
 	MemoryContext old;
@@ -47,7 +52,9 @@ latest_runs(Relation rel, CommandId cid, uint64 *max_seq)
 	if (latest.cxt && latest.lxid == MyProc->lxid &&
 		latest.relid == RelationGetRelid(rel) && latest.cid == cid)
 	{
-		*max_seq = latest.max_seq;
+		read->read_seq = latest.max_seq + 1;
+		read->run_id = latest.max_run_id;
+		read->base_seq = 0;
 		return latest.runs;
 	}
 	if (latest.cxt == NULL)
@@ -58,12 +65,18 @@ latest_runs(Relation rel, CommandId cid, uint64 *max_seq)
 	latest.runs = lookup_visible_runs(rel, GetLatestSnapshot());
 	MemoryContextSwitchTo(old);
 	latest.max_seq = 0;
+	latest.max_run_id = 0;
 	foreach(lc, latest.runs)
+	{
 		latest.max_seq = Max(latest.max_seq, (uint64) ((RunInfo *) lfirst(lc))->max_seq);
+		latest.max_run_id = Max(latest.max_run_id, ((RunInfo *) lfirst(lc))->run_id);
+	}
 	latest.lxid = MyProc->lxid;
 	latest.relid = RelationGetRelid(rel);
 	latest.cid = cid;
-	*max_seq = latest.max_seq;
+	read->read_seq = latest.max_seq + 1;
+	read->run_id = latest.max_run_id;
+	read->base_seq = 0;
 	return latest.runs;
 }
 
@@ -110,7 +123,7 @@ dml_slot_row(Relation rel, TupleTableSlot *slot)
  */
 static uint32
 append(Relation rel, PkTable *t, PkRowKind kind, MinimalTuple tup, CommandId cid,
-	   uint64 read_seq, bool owned)
+	   const PkRead *read, bool owned)
 {
 	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), true);
 	uint32		pos;
@@ -118,7 +131,12 @@ append(Relation rel, PkTable *t, PkRowKind kind, MinimalTuple tup, CommandId cid
 	/* the transaction must have an xid: its snapshot is recorded at commit */
 	(void) GetCurrentTransactionId();
 	pos = wbuf_append(wb, t, kind, tup, cid, !owned);
-	wb->entries[pos].read_seq = read_seq;
+	if (read)
+	{
+		wb->entries[pos].read = *read;
+		if (read->read_seq != PG_UINT64_MAX)
+			wb->rmw_run_id = Min(wb->rmw_run_id, read->run_id);
+	}
 	return pos;
 }
 
@@ -145,15 +163,13 @@ dml_insert(Relation rel, TupleTableSlot *slot, CommandId cid, bool speculative)
 	PkTable    *t = pk_table(rel);
 	MinimalTuple tup = buffer_row(rel, slot);
 	uint32		pos;
-	uint64		read_seq = 0;
+	PkRead		read;
 
 	pk_check_key_not_null(t, tup);
+	/* ON CONFLICT found the key absent (base_seq 0) */
 	if (speculative)
-	{
-		(void) latest_runs(rel, cid, &read_seq);
-		read_seq++;
-	}
-	pos = append(rel, t, PK_INSERT, tup, cid, read_seq, true);
+		(void) latest_runs(rel, cid, &read);
+	pos = append(rel, t, PK_INSERT, tup, cid, speculative ? &read : NULL, true);
 	slot->tts_tableOid = RelationGetRelid(rel);
 	pk_tid_from_wbuf(&slot->tts_tid, pos);
 }
@@ -167,7 +183,7 @@ dml_write(Relation rel, PkRowKind kind, MinimalTuple tup)
 	PkTable    *t = pk_table(rel);
 
 	pk_check_key_not_null(t, tup);
-	append(rel, t, kind, tup, GetCurrentCommandId(true), 0, false);
+	append(rel, t, kind, tup, GetCurrentCommandId(true), NULL, false);
 }
 
 /*
@@ -179,18 +195,17 @@ dml_write(Relation rel, PkRowKind kind, MinimalTuple tup)
 static TM_Result
 check_current(Relation rel, PkTable *t, ItemPointer tid, CommandId cid,
 			  Snapshot snapshot, TM_FailureData *tmfd, PkVersion *old,
-			  uint64 *read_seq)
+			  PkRead *read)
 {
 	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), false);
 	List	   *runs;
-	uint64		max_seq;
 	Datum		key[INDEX_MAX_KEYS];
 	uint32		hash;
 	PkVersion	v;
 	bool		found;
 
 	memset(tmfd, 0, sizeof(TM_FailureData));
-	runs = latest_runs(rel, cid, &max_seq);
+	runs = latest_runs(rel, cid, read);
 	/* the row's run may have been compacted away since the caller's snapshot */
 	if (!lookup_tid(rel, t, runs, wb, tid, old) &&
 		!lookup_tid(rel, t, lookup_visible_runs(rel, snapshot), wb, tid, old))
@@ -201,7 +216,7 @@ check_current(Relation rel, PkTable *t, ItemPointer tid, CommandId cid,
 				 errdetail("A compaction or TRUNCATE committed after this statement read the row.")));
 	pk_row_key(t, old->tup, key);
 	hash = pk_key_hash(t, key);
-	*read_seq = max_seq + 1;
+	read->base_seq = old->seq;
 
 	if (lookup_buffered(wb, t, key, hash, InvalidCommandId, &v) &&
 		!ItemPointerEquals(&v.tid, &old->tid))
@@ -215,7 +230,7 @@ check_current(Relation rel, PkTable *t, ItemPointer tid, CommandId cid,
 		return TM_Invisible;	/* written by this very command, as heap says */
 	if (old->seq == PG_UINT64_MAX)
 	{
-		*read_seq = PG_UINT64_MAX;	/* own row: nobody else can change it */
+		read->read_seq = PG_UINT64_MAX;	/* own row: nobody else can change it */
 		return TM_Ok;
 	}
 	found = lookup_committed(rel, t, runs, key, hash, &v);
@@ -239,12 +254,12 @@ dml_delete(Relation rel, ItemPointer tid, CommandId cid, Snapshot snapshot,
 {
 	PkTable    *t = pk_table(rel);
 	PkVersion	old;
-	uint64		read_seq;
-	TM_Result	res = check_current(rel, t, tid, cid, snapshot, tmfd, &old, &read_seq);
+	PkRead		read;
+	TM_Result	res = check_current(rel, t, tid, cid, snapshot, tmfd, &old, &read);
 
 	if (res != TM_Ok)
 		return res;
-	append(rel, t, PK_DELETE, old.tup, cid, read_seq, false);
+	append(rel, t, PK_DELETE, old.tup, cid, &read, false);
 	return TM_Ok;
 }
 
@@ -254,8 +269,8 @@ dml_update(Relation rel, ItemPointer otid, TupleTableSlot *slot, CommandId cid,
 {
 	PkTable    *t = pk_table(rel);
 	PkVersion	old;
-	uint64		read_seq;
-	TM_Result	res = check_current(rel, t, otid, cid, snapshot, tmfd, &old, &read_seq);
+	PkRead		read;
+	TM_Result	res = check_current(rel, t, otid, cid, snapshot, tmfd, &old, &read);
 	MinimalTuple tup;
 	Datum		oldkey[INDEX_MAX_KEYS];
 	Datum		newkey[INDEX_MAX_KEYS];
@@ -269,14 +284,14 @@ dml_update(Relation rel, ItemPointer otid, TupleTableSlot *slot, CommandId cid,
 	pk_row_key(t, tup, newkey);
 	if (pk_key_cmp(t, oldkey, newkey) == 0)
 	{
-		append(rel, t, PK_UPDATE_BEFORE, old.tup, cid, read_seq, false);
-		pos = append(rel, t, PK_UPDATE_AFTER, tup, cid, read_seq, true);
+		append(rel, t, PK_UPDATE_BEFORE, old.tup, cid, &read, false);
+		pos = append(rel, t, PK_UPDATE_AFTER, tup, cid, &read, true);
 	}
 	else
 	{
 		/* a key change is a delete of the old key and an insert of the new */
-		append(rel, t, PK_DELETE, old.tup, cid, read_seq, false);
-		pos = append(rel, t, PK_INSERT, tup, cid, 0, true);
+		append(rel, t, PK_DELETE, old.tup, cid, &read, false);
+		pos = append(rel, t, PK_INSERT, tup, cid, NULL, true);
 	}
 	slot->tts_tableOid = RelationGetRelid(rel);
 	pk_tid_from_wbuf(&slot->tts_tid, pos);
@@ -295,8 +310,8 @@ dml_lock(Relation rel, ItemPointer tid, Snapshot snapshot, TupleTableSlot *slot,
 {
 	PkTable    *t = pk_table(rel);
 	PkVersion	old;
-	uint64		read_seq;
-	TM_Result	res = check_current(rel, t, tid, cid, snapshot, tmfd, &old, &read_seq);
+	PkRead		read;
+	TM_Result	res = check_current(rel, t, tid, cid, snapshot, tmfd, &old, &read);
 
 	/*
 	 * Only ON CONFLICT DO UPDATE locks a row its own command wrote (two
@@ -312,10 +327,10 @@ dml_lock(Relation rel, ItemPointer tid, Snapshot snapshot, TupleTableSlot *slot,
 	{
 		PkVersion	newest;
 		List	   *runs;
-		uint64		max_seq;
+		PkRead		again;
 		WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), false);
 
-		runs = latest_runs(rel, cid, &max_seq);
+		runs = latest_runs(rel, cid, &again);
 		if (!lookup_tid(rel, t, runs, wb, &tmfd->ctid, &newest))
 			return TM_Deleted;
 		*tid = tmfd->ctid;
@@ -343,45 +358,49 @@ dml_truncate(Relation rel)
 	PkTable    *t = pk_table(rel);
 
 	cat_runs_delete_all(RelationGetRelid(rel));
-	append(rel, t, WB_TRUNCATE, NULL, GetCurrentCommandId(true), 0, false);
+	append(rel, t, WB_TRUNCATE, NULL, GetCurrentCommandId(true), NULL, false);
 }
 
 /*
- * At commit, under the commit lock: a read-modify-write whose key got a
- * version committed after the write read it would silently overwrite that
- * version; refuse (SQLSTATE 40001).  read_seq is one past the newest
- * sequence number committed when the row was read, so only runs reaching
- * the oldest read_seq can hold such a version.
+ * At commit, under the commit lock: a read-modify-write whose key changed
+ * after it was read would silently overwrite that change; refuse (SQLSTATE
+ * 40001).  The key changed if its newest committed version now is not the
+ * one read (base_seq; for a key read as absent: if a version committed after
+ * the read exists).  A deletion counts even when a compaction into the
+ * bottom has since dropped its tombstone: the version read is then gone.
+ * Nothing can have changed if no run was created since the reads.
  */
 void
 dml_check_conflicts(Relation rel, WriteBuffer *wb)
 {
 	PkTable    *t = pk_table(rel);
-	uint64		oldest = PG_UINT64_MAX;
 	List	   *runs;
-	List	   *newer = NIL;
 	ListCell   *lc;
+	bool		newer = false;
 
-	for (uint32 p = 0; p < wb->n; p++)
-		if (wb->entries[p].read_seq > 0)
-			oldest = Min(oldest, wb->entries[p].read_seq);
-	if (oldest == PG_UINT64_MAX)
-		return;
+	if (wb->rmw_run_id == PG_INT64_MAX)
+		return;					/* no read-modify-write */
 	runs = lookup_visible_runs(rel, GetLatestSnapshot());
 	foreach(lc, runs)
-		if ((uint64) ((RunInfo *) lfirst(lc))->max_seq >= oldest)
-			newer = lappend(newer, lfirst(lc));
-	if (newer == NIL)
+		newer |= ((RunInfo *) lfirst(lc))->run_id > wb->rmw_run_id;
+	if (!newer)
 		return;
 	for (uint32 p = 0; p < wb->n; p++)
 	{
 		WbEntry    *e = &wb->entries[p];
 		PkVersion	v;
+		bool		found;
+		bool		changed;
 
-		if (e->read_seq == 0 || e->read_seq == PG_UINT64_MAX ||
+		if (e->read.read_seq == 0 || e->read.read_seq == PG_UINT64_MAX ||
 			(int64) p < wb->truncate_pos)
 			continue;
-		if (lookup_committed(rel, t, newer, e->keys, e->hash, &v) && v.seq >= e->read_seq)
+		found = lookup_committed(rel, t, runs, e->keys, e->hash, &v);
+		if (e->read.base_seq == 0)
+			changed = found && v.seq >= e->read.read_seq;
+		else
+			changed = !found || v.seq != e->read.base_seq;
+		if (changed)
 			ereport(ERROR,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("could not serialize access due to concurrent update"),

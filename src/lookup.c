@@ -13,6 +13,7 @@
 
 #include "catalog.h"
 #include "lookup.h"
+#include "runcache.h"
 #include "tid.h"
 
 /*
@@ -28,10 +29,14 @@ lookup_visible_runs(Relation rel, Snapshot snapshot)
 	List	   *all;
 	List	   *runs = NIL;
 	ListCell   *lc;
+	uint64		token;
 
 	if (snapshot == NULL || (!IsMVCCSnapshot(snapshot) && snapshot != SnapshotAny))
 		snapshot = GetLatestSnapshot();
-	all = cat_runs_visible(RelationGetRelid(rel), snapshot);
+	runs = runcache_lookup(rel, snapshot, &token);
+	if (token == PG_UINT64_MAX)
+		return runs;
+	all = cat_runs_visible(RelationGetRelid(rel), snapshot, true);
 	foreach(lc, all)
 	{
 		RunInfo    *r = lfirst(lc);
@@ -39,6 +44,7 @@ lookup_visible_runs(Relation rel, Snapshot snapshot)
 		if (r->kind == RUN_DATA && r->relfilenode == rel->rd_node.relNode)
 			runs = lappend(runs, r);
 	}
+	runcache_store(rel, snapshot, token, runs);
 	return runs;
 }
 

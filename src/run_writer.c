@@ -24,6 +24,7 @@
 #include "utils/memutils.h"
 
 #include "run.h"
+#include "tid.h"
 
 struct RunWriter
 {
@@ -101,7 +102,8 @@ close_block(RunWriter *w)
 		w->last_keytup = pk_key_form(w->table, keys);
 	}
 
-	if (w->method == PK_COMPRESSION_ZSTD)
+	/* tiny blocks (single-row commits) gain nothing from zstd but its cost */
+	if (w->method == PK_COMPRESSION_ZSTD && w->raw.len >= 512)
 	{
 		size_t		cap = ZSTD_compressBound(w->raw.len);
 		size_t		clen;
@@ -226,7 +228,8 @@ write_pages(Relation rel, BlockNumber start, uint32 npages, StringInfo stream)
 		Buffer		buf;
 		Page		page;
 		Size		off = (Size) i * RUN_PAGE_PAYLOAD;
-		Size		n = Min(RUN_PAGE_PAYLOAD, stream->len - off);
+		/* pages past the stream (padding) stay empty */
+		Size		n = off < stream->len ? Min(RUN_PAGE_PAYLOAD, stream->len - off) : 0;
 
 		CHECK_FOR_INTERRUPTS();
 		/* space_reserve extended the file over the run's blocks */
@@ -303,6 +306,8 @@ run_writer_finish(RunWriter *w, int64 created_snapshot)
 	memcpy(w->stream.data, &hdr, sizeof(hdr));
 
 	npages = (w->stream.len + RUN_PAGE_PAYLOAD - 1) / RUN_PAGE_PAYLOAD;
+	/* a block per PK_ROWS_PER_PAGE rows at least: row numbers come from blocks */
+	npages = Max(npages, (w->nrows + PK_ROWS_PER_PAGE - 1) / PK_ROWS_PER_PAGE);
 	run->relfilenode = w->rel->rd_node.relNode;
 	run->level = w->level;
 	run->kind = w->kind;

@@ -1,11 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * space.c
- *	  Chooses where a new run's blocks go: the first gap between the
- *	  extents of existing runs that is large enough, else the end of the
- *	  file.  Space of runs that are gone (their catalog rows removed by
- *	  VACUUM, or written by transactions that aborted or crashed) is thereby
- *	  reused.
+ *	  Chooses where a new run's blocks go: the end of the file, or, after
+ *	  VACUUM found gaps, the first gap between the extents of existing runs
+ *	  that is large enough.  Space of runs that are gone (their catalog rows
+ *	  removed by VACUUM, or written by transactions that aborted or crashed)
+ *	  is thereby reused.
  *
  *-------------------------------------------------------------------------
  */
@@ -17,6 +17,7 @@
 #include "storage/lmgr.h"
 
 #include "run.h"
+#include "runcache.h"
 #include "tid.h"
 
 static int
@@ -29,42 +30,55 @@ extent_cmp(const ListCell *a, const ListCell *b)
 }
 
 /*
- * Place a finished run: choose its blocks (the first gap large enough,
- * else the end of the file) and its row numbers (past every catalogued
- * run's), and insert its catalog row, which reserves both for other
- * allocators even before this transaction commits.  The space lock covers
- * only the choice and the insertion, so long compactions do not hold up
- * commits.
+ * Place a finished run: choose its blocks and insert its catalog row, which
+ * reserves them for other allocators even before this transaction commits
+ * (they read the catalog with SnapshotAny).  Blocks go at the end of the
+ * file, unless VACUUM left the hint that the file has gaps: then the first
+ * gap large enough.  Row numbers follow from the blocks (tid.h), so they
+ * need no bookkeeping.  The space lock covers only the choice and the row,
+ * so a long compaction does not hold up commits.
  */
 void
 space_reserve(Relation rel, RunInfo *run)
 {
 	Oid			relid = RelationGetRelid(rel);
-	List	   *extents;
-	ListCell   *lc;
-	BlockNumber next_free = 0;
-	int64		next_row;
+	BlockNumber start;
 
 	cat_space_lock(relid);
-	extents = cat_used_extents(relid, rel->rd_node.relNode, &next_row);
-	list_sort(extents, extent_cmp);
-	foreach(lc, extents)
+	start = RelationGetNumberOfBlocks(rel);
+	if (runcache_free_hint(relid))
 	{
-		BlockNumber start = (BlockNumber) linitial_int((List *) lfirst(lc));
-		BlockNumber len = (BlockNumber) lsecond_int((List *) lfirst(lc));
+		List	   *extents = cat_used_extents(relid, rel->rd_node.relNode);
+		ListCell   *lc;
+		BlockNumber next_free = 0;
+		bool		gap = false;
 
-		if (start >= next_free && start - next_free >= (BlockNumber) run->nblocks)
-			break;
-		next_free = Max(next_free, start + len);
+		list_sort(extents, extent_cmp);
+		foreach(lc, extents)
+		{
+			BlockNumber s = (BlockNumber) linitial_int((List *) lfirst(lc));
+			BlockNumber len = (BlockNumber) lsecond_int((List *) lfirst(lc));
+
+			if (s > next_free)
+				gap = true;
+			if (s >= next_free && s - next_free >= (BlockNumber) run->nblocks)
+				break;
+			next_free = Max(next_free, s + len);
+		}
+		start = next_free;
+		/* no gap left inside the file: back to appending */
+		if (!gap)
+			runcache_set_free_hint(relid, false);
 	}
-	if (next_row + run->record_count > (int64) PK_MAX_ROW)
+	if ((uint64) start + run->nblocks >= PK_MAX_RUN_BLOCK)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("pkmerge table \"%s\" has run out of row numbers",
-						RelationGetRelationName(rel)),
-				 errhint("VACUUM the table after compacting it to recycle row numbers.")));
-	run->start_block = next_free;
-	run->row_base = next_row;
+				 errmsg("pkmerge table \"%s\" is too large", RelationGetRelationName(rel)),
+				 errdetail("Runs can be placed in the first %u blocks of the file.",
+						   (unsigned) PK_MAX_RUN_BLOCK),
+				 errhint("Compact and VACUUM the table to reuse the space of old runs.")));
+	run->start_block = start;
+	run->row_base = (int64) start * PK_ROWS_PER_PAGE;
 	cat_run_insert(relid, run);
 
 	/*
@@ -95,17 +109,20 @@ space_truncate(Relation rel)
 	List	   *extents;
 	ListCell   *lc;
 	BlockNumber end = 0;
-	int64		next_row;
+	BlockNumber used = 0;
 
 	cat_space_lock(RelationGetRelid(rel));
-	extents = cat_used_extents(RelationGetRelid(rel), rel->rd_node.relNode, &next_row);
+	extents = cat_used_extents(RelationGetRelid(rel), rel->rd_node.relNode);
 	foreach(lc, extents)
 	{
 		List	   *e = lfirst(lc);
 
 		end = Max(end, (BlockNumber) (linitial_int(e) + lsecond_int(e)));
+		used += lsecond_int(e);
 	}
 	if (end < RelationGetNumberOfBlocks(rel))
 		RelationTruncate(rel, end);
+	/* gaps inside the file: writers look for them again */
+	runcache_set_free_hint(RelationGetRelid(rel), used < end);
 	cat_space_unlock(RelationGetRelid(rel));
 }

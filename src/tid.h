@@ -17,7 +17,17 @@
 
 #define PK_TIDS_PER_BLOCK	MaxHeapTuplesPerPage
 #define PK_WBUF_BLOCK0		((BlockNumber) 0xF0000000)
-#define PK_MAX_ROW			((uint64) PK_WBUF_BLOCK0 * PK_TIDS_PER_BLOCK)
+
+/*
+ * A run placed at block b owns row numbers from b * PK_ROWS_PER_PAGE, and
+ * has at least one block per PK_ROWS_PER_PAGE rows (run_writer.c pads
+ * runs of rows that compress better than that), so the row numbers of
+ * runs never overlap while their blocks do not.  Runs must start below
+ * PK_MAX_RUN_BLOCK for their TIDs to stay below the write buffer's.
+ */
+#define PK_TID_BLOCKS_PER_PAGE 16
+#define PK_ROWS_PER_PAGE	(PK_TID_BLOCKS_PER_PAGE * PK_TIDS_PER_BLOCK)
+#define PK_MAX_RUN_BLOCK	(PK_WBUF_BLOCK0 / PK_TID_BLOCKS_PER_PAGE)
 
 static inline void
 pk_tid_set(ItemPointer tid, uint64 n, BlockNumber base)

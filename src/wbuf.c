@@ -62,6 +62,7 @@ wbuf_get(Oid relid, bool create)
 		wb->cap = 256;
 		wb->entries = MemoryContextAlloc(wb->cxt, sizeof(WbEntry) * wb->cap);
 		wb->truncate_pos = -1;
+		wb->rmw_run_id = PG_INT64_MAX;
 		ref->wb = wb;
 		buffer_order = lappend(buffer_order, wb);
 		MemoryContextSwitchTo(old);
@@ -97,7 +98,7 @@ wbuf_append(WriteBuffer *wb, PkTable *t, uint8 kind, MinimalTuple tup,
 	e->cid = cid;
 	e->subid = GetCurrentSubTransactionId();
 	e->kind = kind;
-	e->read_seq = 0;
+	memset(&e->read, 0, sizeof(PkRead));
 	if (kind == WB_TRUNCATE)
 		wb->truncate_pos = wb->n;
 	MemoryContextSwitchTo(old);

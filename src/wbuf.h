@@ -18,6 +18,19 @@
 #define WB_TRUNCATE 0xFF		/* kind of the entry a TRUNCATE leaves */
 
 /*
+ * What a read-modify-write read, for the check at commit (dml.c):
+ * read_seq is one past the newest sequence number committed then (0: a
+ * blind write; PG_UINT64_MAX: the transaction's own row), base_seq the
+ * version it read (0: the key was absent), run_id the newest run then.
+ */
+typedef struct PkRead
+{
+	uint64		read_seq;
+	uint64		base_seq;
+	int64		run_id;
+} PkRead;
+
+/*
  * One record as written.  Records are never changed or moved once
  * appended (their position is their TID); a savepoint rollback cuts the
  * log back to where the savepoint began.
@@ -30,10 +43,7 @@ typedef struct WbEntry
 	CommandId	cid;			/* command that wrote it */
 	SubTransactionId subid;
 	uint8		kind;			/* PkRowKind, or WB_TRUNCATE */
-	uint64		read_seq;		/* read-modify-write: one past the newest
-								 * sequence number committed when the row was
-								 * read (0: a blind write); commit fails if
-								 * the key has a version from read_seq on */
+	PkRead		read;			/* read-modify-write: what was read */
 } WbEntry;
 
 /* a key-sorted view of the log, shared by the scans that started on it */
@@ -55,6 +65,7 @@ typedef struct WriteBuffer
 	Size		bytes;
 	WbSorted   *sorted;			/* latest view, may cover fewer than n */
 	int64		truncate_pos;	/* last WB_TRUNCATE entry, or -1 */
+	int64		rmw_run_id;		/* least PkRead.run_id of its entries */
 } WriteBuffer;
 
 /* wbuf.c */

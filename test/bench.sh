@@ -40,7 +40,9 @@ run_as initdb -D "$pgdata" -A trust -U postgres >"$work/initdb.log" 2>&1 ||
 {
 	cat "$work/test/pg_test.conf"
 	cat <<-EOF
-	# bench: room for the data sets, no checkpoint inside a measurement
+	# bench: room for the data sets, no checkpoint inside a measurement;
+	# the background worker on, as deployed
+	pkchangelog.worker_enabled = on
 	shared_buffers = 1GB
 	max_wal_size = 4GB
 	checkpoint_timeout = 30min
