@@ -85,8 +85,9 @@ CREATE TABLE pkchangelog.runs (
 );
 
 -- readers look up a table's data runs only: changelog and delta runs of
--- retained snapshots can be many
-CREATE INDEX runs_data ON pkchangelog.runs (relid) WHERE kind = 'data';
+-- retained snapshots can be many.  (Not a partial index: the C code inserts
+-- with CatalogTupleInsert, which does not evaluate index predicates.)
+CREATE INDEX runs_kind ON pkchangelog.runs (relid, kind);
 
 CREATE SEQUENCE pkchangelog.run_id_seq;
 

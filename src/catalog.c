@@ -23,6 +23,7 @@
 #include "access/xact.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
 #include "commands/sequence.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
@@ -201,11 +202,36 @@ cat_run_set_snapshot(Oid relid, int64 run_id, int64 snapshot_id)
 /*
  * A commit's data run replaced by compaction, kept as its snapshot's delta:
  * readers whose MVCC snapshot predates the compaction still see it as data.
+ * The row is deleted and inserted anew, so that the old version is the one
+ * readers of data runs find through runs_kind.
  */
 void
 cat_run_retire(Oid relid, int64 run_id)
 {
-	run_update(relid, run_id, Anum_runs_kind, CStringGetTextDatum("delta"));
+	Relation	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Datum		values[Natts_runs] = {0};
+	bool		nulls[Natts_runs] = {0};
+	bool		replace[Natts_runs] = {0};
+	HeapTuple	delta;
+
+	runcache_note_change(relid);
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(run_id));
+	scan = systable_beginscan(crel, cat_index_oid("runs"), true, GetLatestSnapshot(), 2, key);
+	tup = systable_getnext(scan);
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "run " INT64_FORMAT " of relation %u is gone", run_id, relid);
+	values[Anum_runs_kind - 1] = CStringGetTextDatum("delta");
+	replace[Anum_runs_kind - 1] = true;
+	delta = heap_modify_tuple(tup, RelationGetDescr(crel), values, nulls, replace);
+	CatalogTupleDelete(crel, &tup->t_self);
+	systable_endscan(scan);
+	CatalogTupleInsert(crel, delta);
+	table_close(crel, RowExclusiveLock);
+	CommandCounterIncrement();
 }
 
 /*
@@ -398,7 +424,7 @@ inserter_aborted(HeapTuple tup)
 
 /*
  * The runs of a table that a snapshot sees (data_only: its data runs,
- * through the partial index runs_data).  SnapshotAny: every run whose pages
+ * through the index runs_kind).  SnapshotAny: every run whose pages
  * are still intact, i.e. whose row VACUUM has not removed (deleted ones
  * too), except runs of aborted transactions.
  */
@@ -407,14 +433,19 @@ cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only)
 {
 	Relation	crel = table_open(cat_oid("runs", false), AccessShareLock);
 	SysScanDesc scan;
-	ScanKeyData key;
 	HeapTuple	tup;
 	List	   *runs = NIL;
 
 	if (data_only)
 	{
-		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
-		scan = systable_beginscan(crel, cat_oid("runs_data", false), true, snapshot, 1, &key);
+		ScanKeyData keys[2];
+
+		ScanKeyInit(&keys[0], Anum_runs_relid, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(relid));
+		ScanKeyEntryInitialize(&keys[1], 0, Anum_runs_kind, BTEqualStrategyNumber,
+							   InvalidOid, DEFAULT_COLLATION_OID, F_TEXTEQ,
+							   CStringGetTextDatum("data"));
+		scan = systable_beginscan(crel, cat_oid("runs_kind", false), true, snapshot, 2, keys);
 	}
 	else
 		scan = cat_scan(crel, "runs", relid, snapshot);
@@ -589,24 +620,34 @@ cat_runs_relid(void)
 List *
 cat_snapshots_range(Oid relid, int64 from, int64 to, Snapshot snapshot)
 {
+	return cat_snapshots_oldest(relid, from, to, -1, snapshot);
+}
+
+/*
+ * The snapshots in (from, to] in id order, at most limit of them (-1: all),
+ * read in index order: the oldest first, without reading the rest.
+ */
+List *
+cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit, Snapshot snapshot)
+{
 	Relation	crel = table_open(cat_oid("snapshots", false), AccessShareLock);
-	ScanKeyData key[2];
+	Relation	irel = index_open(cat_index_oid("snapshots"), AccessShareLock);
+	ScanKeyData key[3];
 	SysScanDesc scan;
 	HeapTuple	tup;
 	List	   *result = NIL;
 
 	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
 	ScanKeyInit(&key[1], 2, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(from));
-	scan = systable_beginscan(crel, cat_index_oid("snapshots"), true, snapshot, 2, key);
-	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	ScanKeyInit(&key[2], 2, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(to));
+	scan = systable_beginscan_ordered(crel, irel, snapshot, 3, key);
+	while (limit != 0 && HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
 	{
 		Datum		v[Natts_snapshots];
 		bool		n[Natts_snapshots];
 		SnapshotInfo *si;
 
 		heap_deform_tuple(tup, RelationGetDescr(crel), v, n);
-		if (DatumGetInt64(v[1]) > to)
-			continue;
 		si = palloc(sizeof(SnapshotInfo));
 		si->snapshot_id = DatumGetInt64(v[1]);
 		si->kind = strcmp(TextDatumGetCString(v[2]), "APPEND") == 0 ? COMMIT_APPEND :
@@ -614,8 +655,11 @@ cat_snapshots_range(Oid relid, int64 from, int64 to, Snapshot snapshot)
 		si->producer = TextDatumGetCString(v[9]);
 		si->commit_time = DatumGetTimestampTz(v[3]);
 		result = lappend(result, si);
+		if (limit > 0)
+			limit--;
 	}
-	systable_endscan(scan);
+	systable_endscan_ordered(scan);
+	index_close(irel, AccessShareLock);
 	table_close(crel, AccessShareLock);
 	return result;
 }

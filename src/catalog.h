@@ -85,6 +85,8 @@ extern void cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 extern void cat_run_retire(Oid relid, int64 run_id);
 extern List *cat_runs_of_snapshots(Oid relid, int64 from, int64 to, Snapshot snapshot);
 extern List *cat_snapshots_range(Oid relid, int64 from, int64 to, Snapshot snapshot);
+extern List *cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit,
+								  Snapshot snapshot);
 extern void cat_snapshot_expire(Oid relid, int64 snapshot_id);
 extern void cat_drop_table(Oid relid);
 extern int64 cat_next_run_id(void);

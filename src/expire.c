@@ -38,21 +38,23 @@ expire_snapshots(Relation rel)
 
 	/* one maintainer of a table at a time; commits go on meanwhile */
 	cat_compaction_lock(relid);
-	snaps = cat_snapshots_range(relid, 0, PG_INT64_MAX, GetLatestSnapshot());
-	if (snaps == NIL)
-		return 0;
-	last = ((SnapshotInfo *) llast(snaps))->snapshot_id;
-	foreach(lc, snaps)
-	{
-		SnapshotInfo *si = lfirst(lc);
-		int64		newer = last - si->snapshot_id;
+	last = cat_table_state_peek(relid).last_snapshot_id;
 
-		if (newer < keep_min)
-			break;
-		if (newer < keep_max && si->commit_time >= cutoff)
-			break;
-		cat_snapshot_expire(relid, si->snapshot_id);
-		expired++;
+	/* from the oldest, a batch at a time, until one is kept */
+	for (;;)
+	{
+		snaps = cat_snapshots_oldest(relid, 0, last - keep_min, 64, GetLatestSnapshot());
+		if (snaps == NIL)
+			return expired;
+		foreach(lc, snaps)
+		{
+			SnapshotInfo *si = lfirst(lc);
+
+			if (last - si->snapshot_id < keep_max && si->commit_time >= cutoff)
+				return expired;
+			cat_snapshot_expire(relid, si->snapshot_id);
+			expired++;
+		}
 	}
 	return expired;
 }

@@ -298,17 +298,26 @@ static bool
 fetch_visible(Relation rel, ItemPointer tid, Snapshot snapshot, PkVersion *v)
 {
 	PkTable    *t = pk_table(rel);
-	List	   *runs = lookup_visible_runs(rel, snapshot);
+	List	   *runs;
 	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), false);
 	Datum		key[INDEX_MAX_KEYS];
 	uint32		hash;
 	PkVersion	newest;
 
 	clear_dirty(snapshot);
+	if (snapshot == SnapshotAny)
+	{
+		/*
+		 * Any version (UPDATE fetches the row it replaces, triggers the rows
+		 * they fire for): the current runs hold it nearly always; reading
+		 * every run still on disk is the exception.
+		 */
+		return lookup_tid(rel, t, lookup_visible_runs(rel, GetLatestSnapshot()), wb, tid, v) ||
+			lookup_tid(rel, t, lookup_visible_runs(rel, SnapshotAny), wb, tid, v);
+	}
+	runs = lookup_visible_runs(rel, snapshot);
 	if (!lookup_tid(rel, t, runs, wb, tid, v))
 		return false;
-	if (snapshot == SnapshotAny)
-		return true;
 	if (pk_tid_is_wbuf(tid) && !wbuf_visible(wb, pk_tid_number(tid), snapshot_cid(snapshot)))
 		return false;
 	pk_row_key(t, v->tup, key);
