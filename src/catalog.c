@@ -37,7 +37,6 @@
 #include "utils/xid8.h"
 
 #include "catalog.h"
-#include "runcache.h"
 
 /* pkchangelog.tables */
 #define Natts_tables 5
@@ -164,25 +163,36 @@ run_snapshot_cmp(const ListCell *a, const ListCell *b)
 	return (ra->run_id > rb->run_id) - (ra->run_id < rb->run_id);
 }
 
-/* update one column of a run's row (the latest version: ours to change) */
+/*
+ * Scan positioned on the latest version of a run's row (ours to change:
+ * callers hold the locks that order changes of it); end it with
+ * systable_endscan.
+ */
+static SysScanDesc
+run_row(Relation crel, Oid relid, int64 run_id, HeapTuple *tup)
+{
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(run_id));
+	scan = systable_beginscan(crel, cat_index_oid("runs"), true, GetLatestSnapshot(), 2, key);
+	*tup = systable_getnext(scan);
+	if (!HeapTupleIsValid(*tup))
+		elog(ERROR, "run " INT64_FORMAT " of relation %u is gone", run_id, relid);
+	return scan;
+}
+
+/* update one column of a run's row */
 static void
 run_update(Oid relid, int64 run_id, int attnum, Datum value)
 {
 	Relation	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
-	ScanKeyData key[2];
-	SysScanDesc scan;
 	HeapTuple	tup;
+	SysScanDesc scan = run_row(crel, relid, run_id, &tup);
 	Datum		values[Natts_runs] = {0};
 	bool		nulls[Natts_runs] = {0};
 	bool		replace[Natts_runs] = {0};
 
-	runcache_note_change(relid);
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
-	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(run_id));
-	scan = systable_beginscan(crel, cat_index_oid("runs"), true, GetLatestSnapshot(), 2, key);
-	tup = systable_getnext(scan);
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "run " INT64_FORMAT " of relation %u is gone", run_id, relid);
 	values[attnum - 1] = value;
 	replace[attnum - 1] = true;
 	CatalogTupleUpdate(crel, &tup->t_self,
@@ -209,21 +219,13 @@ void
 cat_run_retire(Oid relid, int64 run_id)
 {
 	Relation	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
-	ScanKeyData key[2];
-	SysScanDesc scan;
 	HeapTuple	tup;
+	SysScanDesc scan = run_row(crel, relid, run_id, &tup);
 	Datum		values[Natts_runs] = {0};
 	bool		nulls[Natts_runs] = {0};
 	bool		replace[Natts_runs] = {0};
 	HeapTuple	delta;
 
-	runcache_note_change(relid);
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
-	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(run_id));
-	scan = systable_beginscan(crel, cat_index_oid("runs"), true, GetLatestSnapshot(), 2, key);
-	tup = systable_getnext(scan);
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "run " INT64_FORMAT " of relation %u is gone", run_id, relid);
 	values[Anum_runs_kind - 1] = CStringGetTextDatum("delta");
 	replace[Anum_runs_kind - 1] = true;
 	delta = heap_modify_tuple(tup, RelationGetDescr(crel), values, nulls, replace);
@@ -464,8 +466,6 @@ cat_run_insert(Oid relid, const RunInfo *r)
 	Relation	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
 	Datum		v[Natts_runs];
 	bool		n[Natts_runs] = {0};
-
-	runcache_note_change(relid);
 	v[Anum_runs_relid - 1] = ObjectIdGetDatum(relid);
 	v[Anum_runs_run_id - 1] = Int64GetDatum(r->run_id);
 	v[Anum_runs_relfilenode - 1] = ObjectIdGetDatum(r->relfilenode);
@@ -520,17 +520,9 @@ void
 cat_run_delete(Oid relid, int64 run_id)
 {
 	Relation	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
-	ScanKeyData key[2];
-	SysScanDesc scan;
 	HeapTuple	tup;
+	SysScanDesc scan = run_row(crel, relid, run_id, &tup);
 
-	runcache_note_change(relid);
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
-	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(run_id));
-	scan = systable_beginscan(crel, cat_index_oid("runs"), true, GetLatestSnapshot(), 2, key);
-	tup = systable_getnext(scan);
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "run " INT64_FORMAT " of relation %u is gone", run_id, relid);
 	CatalogTupleDelete(crel, &tup->t_self);
 	systable_endscan(scan);
 	table_close(crel, RowExclusiveLock);
@@ -540,7 +532,6 @@ cat_run_delete(Oid relid, int64 run_id)
 void
 cat_runs_delete_all(Oid relid)
 {
-	runcache_note_change(relid);
 	delete_rows("runs", relid, false);
 	CommandCounterIncrement();
 }
@@ -558,7 +549,6 @@ cat_drop_table(Oid relid)
 		!OidIsValid(get_relname_relid("snapshots_pkey", nsp)) ||
 		!OidIsValid(get_relname_relid("tables_pkey", nsp)))
 		return;
-	runcache_note_change(relid);
 	delete_rows("runs", relid, true);
 	delete_rows("snapshots", relid, true);
 	delete_rows("tables", relid, true);

@@ -145,21 +145,6 @@ list_member_str(List *names, const char *name)
 	return false;
 }
 
-static const char *
-option_value(List *defs, const char *name)
-{
-	ListCell   *lc;
-
-	foreach(lc, defs)
-	{
-		DefElem    *d = lfirst(lc);
-
-		if (strcmp(d->defname, name) == 0 && d->arg)
-			return strVal(d->arg);
-	}
-	return NULL;
-}
-
 static void
 set_reloptions(Oid relid, Datum newopts)
 {
@@ -201,7 +186,7 @@ prepare_create(CreateStmt *stmt)
 {
 	const char *relname = stmt->relation->relname;
 	List	   *defs = pkopt_validate(stmt->options, true);
-	const char *opt_key = option_value(defs, "primary_key");
+	const char *opt_key = pkopt_value(defs, "primary_key");
 	char	   *constraint_key = NULL;
 	ListCell   *lc;
 
@@ -317,7 +302,7 @@ handle_alter(AlterTableStmt *stmt)
 						foreach(dc, pkopt_validate((List *) cmd->def, false))
 							reset = lappend(reset, ((DefElem *) lfirst(dc))->defname);
 					}
-					newkey = option_value(set, "primary_key");
+					newkey = pkopt_value(set, "primary_key");
 					if ((newkey && !same_key(newkey, t->opts.primary_key)) ||
 						list_member_str(reset, "primary_key"))
 						ereport(ERROR,

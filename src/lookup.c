@@ -13,7 +13,6 @@
 
 #include "catalog.h"
 #include "lookup.h"
-#include "runcache.h"
 #include "tid.h"
 
 /*
@@ -29,13 +28,9 @@ lookup_visible_runs(Relation rel, Snapshot snapshot)
 	List	   *all;
 	List	   *runs = NIL;
 	ListCell   *lc;
-	uint64		token;
 
 	if (snapshot == NULL || (!IsMVCCSnapshot(snapshot) && snapshot != SnapshotAny))
 		snapshot = GetLatestSnapshot();
-	runs = runcache_lookup(rel, snapshot, &token);
-	if (token == PG_UINT64_MAX)
-		return runs;
 	all = cat_runs_visible(RelationGetRelid(rel), snapshot, true);
 	foreach(lc, all)
 	{
@@ -44,7 +39,6 @@ lookup_visible_runs(Relation rel, Snapshot snapshot)
 		if (r->kind == RUN_DATA && r->relfilenode == rel->rd_node.relNode)
 			runs = lappend(runs, r);
 	}
-	runcache_store(rel, snapshot, token, runs);
 	return runs;
 }
 

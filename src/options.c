@@ -421,16 +421,20 @@ pkopt_split_key(const char *primary_key)
 	return names;
 }
 
-static const char *
-stored_value(List *stored, const char *name)
+/*
+ * The value of option name in a list of DefElems (canonical names, as
+ * pkopt_validate and untransformRelOptions give them), or NULL.
+ */
+const char *
+pkopt_value(List *defs, const char *name)
 {
 	ListCell   *lc;
 
-	foreach(lc, stored)
+	foreach(lc, defs)
 	{
 		DefElem    *def = lfirst_node(DefElem, lc);
 
-		if (strcmp(def->defname, name) == 0)
+		if (strcmp(def->defname, name) == 0 && def->arg)
 			return defGetString(def);
 	}
 	return NULL;
@@ -468,7 +472,7 @@ pk_options(PG_FUNCTION_ARGS)
 	for (int i = 0; i < NUM_OPTS; i++)
 	{
 		const OptDef *d = &opt_defs[i];
-		const char *value = stored_value(stored, d->name);
+		const char *value = pkopt_value(stored, d->name);
 		Datum		values[2];
 		bool		nulls[2] = {false, false};
 
@@ -484,7 +488,7 @@ pk_options(PG_FUNCTION_ARGS)
 		else if (value == NULL && strcmp(d->name, "changelog_num_retained_max") == 0)
 			value = psprintf("%d", o.changelog_num_retained_max);
 		else if (value == NULL && strcmp(d->name, "changelog_time_retained") == 0)
-			value = stored_value(stored, "snapshot_time_retained");
+			value = pkopt_value(stored, "snapshot_time_retained");
 		if (value == NULL && strcmp(d->name, "changelog_time_retained") == 0)
 			value = "1h";
 

@@ -56,5 +56,6 @@ extern void pkopt_parse(Datum reloptions, PkOptions *opts);
 extern Datum pkopt_merge_reloptions(Datum oldopts, List *set_defs,
 									List *reset_names);
 extern List *pkopt_split_key(const char *primary_key);
+extern const char *pkopt_value(List *defs, const char *name);
 
 #endif							/* PK_OPTIONS_H */

@@ -19,7 +19,7 @@
 #include "ddl.h"
 #include "pkchangelog.h"
 #include "pktable.h"
-#include "runcache.h"
+#include "hints.h"
 
 PG_MODULE_MAGIC;
 
@@ -50,7 +50,7 @@ _PG_init(void)
 	ddl_init();
 	onconflict_init();
 	worker_init();
-	runcache_init();
+	hints_init();
 }
 
 /*

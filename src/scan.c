@@ -333,7 +333,6 @@ fetch_tuple(IndexFetchTableData *scan, ItemPointer tid, Snapshot snapshot,
 			TupleTableSlot *slot, bool *call_again, bool *all_dead)
 {
 	Relation	rel = scan->rel;
-	PkVersion	v;
 
 	*call_again = false;
 	if (all_dead)
@@ -345,16 +344,11 @@ fetch_tuple(IndexFetchTableData *scan, ItemPointer tid, Snapshot snapshot,
 	{
 		ExecStoreMinimalTuple(heap_copy_minimal_tuple(handoff.tup), slot, true);
 		handoff.tup = NULL;
+		slot->tts_tableOid = RelationGetRelid(rel);
+		slot->tts_tid = *tid;
+		return true;
 	}
-	else
-	{
-		if (!fetch_visible(rel, tid, snapshot, &v))
-			return false;
-		ExecStoreMinimalTuple(v.tup, slot, true);
-	}
-	slot->tts_tableOid = RelationGetRelid(rel);
-	slot->tts_tid = *tid;
-	return true;
+	return fetch_row_version(rel, tid, snapshot, slot);
 }
 
 bool

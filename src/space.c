@@ -17,7 +17,7 @@
 #include "storage/lmgr.h"
 
 #include "run.h"
-#include "runcache.h"
+#include "hints.h"
 #include "tid.h"
 
 static int
@@ -46,7 +46,7 @@ space_reserve(Relation rel, RunInfo *run)
 
 	cat_space_lock(relid);
 	start = RelationGetNumberOfBlocks(rel);
-	if (runcache_free_hint(relid))
+	if (hints_free_space(relid))
 	{
 		List	   *extents = cat_used_extents(relid, rel->rd_node.relNode);
 		ListCell   *lc;
@@ -68,7 +68,7 @@ space_reserve(Relation rel, RunInfo *run)
 		start = next_free;
 		/* no gap left inside the file: back to appending */
 		if (!gap)
-			runcache_set_free_hint(relid, false);
+			hints_set_free_space(relid, false);
 	}
 	if ((uint64) start + run->nblocks >= PK_MAX_RUN_BLOCK)
 		ereport(ERROR,
@@ -123,6 +123,6 @@ space_truncate(Relation rel)
 	if (end < RelationGetNumberOfBlocks(rel))
 		RelationTruncate(rel, end);
 	/* gaps inside the file: writers look for them again */
-	runcache_set_free_hint(RelationGetRelid(rel), used < end);
+	hints_set_free_space(RelationGetRelid(rel), used < end);
 	cat_space_unlock(RelationGetRelid(rel));
 }
