@@ -22,36 +22,15 @@ fi
 
 pk_setup bench
 
-pgdata=$work/pgdata
-port=$((56000 + RANDOM % 2000))
-cleanup()
-{
-	if [ -f "$pgdata/postmaster.pid" ]; then
-		run_as pg_ctl -D "$pgdata" -m fast -w stop >/dev/null 2>&1 || true
-	fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-run_as initdb -D "$pgdata" -A trust -U postgres >"$work/initdb.log" 2>&1 ||
-	{ cat "$work/initdb.log"; exit 1; }
-{
-	cat "$work/test/pg_test.conf"
-	cat <<-EOF
-	# bench: room for the data sets, no checkpoint inside a measurement;
-	# the background worker on, as deployed
-	pkchangelog.worker_enabled = on
-	shared_buffers = 1GB
-	max_wal_size = 4GB
-	checkpoint_timeout = 30min
-	log_checkpoints = off
-	EOF
-} >>"$pgdata/postgresql.conf"
-run_as pg_ctl -D "$pgdata" -o "-p $port -k $work -c listen_addresses=''" \
-	-l "$work/server.log" -w start >/dev/null ||
-	{ cat "$work/server.log"; exit 1; }
+# bench: room for the data sets, no checkpoint inside a measurement; the
+# background worker on, as deployed
+pk_cluster_start "pkchangelog.worker_enabled = on
+shared_buffers = 1GB
+max_wal_size = 4GB
+checkpoint_timeout = 30min
+log_checkpoints = off"
 
 # What the scenarios (through test/bench/lib.sh) connect and run with
 export PGHOST=$work PGPORT=$port PGUSER=postgres PGDATABASE=postgres

@@ -50,3 +50,28 @@ pk_setup()
 		chown -R postgres: "$work"
 	fi
 }
+
+# pk_cluster_start [EXTRA_CONF]: initdb and start a throwaway cluster in
+# $work/pgdata (test/pg_test.conf plus EXTRA_CONF lines), unix socket in
+# $work, no TCP; sets $pgdata and $port and stops the cluster and removes
+# $work on exit.
+pk_cluster_start()
+{
+	pgdata=$work/pgdata
+	port=$((56000 + RANDOM % 2000))
+	trap pk_cluster_cleanup EXIT
+	run_as initdb -D "$pgdata" -A trust -U postgres >"$work/initdb.log" 2>&1 ||
+		{ cat "$work/initdb.log"; exit 1; }
+	{ cat "$work/test/pg_test.conf"; echo "${1:-}"; } >>"$pgdata/postgresql.conf"
+	run_as pg_ctl -D "$pgdata" -o "-p $port -k $work -c listen_addresses=''" \
+		-l "$work/server.log" -w start >/dev/null ||
+		{ cat "$work/server.log"; exit 1; }
+}
+
+pk_cluster_cleanup()
+{
+	if [ -f "$pgdata/postmaster.pid" ]; then
+		run_as pg_ctl -D "$pgdata" -m fast -w stop >/dev/null 2>&1 || true
+	fi
+	rm -rf "$work"
+}
