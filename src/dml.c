@@ -166,9 +166,28 @@ dml_insert(Relation rel, TupleTableSlot *slot, CommandId cid, bool speculative)
 	PkRead		read;
 
 	pk_check_key_not_null(t, tup);
-	/* ON CONFLICT found the key absent (base_seq 0) */
+
+	/*
+	 * ON CONFLICT found the key absent (base_seq 0).  The runs that date
+	 * the read must agree: a version committed between the arbiter's look
+	 * and now would otherwise pass the commit check as "older than the read".
+	 */
 	if (speculative)
-		(void) latest_runs(rel, cid, &read);
+	{
+		List	   *runs = latest_runs(rel, cid, &read);
+		Datum		key[INDEX_MAX_KEYS];
+		PkVersion	v;
+
+		pk_row_key(t, tup, key);
+		if (lookup_committed(rel, t, runs, key, pk_key_hash(t, key), &v) &&
+			PK_KIND_IS_ADD(v.kind))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not serialize access due to concurrent update"),
+					 errdetail("Key %s of pkmerge table \"%s\" was inserted by a transaction that committed after this one looked for it.",
+							   pk_key_text(t, key), t->relname),
+					 errhint("Retry the transaction.")));
+	}
 	pos = append(rel, t, PK_INSERT, tup, cid, speculative ? &read : NULL, true);
 	slot->tts_tableOid = RelationGetRelid(rel);
 	pk_tid_from_wbuf(&slot->tts_tid, pos);
