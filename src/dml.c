@@ -84,7 +84,7 @@ latest_runs(Relation rel, CommandId cid, PkRead *read)
  * The row to store for a slot: every attribute, external TOAST values
  * fetched (pkmerge tables have no TOAST table; rows are stored whole).
  */
-MinimalTuple
+static MinimalTuple
 dml_slot_row(Relation rel, TupleTableSlot *slot)
 {
 	TupleDesc	desc = RelationGetDescr(rel);

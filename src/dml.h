@@ -26,7 +26,6 @@ extern TM_Result dml_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 						  TupleTableSlot *slot, CommandId cid, uint8 flags,
 						  TM_FailureData *tmfd);
 extern void dml_write(Relation rel, PkRowKind kind, MinimalTuple tup);
-extern MinimalTuple dml_slot_row(Relation rel, TupleTableSlot *slot);
 extern void dml_truncate(Relation rel);
 extern void dml_check_conflicts(Relation rel, WriteBuffer *wb);
 

@@ -106,12 +106,6 @@ find_opt(const char *name)
 	return NULL;
 }
 
-bool
-pkopt_is_ours(const char *name)
-{
-	return find_opt(name) != NULL;
-}
-
 static char *
 def_full_name(DefElem *def)
 {

@@ -50,7 +50,6 @@ typedef struct PkOptions
 } PkOptions;
 
 /* options.c */
-extern bool pkopt_is_ours(const char *name);
 extern List *pkopt_validate(List *defs, bool with_values);
 extern void pkopt_parse(Datum reloptions, PkOptions *opts);
 extern Datum pkopt_merge_reloptions(Datum oldopts, List *set_defs,

@@ -455,12 +455,6 @@ run_reader_get_stats(int64 *hits, int64 *misses)
 	*misses = cache_misses;
 }
 
-void
-run_reader_reset_stats(void)
-{
-	cache_hits = cache_misses = 0;
-}
-
 /*
  * The last block whose first key is <= key (strict: < key), comparing the
  * first nprefix key columns; 0 when key precedes them all.  A seek by a

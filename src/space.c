@@ -16,8 +16,8 @@
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 
-#include "run.h"
 #include "hints.h"
+#include "run.h"
 #include "tid.h"
 
 static int
