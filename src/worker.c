@@ -52,8 +52,8 @@ PGDLLEXPORT void pk_launcher_main(Datum arg);
 PGDLLEXPORT void pk_worker_main(Datum arg);
 
 #define MAX_WORKED_DATABASES 256
-/* a database without the extension is looked at again after this long */
-#define NO_EXTENSION_RECHECK_MS 30000
+/* a database without the extension is looked at again after this many naptimes */
+#define NO_EXTENSION_RECHECK_NAPS 30
 
 /*
  * Shared between the launcher and the workers: when each database may get
@@ -351,7 +351,8 @@ pk_worker_main(Datum arg)
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	set_not_before(db, installed ? 0 :
-				   TimestampTzPlusMilliseconds(GetCurrentTimestamp(), NO_EXTENSION_RECHECK_MS));
+				   TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												(int64) NO_EXTENSION_RECHECK_NAPS * pk_worker_naptime));
 
 	foreach(lc, tables)
 	{
