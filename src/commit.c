@@ -17,6 +17,7 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "portability/instr_time.h"
+#include "storage/predicate.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -58,6 +59,12 @@ commit_table(WriteBuffer *wb)
 	if (rel == NULL)
 		return;
 	t = pk_table(rel);
+
+	/*
+	 * SERIALIZABLE: readers that read the table after our writes but before
+	 * this commit cannot see them either (they are buffered): check again.
+	 */
+	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
 
 	/* one commit of this table at a time, until our commit record is out */
 	cat_commit_lock(wb->relid);

@@ -15,6 +15,7 @@
 #include "access/xact.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "storage/predicate.h"
 #include "storage/proc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -130,6 +131,8 @@ append(Relation rel, PkTable *t, PkRowKind kind, MinimalTuple tup, CommandId cid
 
 	/* the transaction must have an xid: its snapshot is recorded at commit */
 	(void) GetCurrentTransactionId();
+	/* SERIALIZABLE: a write of the table, against readers of the table */
+	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
 	pos = wbuf_append(wb, t, kind, tup, cid, !owned);
 	if (read)
 	{

@@ -24,6 +24,7 @@
 #include "catalog/index.h"
 #include "catalog/pg_type.h"
 #include "nodes/pathnodes.h"
+#include "storage/predicate.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -328,6 +329,8 @@ key_next(IndexScanDesc scan)
 
 		/* the scan's snapshot does not change across rescans */
 		so->runs = lookup_visible_runs(heap, scan->xs_snapshot);
+		/* SERIALIZABLE: a read of the table, at table granularity */
+		PredicateLockRelation(heap, scan->xs_snapshot);
 		so->have_runs = true;
 		MemoryContextSwitchTo(old);
 	}

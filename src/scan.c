@@ -18,6 +18,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/bufmgr.h"
+#include "storage/predicate.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
@@ -121,6 +122,9 @@ scan_start(PkScanDesc *scan)
 	MemoryContext old = MemoryContextSwitchTo(scan->cxt);
 	List	   *runs = lookup_visible_runs(rel, scan->base.rs_snapshot);
 
+	/* SERIALIZABLE: a read of the table, at table granularity */
+	if (scan->base.rs_snapshot)
+		PredicateLockRelation(rel, scan->base.rs_snapshot);
 	/* big sequential reads go through a ring, as heap's do */
 	if (scan->strategy == NULL && RelationGetNumberOfBlocks(rel) > NBuffers / 4)
 		scan->strategy = GetAccessStrategy(BAS_BULKREAD);
@@ -305,6 +309,8 @@ fetch_visible(Relation rel, ItemPointer tid, Snapshot snapshot, PkVersion *v)
 	PkVersion	newest;
 
 	clear_dirty(snapshot);
+	if (snapshot && IsMVCCSnapshot(snapshot))
+		PredicateLockRelation(rel, snapshot);
 	if (snapshot == SnapshotAny)
 	{
 		/*
