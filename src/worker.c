@@ -312,6 +312,12 @@ maintain(Oid relid)
 	rel = try_table_open(relid, NoLock);
 	if (rel == NULL)
 		return;
+	/* a pk_compact running on it: next round, rather than wait */
+	if (!cat_compaction_trylock(relid))
+	{
+		table_close(rel, NoLock);
+		return;
+	}
 	t = pk_table(rel);
 	if (t->opts.changelog_producer == PK_PRODUCER_FULL_COMPACTION &&
 		compact_commits_since_full(rel) >= t->opts.full_compaction_delta_commits)
