@@ -16,9 +16,12 @@
 # snapshot ids are dense 1..n.
 use strict;
 use warnings;
+use FindBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use lib $FindBin::Bin;
+use PkWorkload;
 use IPC::Run;
 use Time::HiRes qw(usleep);
 
@@ -130,49 +133,16 @@ my %weights = (
 	close_acct       => 3,
 	bulk             => 3,
 	maint            => 1);
-my @fileargs;
-for my $s (sort keys %scripts)
-{
-	my $f = $node->basedir . "/$s.sql";
-	PostgreSQL::Test::Utils::append_to_file($f, $scripts{$s});
-	push @fileargs, '-f', "$f\@$weights{$s}";
-}
-
+my @fileargs = PkWorkload::script_args($node, \%scripts, \%weights);
 my $run = 0;
 
 sub start_workload
 {
 	$run++;
-	my ($out, $err) = ('', '');
-	local $ENV{PGAPPNAME} = 'pgbench';
-	my $h = IPC::Run::start(
-		[
-			'pgbench', '-n', '-c', $nclients, '-j', 2, '-T', 60,
-			'--max-tries=1000', '-h', $node->host, '-p', $node->port,
-			@fileargs, 'postgres'
-		],
-		'>', \$out, '2>', \$err,
-		IPC::Run::timeout(180));
-	return { h => $h, out => \$out, err => \$err };
+	return PkWorkload::start($node, $nclients, 60, @fileargs);
 }
 
-sub end_workload
-{
-	my ($w) = @_;
-	# pgbench loses its connections with the server: it exits on its own
-	eval { $w->{h}->finish; };
-	if ($@)
-	{
-		diag("pgbench did not exit: $@");
-		$w->{h}->kill_kill;
-	}
-	# errors the server raised (not the loss of the connection itself)
-	my @errs = grep { !/connection|shutdown|crash|recovery mode/i }
-	  grep { /\bERROR:/ } split /\n/, ${ $w->{err} };
-	note("pgbench run $run stderr (non-connection errors): "
-		  . (@errs ? join("\n", @errs[0 .. ($#errs < 9 ? $#errs : 9)]) : 'none'));
-	return \@errs;
-}
+sub end_workload { return PkWorkload::finish($_[0], "run $run"); }
 
 sub ledger_count
 {

@@ -31,6 +31,8 @@ use FindBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use lib $FindBin::Bin;
+use PkWorkload;
 use IPC::Run;
 use Time::HiRes qw(usleep time);
 
@@ -147,53 +149,17 @@ INSERT INTO $_ VALUES (:id2, :id2 % 10, :a) ON CONFLICT (id) DO UPDATE SET amoun
 } } @tables) . "END;\n";
 $weights{all3} = 3;
 
-my @fileargs;
-for my $s (sort keys %scripts)
-{
-	my $f = $node->basedir . "/$s.sql";
-	PostgreSQL::Test::Utils::append_to_file($f, $scripts{$s});
-	push @fileargs, '-f', "$f\@$weights{$s}";
-}
-
+my @fileargs = PkWorkload::script_args($node, \%scripts, \%weights);
 my $run = 0;
 
 sub start_workload
 {
 	my ($secs) = @_;
 	$run++;
-	my ($out, $err) = ('', '');
-	my $h = IPC::Run::start(
-		[
-			'pgbench', '-n', '-c', $nclients, '-j', 2, '-T', $secs,
-			'--max-tries=1000', '-h', $node->host, '-p', $node->port,
-			@fileargs, 'postgres'
-		],
-		'>', \$out, '2>', \$err,
-		IPC::Run::timeout(120));
-	return { h => $h, out => \$out, err => \$err };
+	return PkWorkload::start($node, $nclients, $secs, @fileargs);
 }
 
-# errors pgbench saw other than the loss of the connection
-sub end_workload
-{
-	my ($w) = @_;
-	$w->{ok} = eval { $w->{h}->finish; };
-	if ($@)
-	{
-		diag("pgbench did not exit: $@");
-		$w->{h}->kill_kill;
-	}
-	# (an error the server raised is printed with its ERROR: line)
-	my @errs = grep { !/connection|shutdown|crash|recovery mode|terminat/i }
-	  grep { /\bERROR:/ } split /\n/, ${ $w->{err} };
-	my ($tx) = ${ $w->{out} } =~ /number of transactions actually processed: (\d+)/;
-	my ($retried) = ${ $w->{out} } =~ /number of transactions retried: (\d+)/;
-	note("pgbench run $run: transactions " . ($tx // '?')
-		  . ', retried ' . ($retried // '?')
-		  . ', non-connection errors: '
-		  . (@errs ? join("\n", @errs[0 .. ($#errs < 9 ? $#errs : 9)]) : 'none'));
-	return \@errs;
-}
+sub end_workload { return PkWorkload::finish($_[0], "run $run"); }
 
 sub nsnapshots
 {

@@ -1,0 +1,69 @@
+# PkWorkload.pm: a pgbench workload for the TAP tests that crash the server
+# under load (t/010, t/015): writes the scripts, starts pgbench in the
+# background, and collects the errors it saw other than losing its
+# connection to the server.
+package PkWorkload;
+
+use strict;
+use warnings;
+use IPC::Run;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+# script_args($node, \%scripts, \%weights): writes each script into the
+# node's directory; returns pgbench's -f arguments with their weights
+sub script_args
+{
+	my ($node, $scripts, $weights) = @_;
+	my @args;
+	for my $s (sort keys %$scripts)
+	{
+		my $f = $node->basedir . "/$s.sql";
+		PostgreSQL::Test::Utils::append_to_file($f, $scripts->{$s});
+		push @args, '-f', "$f\@$weights->{$s}";
+	}
+	return @args;
+}
+
+# start($node, $clients, $secs, @args): pgbench in the background, retrying
+# serialization failures; its sessions are named 'pgbench'
+sub start
+{
+	my ($node, $clients, $secs, @args) = @_;
+	my ($out, $err) = ('', '');
+	local $ENV{PGAPPNAME} = 'pgbench';
+	my $h = IPC::Run::start(
+		[
+			'pgbench', '-n', '-c', $clients, '-j', 2, '-T', $secs,
+			'--max-tries=1000', '-h', $node->host, '-p', $node->port,
+			@args, 'postgres'
+		],
+		'>', \$out, '2>', \$err,
+		IPC::Run::timeout(180));
+	return { h => $h, out => \$out, err => \$err };
+}
+
+# finish($w, $label): waits for pgbench (it exits on its own when the server
+# goes away), notes what it did, and returns the server errors it saw
+# (an error the server raised is printed with its ERROR: line)
+sub finish
+{
+	my ($w, $label) = @_;
+	$w->{ok} = eval { $w->{h}->finish; };
+	if ($@)
+	{
+		diag("pgbench did not exit: $@");
+		$w->{h}->kill_kill;
+	}
+	my @errs = grep { !/connection|shutdown|crash|recovery mode|terminat/i }
+	  grep { /\bERROR:/ } split /\n/, ${ $w->{err} };
+	my ($tx) = ${ $w->{out} } =~ /number of transactions actually processed: (\d+)/;
+	my ($retried) = ${ $w->{out} } =~ /number of transactions retried: (\d+)/;
+	note("pgbench $label: transactions " . ($tx // '?')
+		  . ', retried ' . ($retried // '?')
+		  . ', non-connection errors: '
+		  . (@errs ? join("\n", @errs[0 .. ($#errs < 9 ? $#errs : 9)]) : 'none'));
+	return \@errs;
+}
+
+1;
