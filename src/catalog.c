@@ -182,9 +182,10 @@ run_row(Relation crel, Oid relid, int64 run_id, HeapTuple *tup)
 	return scan;
 }
 
-/* update one column of a run's row */
+/* update columns of a run's row: values[i] into column attnums[i] */
 static void
-run_update(Oid relid, int64 run_id, int attnum, Datum value)
+run_update(Oid relid, int64 run_id, int ncols, const int *attnums,
+		   const Datum *newvalues)
 {
 	Relation	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
 	HeapTuple	tup;
@@ -193,8 +194,11 @@ run_update(Oid relid, int64 run_id, int attnum, Datum value)
 	bool		nulls[Natts_runs] = {0};
 	bool		replace[Natts_runs] = {0};
 
-	values[attnum - 1] = value;
-	replace[attnum - 1] = true;
+	for (int i = 0; i < ncols; i++)
+	{
+		values[attnums[i] - 1] = newvalues[i];
+		replace[attnums[i] - 1] = true;
+	}
 	CatalogTupleUpdate(crel, &tup->t_self,
 					   heap_modify_tuple(tup, RelationGetDescr(crel), values, nulls, replace));
 	systable_endscan(scan);
@@ -206,7 +210,20 @@ run_update(Oid relid, int64 run_id, int attnum, Datum value)
 void
 cat_run_set_snapshot(Oid relid, int64 run_id, int64 snapshot_id)
 {
-	run_update(relid, run_id, Anum_runs_created_snapshot, Int64GetDatum(snapshot_id));
+	int			attnum = Anum_runs_created_snapshot;
+	Datum		value = Int64GetDatum(snapshot_id);
+
+	run_update(relid, run_id, 1, &attnum, &value);
+}
+
+/* a spilled run joins its commit: its sequence number and snapshot id */
+void
+cat_run_finalize(Oid relid, int64 run_id, int64 seq, int64 snapshot_id)
+{
+	int			attnums[3] = {Anum_runs_min_seq, Anum_runs_max_seq, Anum_runs_created_snapshot};
+	Datum		values[3] = {Int64GetDatum(seq), Int64GetDatum(seq), Int64GetDatum(snapshot_id)};
+
+	run_update(relid, run_id, 3, attnums, values);
 }
 
 /*

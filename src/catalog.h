@@ -95,5 +95,6 @@ extern List *cat_used_extents(Oid relid, Oid relfilenode);
 extern void cat_space_lock(Oid relid);
 extern void cat_space_unlock(Oid relid);
 extern void cat_run_set_snapshot(Oid relid, int64 run_id, int64 snapshot_id);
+extern void cat_run_finalize(Oid relid, int64 run_id, int64 seq, int64 snapshot_id);
 
 #endif							/* PK_CATALOG_H */

@@ -29,10 +29,13 @@
 #include "lookup.h"
 #include "producer.h"
 #include "run.h"
+#include "spill.h"
 #include "wbuf.h"
 
 /*
- * Flush one table's buffer.
+ * Flush one table's buffer.  Runs the buffer spilled (spill.c) take the
+ * sequence numbers after the last commit's, in spill order; the buffer's
+ * run the next one.
  */
 static void
 commit_table(WriteBuffer *wb)
@@ -44,13 +47,17 @@ commit_table(WriteBuffer *wb)
 	TableState	st;
 	bool		truncated = wb->truncate_pos >= 0;
 	uint64		nrows;
+	int64		spilled_rows;
+	int64		spilled_changelog;
+	uint64		seq;
 	int64		snapshot_id;
-	List	   *prev_runs = NIL;
+	List	   *committed;
+	List	   *pending = NIL;
 	RunInfo    *changelog;
 	instr_time	start;
 	instr_time	duration;
 
-	if (wb->n == 0)
+	if (wb->n == 0 && wb->spills == NIL)
 		return;					/* everything rolled back to a savepoint */
 	INSTR_TIME_SET_CURRENT(start);
 
@@ -68,12 +75,21 @@ commit_table(WriteBuffer *wb)
 
 	/* one commit of this table at a time, until our commit record is out */
 	cat_commit_lock(wb->relid);
-	dml_check_conflicts(rel, wb);
+	/* the runs, when the checks, the producer or the spilled runs need them */
+	if (wb->spills != NIL || wb->rmw_run_id != PG_INT64_MAX ||
+		t->opts.changelog_producer == PK_PRODUCER_LOOKUP)
+		committed = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()),
+										  &pending);
+	else
+		committed = NIL;
+	dml_check_conflicts(rel, wb, committed, pending);
 	st = cat_table_state(wb->relid);
 	snapshot_id = st.last_snapshot_id + 1;
-	/* lookup: the values before this commit are in the runs committed so far */
-	if (t->opts.changelog_producer == PK_PRODUCER_LOOKUP)
-		prev_runs = lookup_visible_runs(rel, GetLatestSnapshot());
+
+	/* the spilled runs come first */
+	seq = st.last_seq + 1 +
+		spill_finalize(rel, pending, st.last_seq + 1, snapshot_id,
+					   &spilled_rows, &spilled_changelog);
 
 	w = run_writer_begin(rel, t, 0, RUN_DATA, true);
 	s = wbuf_sorted_pin(wb, t);
@@ -88,31 +104,33 @@ commit_table(WriteBuffer *wb)
 		if ((int64) newest < wb->truncate_pos)
 			continue;			/* written before the TRUNCATE */
 		/* after a TRUNCATE no older run exists for a tombstone to hide */
-		if (!PK_KIND_IS_ADD(e->kind) && truncated)
+		if (!PK_KIND_IS_ADD(e->kind) && truncated && pending == NIL)
 			continue;
-		run_writer_add(w, st.last_seq + 1, e->kind, e->tup, e->keys, e->hash);
+		run_writer_add(w, seq, e->kind, e->tup, e->keys, e->hash);
 	}
 	wbuf_sorted_unpin(wb, s);
 	nrows = run_writer_nrows(w);
 
-	if (nrows == 0 && !truncated)
+	if (nrows == 0 && pending == NIL && !truncated)
 	{
 		table_close(rel, NoLock);
 		return;
 	}
 	if (nrows > 0)
 		(void) run_writer_finish(w, snapshot_id);
-	changelog = prod_commit(rel, t, wb, prev_runs, snapshot_id, st.last_seq + 1);
+	/* lookup: the values before this commit are in the runs committed so far */
+	changelog = prod_commit(rel, t, wb, committed, pending, snapshot_id, seq);
 
 	st.last_snapshot_id = snapshot_id;
-	st.last_seq++;
+	st.last_seq = seq;
+	nrows += spilled_rows;
 	st.total_record_count = (truncated ? 0 : st.total_record_count) + nrows;
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
 	cat_snapshot_insert(wb->relid, snapshot_id,
 						truncated ? COMMIT_OVERWRITE : COMMIT_APPEND,
 						st.total_record_count, nrows,
-						changelog ? changelog->record_count : 0,
+						(changelog ? changelog->record_count : 0) + spilled_changelog,
 						prod_name(t->opts.changelog_producer),
 						INSTR_TIME_GET_MILLISEC(duration));
 	cat_table_state_update(wb->relid, &st);
@@ -159,6 +177,7 @@ commit_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			wbuf_forget_all();
+			spill_xact_end();
 			break;
 		default:
 			break;
@@ -172,12 +191,16 @@ commit_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	if (event == SUBXACT_EVENT_COMMIT_SUB)
 		wbuf_subxact_commit(mySubid, parentSubid);
 	else if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
 		wbuf_subxact_abort(mySubid);
+		spill_subxact_abort();
+	}
 }
 
 void
 commit_init(void)
 {
+	spill_init();
 	RegisterXactCallback(commit_xact_callback, NULL);
 	RegisterSubXactCallback(commit_subxact_callback, NULL);
 }

@@ -177,7 +177,7 @@ bool
 compact_needed(Relation rel, bool stop)
 {
 	PkTable    *t = pk_table(rel);
-	List	   *srs = sorted_runs(lookup_visible_runs(rel, GetLatestSnapshot()));
+	List	   *srs = sorted_runs(lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()), NULL));
 
 	return list_length(srs) >= (stop ? t->opts.num_sorted_run_stop_trigger
 								: t->opts.num_sorted_run_compaction_trigger);
@@ -221,8 +221,11 @@ compact_table(Relation rel, bool full, bool holding_commit_lock)
 
 	cat_compaction_lock(relid);
 	INSTR_TIME_SET_CURRENT(start);
-	/* after the lock: runs committed before now, none being compacted */
-	runs = lookup_visible_runs(rel, GetLatestSnapshot());
+	/*
+	 * After the lock: runs committed before now, none being compacted.  Runs
+	 * this transaction spilled are not committed yet: they are not touched.
+	 */
+	runs = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()), NULL);
 	srs = sorted_runs(runs);
 	count = pick(&t->opts, srs, full, &outlevel);
 	if (count == 0)

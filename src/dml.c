@@ -22,6 +22,7 @@
 
 #include "dml.h"
 #include "lookup.h"
+#include "spill.h"
 #include "tid.h"
 
 /*
@@ -35,14 +36,15 @@ static struct
 	Oid			relid;
 	CommandId	cid;
 	MemoryContext cxt;
-	List	   *runs;
+	List	   *runs;			/* with the transaction's own pending runs */
+	List	   *committed;		/* without */
 	uint64		max_seq;
 	int64		max_run_id;
 }			latest;
 
 /*
  * The latest runs, and a PkRead for a read made against them (base_seq to
- * be filled by the caller).
+ * be filled by the caller).  latest.committed has the committed ones.
  */
 static List *
 latest_runs(Relation rel, CommandId cid, PkRead *read)
@@ -64,10 +66,12 @@ latest_runs(Relation rel, CommandId cid, PkRead *read)
 	MemoryContextReset(latest.cxt);
 	old = MemoryContextSwitchTo(latest.cxt);
 	latest.runs = lookup_visible_runs(rel, GetLatestSnapshot());
+	latest.committed = lookup_committed_runs(latest.runs, NULL);
 	MemoryContextSwitchTo(old);
 	latest.max_seq = 0;
 	latest.max_run_id = 0;
-	foreach(lc, latest.runs)
+	/* what others committed: the transaction's own pending runs date nothing */
+	foreach(lc, latest.committed)
 	{
 		latest.max_seq = Max(latest.max_seq, (uint64) ((RunInfo *) lfirst(lc))->max_seq);
 		latest.max_run_id = Max(latest.max_run_id, ((RunInfo *) lfirst(lc))->run_id);
@@ -122,9 +126,9 @@ dml_slot_row(Relation rel, TupleTableSlot *slot)
  * Append a record.  The buffer takes a copy of tup, unless owned: then tup
  * was made in the buffer's memory context (buffer_row) and is kept as is.
  */
-static uint32
+static void
 append(Relation rel, PkTable *t, PkRowKind kind, MinimalTuple tup, CommandId cid,
-	   const PkRead *read, bool owned)
+	   const PkRead *read, bool owned, ItemPointer tid)
 {
 	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), true);
 	uint32		pos;
@@ -140,7 +144,10 @@ append(Relation rel, PkTable *t, PkRowKind kind, MinimalTuple tup, CommandId cid
 		if (read->read_seq != PG_UINT64_MAX)
 			wb->rmw_run_id = Min(wb->rmw_run_id, read->run_id);
 	}
-	return pos;
+	if (tid)
+		wbuf_tid(wb, pos, tid);
+	/* positions move when the buffer spills: the TID does not */
+	spill_after_write(rel, t, wb);
 }
 
 /* the slot's row, made where the write buffer keeps its rows */
@@ -165,7 +172,6 @@ dml_insert(Relation rel, TupleTableSlot *slot, CommandId cid, bool speculative)
 {
 	PkTable    *t = pk_table(rel);
 	MinimalTuple tup = buffer_row(rel, slot);
-	uint32		pos;
 	PkRead		read;
 
 	pk_check_key_not_null(t, tup);
@@ -177,12 +183,14 @@ dml_insert(Relation rel, TupleTableSlot *slot, CommandId cid, bool speculative)
 	 */
 	if (speculative)
 	{
-		List	   *runs = latest_runs(rel, cid, &read);
 		Datum		key[INDEX_MAX_KEYS];
 		PkVersion	v;
 
+		/* the command checks its proposed rows against each other: no spill */
+		wbuf_get(RelationGetRelid(rel), true)->nospill_cid = cid;
+		(void) latest_runs(rel, cid, &read);
 		pk_row_key(t, tup, key);
-		if (lookup_committed(rel, t, runs, key, pk_key_hash(t, key), &v) &&
+		if (lookup_committed(rel, t, latest.committed, key, pk_key_hash(t, key), &v) &&
 			PK_KIND_IS_ADD(v.kind))
 			ereport(ERROR,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
@@ -191,9 +199,9 @@ dml_insert(Relation rel, TupleTableSlot *slot, CommandId cid, bool speculative)
 							   pk_key_text(t, key), t->relname),
 					 errhint("Retry the transaction.")));
 	}
-	pos = append(rel, t, PK_INSERT, tup, cid, speculative ? &read : NULL, true);
+	append(rel, t, PK_INSERT, tup, cid, speculative ? &read : NULL, true,
+		   &slot->tts_tid);
 	slot->tts_tableOid = RelationGetRelid(rel);
-	pk_tid_from_wbuf(&slot->tts_tid, pos);
 }
 
 /*
@@ -205,7 +213,7 @@ dml_write(Relation rel, PkRowKind kind, MinimalTuple tup)
 	PkTable    *t = pk_table(rel);
 
 	pk_check_key_not_null(t, tup);
-	append(rel, t, kind, tup, GetCurrentCommandId(true), NULL, false);
+	append(rel, t, kind, tup, GetCurrentCommandId(true), NULL, false, NULL);
 }
 
 /*
@@ -228,9 +236,13 @@ check_current(Relation rel, PkTable *t, ItemPointer tid, CommandId cid,
 
 	memset(tmfd, 0, sizeof(TM_FailureData));
 	runs = latest_runs(rel, cid, read);
-	/* the row's run may have been compacted away since the caller's snapshot */
+	/*
+	 * The row's run may have been compacted away since the caller's
+	 * snapshot, or be newer than the command's list of runs.
+	 */
 	if (!lookup_tid(rel, t, runs, wb, tid, old) &&
-		!lookup_tid(rel, t, lookup_visible_runs(rel, snapshot), wb, tid, old))
+		!lookup_tid(rel, t, lookup_visible_runs(rel, snapshot), wb, tid, old) &&
+		!lookup_tid(rel, t, lookup_visible_runs(rel, GetLatestSnapshot()), wb, tid, old))
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("could not serialize access to pkmerge table \"%s\": the row's run is gone",
@@ -240,7 +252,9 @@ check_current(Relation rel, PkTable *t, ItemPointer tid, CommandId cid,
 	hash = pk_key_hash(t, key);
 	read->base_seq = old->seq;
 
-	if (lookup_buffered(wb, t, key, hash, InvalidCommandId, &v) &&
+	/* a newer version of our own: in the buffer, or spilled by this command */
+	if ((lookup_buffered(wb, t, key, hash, InvalidCommandId, &v) ||
+		 spill_lookup_since(rel, t, wb, cid, key, hash, &v)) &&
 		!ItemPointerEquals(&v.tid, &old->tid))
 	{
 		tmfd->ctid = v.tid;
@@ -250,12 +264,12 @@ check_current(Relation rel, PkTable *t, ItemPointer tid, CommandId cid,
 	}
 	if (old->seq == PG_UINT64_MAX && old->cid >= cid)
 		return TM_Invisible;	/* written by this very command, as heap says */
-	if (old->seq == PG_UINT64_MAX)
+	if (old->seq >= PK_PENDING_SEQ)
 	{
 		read->read_seq = PG_UINT64_MAX;	/* own row: nobody else can change it */
 		return TM_Ok;
 	}
-	found = lookup_committed(rel, t, runs, key, hash, &v);
+	found = lookup_committed(rel, t, latest.committed, key, hash, &v);
 	if (!found || v.seq != old->seq || !PK_KIND_IS_ADD(v.kind))
 	{
 		tmfd->xmax = InvalidTransactionId;
@@ -281,7 +295,7 @@ dml_delete(Relation rel, ItemPointer tid, CommandId cid, Snapshot snapshot,
 
 	if (res != TM_Ok)
 		return res;
-	append(rel, t, PK_DELETE, old.tup, cid, &read, false);
+	append(rel, t, PK_DELETE, old.tup, cid, &read, false, NULL);
 	return TM_Ok;
 }
 
@@ -296,7 +310,6 @@ dml_update(Relation rel, ItemPointer otid, TupleTableSlot *slot, CommandId cid,
 	MinimalTuple tup;
 	Datum		oldkey[INDEX_MAX_KEYS];
 	Datum		newkey[INDEX_MAX_KEYS];
-	uint32		pos;
 
 	if (res != TM_Ok)
 		return res;
@@ -306,17 +319,16 @@ dml_update(Relation rel, ItemPointer otid, TupleTableSlot *slot, CommandId cid,
 	pk_row_key(t, tup, newkey);
 	if (pk_key_cmp(t, oldkey, newkey) == 0)
 	{
-		append(rel, t, PK_UPDATE_BEFORE, old.tup, cid, &read, false);
-		pos = append(rel, t, PK_UPDATE_AFTER, tup, cid, &read, true);
+		append(rel, t, PK_UPDATE_BEFORE, old.tup, cid, &read, false, NULL);
+		append(rel, t, PK_UPDATE_AFTER, tup, cid, &read, true, &slot->tts_tid);
 	}
 	else
 	{
 		/* a key change is a delete of the old key and an insert of the new */
-		append(rel, t, PK_DELETE, old.tup, cid, &read, false);
-		pos = append(rel, t, PK_INSERT, tup, cid, NULL, true);
+		append(rel, t, PK_DELETE, old.tup, cid, &read, false, NULL);
+		append(rel, t, PK_INSERT, tup, cid, NULL, true, &slot->tts_tid);
 	}
 	slot->tts_tableOid = RelationGetRelid(rel);
-	pk_tid_from_wbuf(&slot->tts_tid, pos);
 	return TM_Ok;
 }
 
@@ -380,7 +392,29 @@ dml_truncate(Relation rel)
 	PkTable    *t = pk_table(rel);
 
 	cat_runs_delete_all(RelationGetRelid(rel));
-	append(rel, t, WB_TRUNCATE, NULL, GetCurrentCommandId(true), NULL, false);
+	append(rel, t, WB_TRUNCATE, NULL, GetCurrentCommandId(true), NULL, false, NULL);
+}
+
+/* the lost-update check of one read key: refuse if its key changed since */
+static void
+check_read(Relation rel, PkTable *t, List *committed, const Datum *keys,
+		   uint32 hash, const PkRead *read)
+{
+	PkVersion	v;
+	bool		found = lookup_committed(rel, t, committed, keys, hash, &v);
+	bool		changed;
+
+	if (read->base_seq == 0)
+		changed = found && v.seq >= read->read_seq;
+	else
+		changed = !found || v.seq != read->base_seq;
+	if (changed)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent update"),
+				 errdetail("Key %s of pkmerge table \"%s\" was changed by a transaction that committed after this one read it.",
+						   pk_key_text(t, keys), t->relname),
+				 errhint("Retry the transaction.")));
 }
 
 /*
@@ -390,44 +424,53 @@ dml_truncate(Relation rel)
  * one read (base_seq; for a key read as absent: if a version committed after
  * the read exists).  A deletion counts even when a compaction into the
  * bottom has since dropped its tombstone: the version read is then gone.
- * Nothing can have changed if no run was created since the reads.
+ * Nothing can have changed if no run was created since the reads.  The
+ * reads are in the buffer's entries and in the rows of the transaction's
+ * pending runs (spill.c).
  */
 void
-dml_check_conflicts(Relation rel, WriteBuffer *wb)
+dml_check_conflicts(Relation rel, WriteBuffer *wb, List *committed,
+					List *pending)
 {
 	PkTable    *t = pk_table(rel);
-	List	   *runs;
 	ListCell   *lc;
 	bool		newer = false;
 
 	if (wb->rmw_run_id == PG_INT64_MAX)
 		return;					/* no read-modify-write */
-	runs = lookup_visible_runs(rel, GetLatestSnapshot());
-	foreach(lc, runs)
+	foreach(lc, committed)
 		newer |= ((RunInfo *) lfirst(lc))->run_id > wb->rmw_run_id;
 	if (!newer)
 		return;
 	for (uint32 p = 0; p < wb->n; p++)
 	{
 		WbEntry    *e = &wb->entries[p];
-		PkVersion	v;
-		bool		found;
-		bool		changed;
 
 		if (e->read.read_seq == 0 || e->read.read_seq == PG_UINT64_MAX ||
 			(int64) p < wb->truncate_pos)
 			continue;
-		found = lookup_committed(rel, t, runs, e->keys, e->hash, &v);
-		if (e->read.base_seq == 0)
-			changed = found && v.seq >= e->read.read_seq;
-		else
-			changed = !found || v.seq != e->read.base_seq;
-		if (changed)
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("could not serialize access due to concurrent update"),
-					 errdetail("Key %s of pkmerge table \"%s\" was changed by a transaction that committed after this one read it.",
-							   pk_key_text(t, e->keys), t->relname),
-					 errhint("Retry the transaction.")));
+		check_read(rel, t, committed, e->keys, e->hash, &e->read);
+	}
+	foreach(lc, pending)
+	{
+		RunInfo    *run = lfirst(lc);
+		RunCursor	cur;
+
+		if (run->kind != RUN_DATA)
+			continue;
+		run_cursor_open(&cur, rel, t, run, NULL);
+		for (run_cursor_start(&cur); !cur.done; run_cursor_next(&cur))
+		{
+			RunRowHeader *rh = run_cursor_row(&cur);
+			PkRead		read;
+			Datum		keys[INDEX_MAX_KEYS];
+
+			spill_decode_read(RUN_ROW_SEQ(rh), &read);
+			if (read.read_seq == 0)
+				continue;
+			pk_row_key(t, RUN_ROW_TUPLE(rh), keys);
+			check_read(rel, t, committed, keys, pk_key_hash(t, keys), &read);
+		}
+		run_cursor_close(&cur);
 	}
 }

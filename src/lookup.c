@@ -42,12 +42,34 @@ lookup_visible_runs(Relation rel, Snapshot snapshot)
 	return runs;
 }
 
+/*
+ * The committed runs among runs; the transaction's own pending ones
+ * (spill.c) go to *pending when asked for.
+ */
+List *
+lookup_committed_runs(List *runs, List **pending)
+{
+	List	   *committed = NIL;
+	ListCell   *lc;
+
+	foreach(lc, runs)
+	{
+		RunInfo    *r = lfirst(lc);
+
+		if (!run_is_pending(r))
+			committed = lappend(committed, r);
+		else if (pending)
+			*pending = lappend(*pending, r);
+	}
+	return committed;
+}
+
 static void
 version_from_run(const RunInfo *run, RunRowHeader *rh, uint64 ordinal, PkVersion *v)
 {
 	v->tup = heap_copy_minimal_tuple(RUN_ROW_TUPLE(rh));
 	v->kind = RUN_ROW_KIND(rh);
-	v->seq = RUN_ROW_SEQ(rh);
+	v->seq = run_row_seq(run, rh);
 	v->cid = InvalidCommandId;
 	pk_tid_from_row(&v->tid, run->row_base + ordinal);
 }
@@ -74,7 +96,7 @@ lookup_committed(Relation rel, PkTable *t, List *runs, const Datum *key,
 			continue;
 		if (!run_lookup(rel, t, run, key, hash, &rh, &ordinal, &pinned))
 			continue;
-		if (!found || RUN_ROW_SEQ(rh) > v->seq)
+		if (!found || run_row_seq(run, rh) > v->seq)
 		{
 			if (found)
 				pfree(v->tup);
@@ -106,7 +128,7 @@ lookup_buffered(WriteBuffer *wb, PkTable *t, const Datum *key, uint32 hash,
 	v->kind = e->kind;
 	v->seq = PG_UINT64_MAX;
 	v->cid = e->cid;
-	pk_tid_from_wbuf(&v->tid, (uint32) pos);
+	wbuf_tid(wb, (uint32) pos, &v->tid);
 	return true;
 }
 
@@ -125,11 +147,12 @@ lookup_tid(Relation rel, PkTable *t, List *runs, WriteBuffer *wb,
 	n = pk_tid_number(tid);
 	if (pk_tid_is_wbuf(tid))
 	{
+		int64		pos = wbuf_find_tid(wb, tid);
 		WbEntry    *e;
 
-		if (wb == NULL || n >= wb->n || wb->entries[n].kind == WB_TRUNCATE)
+		if (pos < 0)
 			return false;
-		e = &wb->entries[n];
+		e = &wb->entries[pos];
 		v->tup = heap_copy_minimal_tuple(e->tup);
 		v->kind = e->kind;
 		v->seq = PG_UINT64_MAX;

@@ -20,13 +20,15 @@ typedef struct PkVersion
 {
 	MinimalTuple tup;
 	uint8		kind;			/* PkRowKind */
-	uint64		seq;			/* PG_UINT64_MAX: in the write buffer */
+	uint64		seq;			/* PG_UINT64_MAX: in the write buffer;
+								 * >= PK_PENDING_SEQ: in a pending run */
 	CommandId	cid;			/* buffer only: the command that wrote it */
 	ItemPointerData tid;
 } PkVersion;
 
 /* lookup.c */
 extern List *lookup_visible_runs(Relation rel, Snapshot snapshot);
+extern List *lookup_committed_runs(List *runs, List **pending);
 extern bool lookup_committed(Relation rel, PkTable *t, List *runs,
 							 const Datum *key, uint32 hash, PkVersion *v);
 extern bool lookup_buffered(WriteBuffer *wb, PkTable *t, const Datum *key,

@@ -59,7 +59,7 @@ source_load(MergeIter *m, MergeSource *s)
 			return;
 		rh = run_cursor_row(&s->cur);
 		s->tup = RUN_ROW_TUPLE(rh);
-		s->seq = RUN_ROW_SEQ(rh);
+		s->seq = run_row_seq(s->run, rh);
 		s->kind = RUN_ROW_KIND(rh);
 		s->number = s->run->row_base + s->cur.block->first_row + s->cur.rowno;
 		/* a lone source is not compared: its keys only if asked for */
@@ -213,7 +213,7 @@ fill_row(MergeIter *m, MergeSource *s, MergeRow *row)
 	if (s->run)
 		pk_tid_from_row(&row->tid, s->number);
 	else
-		pk_tid_from_wbuf(&row->tid, (uint32) s->number);
+		wbuf_tid(m->wb, (uint32) s->number, &row->tid);
 }
 
 /*

@@ -9,7 +9,8 @@
  *	  relation and fills in the equality operators of the pkmerge_key
  *	  index.  The conflict check then runs through the key index (a point
  *	  lookup), and ON CONFLICT DO UPDATE through tuple_lock and
- *	  tuple_update like any UPDATE.
+ *	  tuple_update like any UPDATE.  Such a command keeps its writes in the
+ *	  write buffer (no spilling) until it ends.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,16 +24,26 @@
 
 #include "ddl.h"
 #include "pktable.h"
+#include "wbuf.h"
 
 static ExecutorStart_hook_type prev_executor_start = NULL;
 
 static void
-prepare_result_relation(ResultRelInfo *rri)
+prepare_result_relation(ResultRelInfo *rri, CommandId cid)
 {
 	Relation	rel = rri->ri_RelationDesc;
 
-	if (!pk_is_pkmerge(rel) || !rel->rd_rel->relhasindex ||
-		rri->ri_IndexRelationDescs != NULL)
+	if (!pk_is_pkmerge(rel))
+		return;
+
+	/*
+	 * The command checks its proposed rows against each other (and what it
+	 * wrote is looked up through the write buffer): its writes must stay
+	 * in the buffer until it ends.
+	 */
+	if (rri->ri_onConflictArbiterIndexes != NIL || rri->ri_onConflict != NULL)
+		wbuf_get(RelationGetRelid(rel), true)->nospill_cid = cid;
+	if (!rel->rd_rel->relhasindex || rri->ri_IndexRelationDescs != NULL)
 		return;
 	ExecOpenIndices(rri, false);
 	for (int i = 0; i < rri->ri_NumIndices; i++)
@@ -76,7 +87,7 @@ pk_executor_start(QueryDesc *queryDesc, int eflags)
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
 	foreach(lc, queryDesc->estate->es_opened_result_relations)
-		prepare_result_relation(lfirst(lc));
+		prepare_result_relation(lfirst(lc), queryDesc->estate->es_output_cid);
 }
 
 void

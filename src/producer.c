@@ -87,11 +87,13 @@ finish(RunWriter *w, int64 snapshot_id)
 /*
  * The changelog run of a commit (input and lookup), or NULL when the
  * producer writes none at commit or there is nothing to say.  prev_runs:
- * the data runs committed before this commit.
+ * the data runs committed before this commit; pending: the data runs the
+ * transaction spilled (whose input records are in their own changelog
+ * runs already).
  */
 RunInfo *
 prod_commit(Relation rel, PkTable *t, WriteBuffer *wb, List *prev_runs,
-			int64 snapshot_id, uint64 seq)
+			List *pending, int64 snapshot_id, uint64 seq)
 {
 	RunWriter  *w = NULL;
 	bool		truncated = wb->truncate_pos >= 0;
@@ -108,26 +110,28 @@ prod_commit(Relation rel, PkTable *t, WriteBuffer *wb, List *prev_runs,
 	}
 	else if (t->opts.changelog_producer == PK_PRODUCER_LOOKUP)
 	{
-		WbSorted   *s = wbuf_sorted_pin(wb, t);
+		/* every key written: its newest version, spilled or buffered */
+		MergeIter  *m = merge_begin(rel, t, pending, wb, InvalidCommandId,
+									NULL, true, true);
+		MergeRow	row;
 
-		for (uint32 i = 0; i < s->npos;)
+		while (merge_next(m, &row))
 		{
-			WbEntry    *e = &wb->entries[s->pos[i]];
 			PkVersion	before;
 			bool		had;
 
-			for (i++; i < s->npos && pk_key_cmp(t, wb->entries[s->pos[i]].keys, e->keys) == 0; i++)
-				;
-			if ((int64) (e - wb->entries) < wb->truncate_pos)
-				continue;		/* written before the TRUNCATE */
+			CHECK_FOR_INTERRUPTS();
 			/* after a TRUNCATE every key was absent before */
 			had = !truncated &&
-				lookup_committed(rel, t, prev_runs, e->keys, e->hash, &before) &&
+				lookup_committed(rel, t, prev_runs, row.keys,
+								 pk_key_hash(t, row.keys), &before) &&
 				PK_KIND_IS_ADD(before.kind);
 			emit_net(&w, rel, t, seq, had ? before.tup : NULL,
-					 PK_KIND_IS_ADD(e->kind) ? e->tup : NULL, e->keys);
+					 PK_KIND_IS_ADD(row.kind) ? row.tup : NULL, row.keys);
+			if (had)
+				pfree(before.tup);
 		}
-		wbuf_sorted_unpin(wb, s);
+		merge_end(m);
 	}
 	return finish(w, snapshot_id);
 }

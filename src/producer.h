@@ -15,7 +15,8 @@
 /* producer.c */
 extern const char *prod_name(PkProducer p);
 extern RunInfo *prod_commit(Relation rel, PkTable *t, WriteBuffer *wb,
-							List *prev_runs, int64 snapshot_id, uint64 seq);
+							List *prev_runs, List *pending,
+							int64 snapshot_id, uint64 seq);
 extern RunInfo *prod_full_compaction(Relation rel, PkTable *t, List *upper,
 									 List *bottom, uint64 seq);
 

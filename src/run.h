@@ -16,6 +16,31 @@
 #include "pktable.h"
 #include "run_format.h"
 
+/*
+ * Sequence numbers.  Commits take them from pkchangelog.tables.last_seq;
+ * a run of a transaction still writing (spilled from its write buffer,
+ * spill.c) is numbered PK_PENDING_SEQ + its spill ordinal until its commit
+ * renumbers it: above every committed row, below the buffer's.
+ */
+#define PK_PENDING_SEQ		(UINT64CONST(1) << 54)
+
+static inline bool
+run_is_pending(const RunInfo *run)
+{
+	return (uint64) run->min_seq >= PK_PENDING_SEQ;
+}
+
+/*
+ * A row's sequence number.  A run whose rows share one (every commit's)
+ * carries it in its catalog row, which is what counts: a spilled run is
+ * renumbered at commit without rewriting its pages.
+ */
+static inline uint64
+run_row_seq(const RunInfo *run, const RunRowHeader *rh)
+{
+	return run->min_seq == run->max_seq ? (uint64) run->min_seq : RUN_ROW_SEQ(rh);
+}
+
 /* run_writer.c */
 typedef struct RunWriter RunWriter;
 
@@ -23,6 +48,7 @@ extern RunWriter *run_writer_begin(Relation rel, PkTable *t, int level,
 								   RunKind kind, bool from_commit);
 extern void run_writer_add(RunWriter *w, uint64 seq, PkRowKind kind,
 						   MinimalTuple tup, const Datum *keys, uint32 hash);
+extern void run_writer_set_seq(RunWriter *w, uint64 seq);
 extern uint64 run_writer_nrows(RunWriter *w);
 extern uint64 run_writer_stream_size(RunWriter *w);
 extern RunInfo *run_writer_finish(RunWriter *w, int64 created_snapshot);

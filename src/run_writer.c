@@ -47,6 +47,7 @@ struct RunWriter
 	uint64		hashes_cap;
 	uint64		min_seq;
 	uint64		max_seq;
+	uint64		run_seq;		/* every row's, when set (run_writer_set_seq) */
 	char	   *min_key;
 	uint32		blk_last_off;	/* offset in raw of the block's last row */
 	MinimalTuple last_keytup;	/* key of the last closed block's last row */
@@ -198,6 +199,16 @@ run_writer_add(RunWriter *w, uint64 seq, PkRowKind kind, MinimalTuple tup,
 		close_block(w);
 }
 
+/*
+ * One sequence number for every row, kept in the run's catalog row
+ * (run_row_seq): the per-row ones are then not read as sequence numbers.
+ */
+void
+run_writer_set_seq(RunWriter *w, uint64 seq)
+{
+	w->run_seq = seq;
+}
+
 uint64
 run_writer_nrows(RunWriter *w)
 {
@@ -315,8 +326,8 @@ run_writer_finish(RunWriter *w, int64 created_snapshot)
 	run->nblocks = npages;
 	run->record_count = w->nrows;
 	run->size_bytes = (int64) npages * BLCKSZ;
-	run->min_seq = w->nrows ? w->min_seq : 0;
-	run->max_seq = w->nrows ? w->max_seq : 0;
+	run->min_seq = w->run_seq ? w->run_seq : w->nrows ? w->min_seq : 0;
+	run->max_seq = w->run_seq ? w->run_seq : w->nrows ? w->max_seq : 0;
 	run->index_offset = hdr.index_offset;
 	run->bloom_offset = hdr.bloom_offset;
 	run->created_snapshot = created_snapshot;

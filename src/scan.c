@@ -324,7 +324,8 @@ fetch_visible(Relation rel, ItemPointer tid, Snapshot snapshot, PkVersion *v)
 	runs = lookup_visible_runs(rel, snapshot);
 	if (!lookup_tid(rel, t, runs, wb, tid, v))
 		return false;
-	if (pk_tid_is_wbuf(tid) && !wbuf_visible(wb, pk_tid_number(tid), snapshot_cid(snapshot)))
+	if (pk_tid_is_wbuf(tid) &&
+		!wbuf_visible(wb, (uint32) wbuf_find_tid(wb, tid), snapshot_cid(snapshot)))
 		return false;
 	pk_row_key(t, v->tup, key);
 	hash = pk_key_hash(t, key);

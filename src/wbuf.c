@@ -19,6 +19,7 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
+#include "tid.h"
 #include "wbuf.h"
 
 typedef struct WbEntryRef
@@ -63,6 +64,7 @@ wbuf_get(Oid relid, bool create)
 		wb->entries = MemoryContextAlloc(wb->cxt, sizeof(WbEntry) * wb->cap);
 		wb->truncate_pos = -1;
 		wb->rmw_run_id = PG_INT64_MAX;
+		wb->nospill_cid = InvalidCommandId;
 		ref->wb = wb;
 		buffer_order = lappend(buffer_order, wb);
 		MemoryContextSwitchTo(old);
@@ -95,6 +97,7 @@ wbuf_append(WriteBuffer *wb, PkTable *t, uint8 kind, MinimalTuple tup,
 		e->hash = pk_key_hash(t, e->keys);
 		wb->bytes += e->tup->t_len;
 	}
+	e->tidpos = wb->next_tidpos++;
 	e->cid = cid;
 	e->subid = GetCurrentSubTransactionId();
 	e->kind = kind;
@@ -128,6 +131,27 @@ pos_cmp(uint32 a, uint32 b)
 #include "lib/sort_template.h"
 
 /*
+ * The positions of [from, to) other than TRUNCATE marks, by key and newest
+ * first within a key, palloc'd.
+ */
+uint32 *
+wbuf_sort_range(WriteBuffer *wb, PkTable *t, uint32 from, uint32 to,
+				uint32 *count)
+{
+	uint32	   *pos = palloc(sizeof(uint32) * Max(to - from, 1));
+	uint32		n = 0;
+
+	for (uint32 p = from; p < to; p++)
+		if (wb->entries[p].kind != WB_TRUNCATE)
+			pos[n++] = p;
+	sort_table = t;
+	sort_wb = wb;
+	sort_positions(pos, n);
+	*count = n;
+	return pos;
+}
+
+/*
  * A sorted view covering every entry so far, pinned for the caller.  The
  * previous view, if no scan holds it, is freed; a new view merges the
  * previous one with the entries appended since, so a stream of small
@@ -138,6 +162,7 @@ wbuf_sorted_pin(WriteBuffer *wb, PkTable *t)
 {
 	WbSorted   *prev = wb->sorted;
 	WbSorted   *s;
+	MemoryContext old;
 	uint32		from = prev ? prev->n : 0;
 	uint32	   *tail;
 	uint32		ntail,
@@ -155,14 +180,7 @@ wbuf_sorted_pin(WriteBuffer *wb, PkTable *t)
 	s->refcount = 1;
 	s->n = wb->n;
 	s->pos = MemoryContextAllocHuge(wb->cxt, sizeof(uint32) * Max(wb->n, 1));
-	tail = palloc(sizeof(uint32) * Max(wb->n - from, 1));
-	ntail = 0;
-	for (uint32 p = from; p < wb->n; p++)
-		if (wb->entries[p].kind != WB_TRUNCATE)
-			tail[ntail++] = p;
-	sort_table = t;
-	sort_wb = wb;
-	sort_positions(tail, ntail);
+	tail = wbuf_sort_range(wb, t, from, wb->n, &ntail);
 	if (from == 0)
 	{
 		memcpy(s->pos, tail, sizeof(uint32) * ntail);
@@ -179,6 +197,9 @@ wbuf_sorted_pin(WriteBuffer *wb, PkTable *t)
 	}
 	s->npos = k;
 	pfree(tail);
+	old = MemoryContextSwitchTo(wb->cxt);
+	wb->views = lappend(wb->views, s);
+	MemoryContextSwitchTo(old);
 
 	if (prev)
 		wbuf_sorted_unpin(wb, prev);	/* the buffer's own reference */
@@ -192,9 +213,98 @@ wbuf_sorted_unpin(WriteBuffer *wb, WbSorted *s)
 {
 	if (--s->refcount == 0)
 	{
+		wb->views = list_delete_ptr(wb->views, s);
 		pfree(s->pos);
 		pfree(s);
 	}
+}
+
+/*
+ * How far into the log the views pinned by scans reach: entries below it
+ * must stay where they are.
+ */
+uint32
+wbuf_pinned_extent(WriteBuffer *wb)
+{
+	ListCell   *lc;
+	uint32		extent = 0;
+
+	foreach(lc, wb->views)
+	{
+		WbSorted   *s = lfirst(lc);
+
+		if (s->refcount > (s == wb->sorted ? 1 : 0))
+			extent = Max(extent, s->n);
+	}
+	return extent;
+}
+
+/*
+ * Take the entries from position from on out of the log, except those
+ * keep[p - from] asks to keep, which move down in order (their TIDs stay:
+ * they are tidpos, not positions).  No pinned view may reach from.
+ */
+void
+wbuf_remove(WriteBuffer *wb, uint32 from, const bool *keep)
+{
+	uint32		to = from;
+
+	Assert(wbuf_pinned_extent(wb) <= from && (int64) from > wb->truncate_pos);
+	for (uint32 p = from; p < wb->n; p++)
+	{
+		WbEntry    *e = &wb->entries[p];
+
+		if (keep && keep[p - from])
+		{
+			wb->entries[to++] = *e;
+			continue;
+		}
+		wb->bytes -= e->tup->t_len;
+		pfree(e->tup);
+		pfree(e->keys);
+	}
+	wb->n = to;
+	if (wb->sorted && wb->sorted->n > from)
+	{
+		wbuf_sorted_unpin(wb, wb->sorted);
+		wb->sorted = NULL;
+	}
+}
+
+/* the TID of the entry at pos */
+void
+wbuf_tid(WriteBuffer *wb, uint32 pos, ItemPointer tid)
+{
+	pk_tid_from_wbuf(tid, wb->entries[pos].tidpos);
+}
+
+/*
+ * The position of the entry a buffer TID names, or -1 when it is gone
+ * (rolled back, or spilled into a run).
+ */
+int64
+wbuf_find_tid(WriteBuffer *wb, ItemPointer tid)
+{
+	uint64		tidpos = pk_tid_number(tid);
+	uint32		lo = 0,
+				hi;
+
+	if (wb == NULL || !pk_tid_valid(tid) || !pk_tid_is_wbuf(tid))
+		return -1;
+	hi = wb->n;
+	while (lo < hi)
+	{
+		uint32		mid = lo + (hi - lo) / 2;
+
+		if (wb->entries[mid].tidpos < tidpos)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < wb->n && wb->entries[lo].tidpos == tidpos &&
+		wb->entries[lo].kind != WB_TRUNCATE)
+		return lo;
+	return -1;
 }
 
 bool
@@ -287,6 +397,7 @@ void
 wbuf_subxact_commit(SubTransactionId mysubid, SubTransactionId parentsubid)
 {
 	ListCell   *lc;
+	ListCell   *sc;
 
 	foreach(lc, buffer_order)
 	{
@@ -294,13 +405,21 @@ wbuf_subxact_commit(SubTransactionId mysubid, SubTransactionId parentsubid)
 
 		for (uint32 p = wb->n; p-- > 0 && wb->entries[p].subid == mysubid;)
 			wb->entries[p].subid = parentsubid;
+		foreach(sc, wb->spills)
+		{
+			WbSpill    *sp = lfirst(sc);
+
+			if (sp->subid == mysubid)
+				sp->subid = parentsubid;
+		}
 	}
 }
 
 /*
  * ROLLBACK TO: everything written since the savepoint began is the suffix
  * of the log tagged with its id (committed children were re-tagged to it,
- * aborted ones already cut); cut it.
+ * aborted ones already cut); cut it.  Its spilled runs are gone with the
+ * subtransaction's catalog rows.
  */
 void
 wbuf_subxact_abort(SubTransactionId mysubid)
@@ -311,9 +430,19 @@ wbuf_subxact_abort(SubTransactionId mysubid)
 	{
 		WriteBuffer *wb = lfirst(lc);
 		uint32		n = wb->n;
+		ListCell   *sc;
 
+		foreach(sc, wb->spills)
+		{
+			if (((WbSpill *) lfirst(sc))->subid == mysubid)
+				wb->spills = foreach_delete_current(wb->spills, sc);
+		}
 		while (n > 0 && wb->entries[n - 1].subid == mysubid)
+		{
 			n--;
+			if (wb->entries[n].tup)
+				wb->bytes -= wb->entries[n].tup->t_len;
+		}
 		if (n == wb->n)
 			continue;
 		wb->n = n;

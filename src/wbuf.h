@@ -12,6 +12,7 @@
 #include "access/htup.h"
 #include "utils/rel.h"
 
+#include "catalog.h"
 #include "pktable.h"
 #include "run_format.h"
 
@@ -38,6 +39,7 @@ typedef struct PkRead
 typedef struct WbEntry
 {
 	MinimalTuple tup;			/* the row (-U/-D: the row retracted) */
+	uint32		tidpos;			/* its TID (tid.h): never reused in the xact */
 	Datum	   *keys;			/* key columns, pointing into tup */
 	uint32		hash;			/* pk_key_hash */
 	CommandId	cid;			/* command that wrote it */
@@ -55,6 +57,18 @@ typedef struct WbSorted
 	uint32	   *pos;			/* positions, by key, then newest first */
 } WbSorted;
 
+/*
+ * A run spilled from the buffer (spill.c), while its transaction runs.
+ * Its catalog row makes it visible to later commands; this entry serves
+ * the writing command itself and savepoints.
+ */
+typedef struct WbSpill
+{
+	RunInfo    *run;			/* the data run */
+	CommandId	max_cid;		/* newest command among its records */
+	SubTransactionId subid;
+} WbSpill;
+
 typedef struct WriteBuffer
 {
 	Oid			relid;
@@ -64,8 +78,15 @@ typedef struct WriteBuffer
 	uint32		cap;
 	Size		bytes;
 	WbSorted   *sorted;			/* latest view, may cover fewer than n */
+	List	   *views;			/* every view not yet freed */
 	int64		truncate_pos;	/* last WB_TRUNCATE entry, or -1 */
 	int64		rmw_run_id;		/* least PkRead.run_id of its entries */
+	uint32		next_tidpos;
+	/* spilling (spill.c) */
+	List	   *spills;			/* WbSpill, oldest first */
+	uint32		nspills;		/* spills so far, rolled back ones included */
+	CommandId	nospill_cid;	/* a command whose records stay (ON CONFLICT) */
+	Size		spill_check_bytes;	/* look for something to spill above this */
 } WriteBuffer;
 
 /* wbuf.c */
@@ -77,6 +98,12 @@ extern void wbuf_sorted_unpin(WriteBuffer *wb, WbSorted *s);
 extern int64 wbuf_lookup(WriteBuffer *wb, PkTable *t, const Datum *keys,
 						 uint32 hash, CommandId curcid);
 extern bool wbuf_visible(WriteBuffer *wb, uint32 pos, CommandId curcid);
+extern void wbuf_tid(WriteBuffer *wb, uint32 pos, ItemPointer tid);
+extern int64 wbuf_find_tid(WriteBuffer *wb, ItemPointer tid);
+extern uint32 wbuf_pinned_extent(WriteBuffer *wb);
+extern uint32 *wbuf_sort_range(WriteBuffer *wb, PkTable *t, uint32 from,
+								uint32 to, uint32 *count);
+extern void wbuf_remove(WriteBuffer *wb, uint32 from, const bool *keep);
 extern List *wbuf_all(void);
 extern void wbuf_forget_all(void);
 extern void wbuf_subxact_commit(SubTransactionId mysubid,
