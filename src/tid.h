@@ -3,8 +3,8 @@
  * tid.h
  *	  TIDs of pkmerge rows (DESIGN §5).  A committed row is named by its row
  *	  number: runs own ranges of row numbers.  A row still in the writing
- *	  transaction's buffer is named by its buffer position, in block numbers
- *	  no run can reach.  The offset part always stays within
+ *	  transaction's buffer is named by its place in the order of writes
+ *	  (never reused), in block numbers no run can reach.  The offset part always stays within
  *	  1..MaxHeapTuplesPerPage, so tidbitmap and GIN never see an invalid one.
  *
  *-------------------------------------------------------------------------
