@@ -1,7 +1,6 @@
 -- explain.sql: the planner uses the pkmerge_key index for key equality,
--- key ranges, ORDER BY key and as the inner side of a nested loop, and
--- never plans a parallel scan of a pkmerge table.  Results are checked
--- beside each plan.
+-- key ranges, ORDER BY key and as the inner side of a nested loop
+-- (parallel scans: parallel.sql).  Results are checked beside each plan.
 
 CREATE TABLE t (id bigint PRIMARY KEY, grp int, v text) USING pkmerge;
 INSERT INTO t SELECT g, g % 10, 'v' || g FROM generate_series(1, 20000) g;
@@ -51,16 +50,6 @@ SELECT count(*), min(b), max(b) FROM c WHERE a = 42;
 SELECT count(*) FROM c WHERE a = 42 AND b >= 90;
 SELECT count(*) FROM c WHERE b = 5;
 
--- no parallel plans, even when they are cheap
-SET parallel_setup_cost = 0;
-SET parallel_tuple_cost = 0;
-SET min_parallel_table_scan_size = 0;
-EXPLAIN (COSTS OFF) SELECT count(*) FROM t;
-SELECT count(*) FROM t;
-RESET parallel_setup_cost;
-RESET parallel_tuple_cost;
-RESET min_parallel_table_scan_size;
-
 -- backward scans are refused with a clear error, not a wrong answer
 BEGIN;
 DECLARE cur SCROLL CURSOR FOR SELECT id FROM t WHERE grp = 3;
@@ -69,3 +58,29 @@ FETCH BACKWARD 1 FROM cur;
 ROLLBACK;
 
 DROP TABLE t, probe, c;
+
+-- arguments of another type than the key: converted when exact, else a
+-- filter (an int key against bigint values, a timestamptz key against date)
+CREATE TABLE xt (id int PRIMARY KEY, v text) USING pkmerge;
+INSERT INTO xt SELECT g, 'v' || g FROM generate_series(1, 1000) g;
+CREATE TABLE xts (ts timestamptz PRIMARY KEY, v int) USING pkmerge;
+INSERT INTO xts SELECT '2020-01-01 00:00+00'::timestamptz + g * interval '1 day', g
+FROM generate_series(1, 1000) g;
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT * FROM xt WHERE id = 500::bigint;
+SELECT * FROM xt WHERE id = 500::bigint;
+SELECT * FROM xt WHERE id = 5000000000::bigint;
+SELECT count(*) FROM xt WHERE id < 5000000000::bigint;
+SELECT count(*) FROM xt WHERE id > -5000000000::bigint AND id <= 3::bigint;
+SET TIME ZONE 'UTC';
+SELECT v FROM xts WHERE ts = '2020-01-11'::date;
+SELECT count(*) FROM xts WHERE ts >= '2020-01-11'::date AND ts < '2020-01-21'::date;
+RESET TIME ZONE;
+-- a count (bigint) as the join key of an int key
+SELECT s, xt.v
+FROM generate_series(1, 3) s,
+	 LATERAL (SELECT count(*) AS n FROM xt WHERE id <= s * 100) c
+	 JOIN xt ON xt.id = c.n
+ORDER BY s;
+RESET enable_seqscan;
+DROP TABLE xt, xts;

@@ -6,7 +6,7 @@
  *	  with heap's list) and stores them in pg_class.reloptions, makes the
  *	  primary key a pkmerge_key index, and refuses what pkmerge does not
  *	  support with a clear error.  An object access hook removes a dropped
- *	  table's catalog rows; a planner hook keeps parallel scans away.
+ *	  table's catalog rows.
  *
  *-------------------------------------------------------------------------
  */
@@ -22,7 +22,6 @@
 #include "commands/defrem.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
-#include "optimizer/plancat.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -38,7 +37,6 @@
 
 static ProcessUtility_hook_type prev_utility = NULL;
 static object_access_hook_type prev_object_access = NULL;
-static get_relation_info_hook_type prev_relation_info = NULL;
 
 static bool
 relid_is_pkmerge(Oid relid)
@@ -557,17 +555,6 @@ pk_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId,
 		cat_drop_table(objectId);
 }
 
-static void
-pk_relation_info(PlannerInfo *root, Oid relationObjectId, bool inhparent,
-				 RelOptInfo *rel)
-{
-	if (prev_relation_info)
-		prev_relation_info(root, relationObjectId, inhparent, rel);
-	/* workers cannot see the leader's write buffer: no parallel scans */
-	if (relid_is_pkmerge(relationObjectId))
-		rel->rel_parallel_workers = 0;
-}
-
 void
 ddl_init(void)
 {
@@ -575,6 +562,4 @@ ddl_init(void)
 	ProcessUtility_hook = pk_utility;
 	prev_object_access = object_access_hook;
 	object_access_hook = pk_object_access;
-	prev_relation_info = get_relation_info_hook;
-	get_relation_info_hook = pk_relation_info;
 }

@@ -50,6 +50,7 @@ typedef struct KeyScanOpaque
 	Datum		eq[INDEX_MAX_KEYS]; /* point: the key, in column types */
 	int			nseek;			/* leading columns with a lower bound */
 	Datum		seek[INDEX_MAX_KEYS];
+	bool	   *stoppable;		/* per scan key: failing it ends the scan */
 	PkVersion	version;		/* point lookup's result */
 	/* backward scans: the matching rows, collected forward, then popped */
 	bool		collected;
@@ -184,26 +185,39 @@ key_beginscan(Relation index, int nkeys, int norderbys)
 
 /*
  * A scan key's argument as a value of the key column's type, when that is
- * exact (integer and float widening); false otherwise.
+ * exact (integer widening, and narrowing of a value in range; float
+ * widening); false otherwise: the key is then only a filter.
  */
 static bool
 arg_as_column(ScanKey key, Oid coltype, Datum *out)
 {
 	Oid			argtype = OidIsValid(key->sk_subtype) ? key->sk_subtype : coltype;
+	int64		i;
 
 	if (argtype == coltype)
 	{
 		*out = key->sk_argument;
 		return true;
 	}
-	if (coltype == INT8OID && argtype == INT4OID)
-		*out = Int64GetDatum((int64) DatumGetInt32(key->sk_argument));
-	else if (coltype == INT8OID && argtype == INT2OID)
-		*out = Int64GetDatum((int64) DatumGetInt16(key->sk_argument));
-	else if (coltype == INT4OID && argtype == INT2OID)
-		*out = Int32GetDatum((int32) DatumGetInt16(key->sk_argument));
-	else if (coltype == FLOAT8OID && argtype == FLOAT4OID)
+	if (coltype == FLOAT8OID && argtype == FLOAT4OID)
+	{
 		*out = Float8GetDatum((float8) DatumGetFloat4(key->sk_argument));
+		return true;
+	}
+	if (argtype == INT8OID)
+		i = DatumGetInt64(key->sk_argument);
+	else if (argtype == INT4OID)
+		i = DatumGetInt32(key->sk_argument);
+	else if (argtype == INT2OID)
+		i = DatumGetInt16(key->sk_argument);
+	else
+		return false;
+	if (coltype == INT8OID)
+		*out = Int64GetDatum(i);
+	else if (coltype == INT4OID && i >= PG_INT32_MIN && i <= PG_INT32_MAX)
+		*out = Int32GetDatum((int32) i);
+	else if (coltype == INT2OID && i >= PG_INT16_MIN && i <= PG_INT16_MAX)
+		*out = Int16GetDatum((int16) i);
 	else
 		return false;
 	return true;
@@ -236,6 +250,9 @@ key_rescan(IndexScanDesc scan, ScanKey scankey, int nscankeys,
 	so->done = false;
 	so->point = false;
 	so->nseek = 0;
+	if (so->stoppable == NULL)
+		so->stoppable = MemoryContextAllocZero(so->cxt,
+											   sizeof(bool) * Max(scan->numberOfKeys, 1));
 
 	for (int i = 0; i < scan->numberOfKeys; i++)
 	{
@@ -244,6 +261,14 @@ key_rescan(IndexScanDesc scan, ScanKey scankey, int nscankeys,
 		Oid			coltype = so->table->keys[col].typid;
 		Datum		v;
 
+		/*
+		 * Rows come in leading-column order: one past an upper bound of it
+		 * ends the scan, and so does one past the equality the scan was
+		 * positioned at (below: when the argument converts).
+		 */
+		so->stoppable[i] = k->sk_attno == 1 &&
+			(k->sk_strategy == BTLessStrategyNumber ||
+			 k->sk_strategy == BTLessEqualStrategyNumber);
 		if (k->sk_flags & SK_ISNULL)
 		{
 			so->done = true;	/* key = NULL matches nothing */
@@ -255,6 +280,7 @@ key_rescan(IndexScanDesc scan, ScanKey scankey, int nscankeys,
 		{
 			so->eq[col] = v;
 			eqset[col] = true;
+			so->stoppable[i] = k->sk_attno == 1;
 		}
 		else if (k->sk_strategy == BTGreaterEqualStrategyNumber ||
 				 k->sk_strategy == BTGreaterStrategyNumber)
@@ -294,12 +320,7 @@ row_matches(IndexScanDesc scan, KeyScanOpaque *so, const Datum *keys, bool *stop
 		if (!DatumGetBool(FunctionCall2Coll(&k->sk_func, k->sk_collation,
 											keys[k->sk_attno - 1], k->sk_argument)))
 		{
-			/* rows come in leading-column order: past its upper bound, stop */
-			if (k->sk_attno == 1 &&
-				(k->sk_strategy == BTLessStrategyNumber ||
-				 k->sk_strategy == BTLessEqualStrategyNumber ||
-				 k->sk_strategy == BTEqualStrategyNumber))
-				*stop = true;
+			*stop = so->stoppable[i];
 			return false;
 		}
 	}

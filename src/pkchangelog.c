@@ -20,6 +20,7 @@
 #include "pkchangelog.h"
 #include "pktable.h"
 #include "hints.h"
+#include "scan.h"
 
 PG_MODULE_MAGIC;
 
@@ -49,6 +50,7 @@ _PG_init(void)
 	commit_init();
 	ddl_init();
 	onconflict_init();
+	scan_init();
 	worker_init();
 	hints_init();
 }

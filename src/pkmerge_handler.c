@@ -49,27 +49,6 @@ pk_slot_callbacks(Relation rel)
 	return &TTSOpsMinimalTuple;
 }
 
-static Size
-pk_parallelscan_estimate(Relation rel)
-{
-	/* never planned: ddl.c sets rel_parallel_workers = 0 */
-	not_supported(rel, "parallel scan", NULL);
-	return 0;
-}
-
-static Size
-pk_parallelscan_initialize(Relation rel, ParallelTableScanDesc pscan)
-{
-	not_supported(rel, "parallel scan", NULL);
-	return 0;
-}
-
-static void
-pk_parallelscan_reinitialize(Relation rel, ParallelTableScanDesc pscan)
-{
-	not_supported(rel, "parallel scan", NULL);
-}
-
 static bool
 pk_tuple_tid_valid(TableScanDesc scan, ItemPointer tid)
 {
@@ -302,9 +281,9 @@ static const TableAmRoutine pkmerge_methods = {
 	.scan_rescan = scan_rescan,
 	.scan_getnextslot = scan_getnextslot,
 
-	.parallelscan_estimate = pk_parallelscan_estimate,
-	.parallelscan_initialize = pk_parallelscan_initialize,
-	.parallelscan_reinitialize = pk_parallelscan_reinitialize,
+	.parallelscan_estimate = scan_parallel_estimate,
+	.parallelscan_initialize = scan_parallel_initialize,
+	.parallelscan_reinitialize = scan_parallel_reinitialize,
 
 	.index_fetch_begin = fetch_begin,
 	.index_fetch_reset = fetch_reset,

@@ -82,8 +82,8 @@ reader_xact_callback(XactEvent event, void *arg)
 	}
 	if (index_cxt && MemoryContextMemAllocated(index_cxt, true) > INDEX_CACHE_BYTES)
 	{
+		/* the hash table's own memory is a child of index_cxt: gone with it */
 		MemoryContextReset(index_cxt);
-		hash_destroy(index_cache);
 		index_cache = NULL;
 	}
 }

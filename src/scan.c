@@ -9,23 +9,45 @@
  * in the own buffer from an earlier command, and no newer version of its
  * key is visible: exactly what the merge yields.
  *
+ * Parallel sequential scans split the key space at the block index of the
+ * largest run: chunk i is the key range of its blocks [i * PK_CHUNK_BLOCKS,
+ * (i + 1) * PK_CHUNK_BLOCKS) (the first chunk open below, the last above),
+ * and the participants take chunks in turn, each merging every run over
+ * its chunk's range.  Workers cannot see the leader's write buffer: when
+ * the leader has one for the table, it scans alone.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/parallel.h"
 #include "access/xact.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/paths.h"
 #include "pgstat.h"
 #include "storage/bufmgr.h"
 #include "storage/predicate.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "hints.h"
 #include "lookup.h"
 #include "merge_iter.h"
+#include "run.h"
 #include "scan.h"
 #include "tid.h"
+
+/* blocks of the largest run per chunk of a parallel scan (16 kB of rows each) */
+#define PK_CHUNK_BLOCKS 16
+
+typedef struct PkParallelScanData
+{
+	ParallelTableScanDescData base;
+	bool		leader_only;	/* the leader has buffered writes */
+	pg_atomic_uint32 next_chunk;
+} PkParallelScanData;
 
 typedef struct PkScanDesc
 {
@@ -33,6 +55,18 @@ typedef struct PkScanDesc
 	MemoryContext cxt;			/* runs and merge state of one pass */
 	MergeIter  *iter;
 	BufferAccessStrategy strategy;
+
+	/* parallel: the chunk being read, of those the largest run's index makes */
+	PkParallelScanData *pscan;
+	bool		alone;			/* scans everything: leader_only leader */
+	bool		idle;			/* has nothing to scan: leader_only worker */
+	bool		single;			/* the largest run is the only source */
+	const RunInfo *largest;
+	RunIndex   *index;
+	uint32		nchunks;
+	bool		in_chunk;
+	uint64		end_row;		/* single: the chunk's end, as a row ordinal */
+	const Datum *end_key;		/* else: its first key beyond, or NULL */
 
 	/* ANALYZE: row i of the merge is reported in block i * nblocks / est */
 	BlockNumber nblocks;
@@ -42,6 +76,8 @@ typedef struct PkScanDesc
 	bool		pending;
 	MergeRow	row;
 } PkScanDesc;
+
+static set_rel_pathlist_hook_type prev_set_rel_pathlist = NULL;
 
 /* the row the key index returned last, for the fetch that follows it */
 static struct
@@ -67,19 +103,24 @@ scan_begin(Relation rel, Snapshot snapshot, int nkeys, struct ScanKeyData *key,
 	PkScanDesc *scan = palloc0(sizeof(PkScanDesc));
 
 	if (pscan)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("parallel scans of pkmerge table \"%s\" are not supported",
-						RelationGetRelationName(rel))));
+	{
+		scan->pscan = (PkParallelScanData *) pscan;
+		scan->alone = scan->pscan->leader_only && !IsParallelWorker();
+		scan->idle = scan->pscan->leader_only && IsParallelWorker();
+		/* the leader scans alone, unless it does not take part */
+		if (scan->idle && (!parallel_leader_participation ||
+						   force_parallel_mode != FORCE_PARALLEL_OFF))
+			scan_check_worker(rel);
+	}
 	scan->base.rs_rd = rel;
+	scan->base.rs_parallel = pscan;
 	scan->base.rs_snapshot = snapshot;
 	scan->base.rs_nkeys = nkeys;
 	scan->base.rs_key = key;
 	scan->base.rs_flags = flags;
 	scan->cxt = AllocSetContextCreate(CurrentMemoryContext, "pkmerge scan",
 									  ALLOCSET_DEFAULT_SIZES);
-	if (flags & SO_TEMP_SNAPSHOT)
-		RegisterSnapshot(snapshot);
+	/* a SO_TEMP_SNAPSHOT is registered by the caller, released by scan_end */
 	return &scan->base;
 }
 
@@ -89,6 +130,8 @@ scan_reset(PkScanDesc *scan)
 	if (scan->iter)
 		merge_end(scan->iter);
 	scan->iter = NULL;
+	scan->largest = NULL;
+	scan->in_chunk = false;
 	scan->pending = false;
 	scan->pos = 0;
 	MemoryContextReset(scan->cxt);
@@ -115,23 +158,120 @@ scan_rescan(TableScanDesc sscan, struct ScanKeyData *key, bool set_params,
 	scan_reset((PkScanDesc *) sscan);
 }
 
+/* parallel scans: the chunks, from the largest run's block index */
+static void
+chunks_prepare(PkScanDesc *scan, List *runs)
+{
+	ListCell   *lc;
+
+	foreach(lc, runs)
+	{
+		const RunInfo *r = lfirst(lc);
+
+		if (scan->largest == NULL || r->record_count > scan->largest->record_count ||
+			(r->record_count == scan->largest->record_count &&
+			 r->run_id > scan->largest->run_id))
+			scan->largest = r;
+	}
+	scan->single = list_length(runs) == 1;
+	if (scan->largest == NULL)
+		return;
+	scan->index = run_index_get(scan->base.rs_rd, pk_table(scan->base.rs_rd),
+								scan->largest);
+	scan->nchunks = (scan->index->nblocks + PK_CHUNK_BLOCKS - 1) / PK_CHUNK_BLOCKS;
+}
+
+/*
+ * Claim the next chunk and seek to it; false when none is left.  Every
+ * participant computes the same chunks: they share the snapshot, so they
+ * see the same runs.
+ */
+static bool
+chunk_next(PkScanDesc *scan)
+{
+	PkTable    *t = pk_table(scan->base.rs_rd);
+	uint32		i = pg_atomic_fetch_add_u32(&scan->pscan->next_chunk, 1);
+	uint32		b = i * PK_CHUNK_BLOCKS;
+	uint32		e = b + PK_CHUNK_BLOCKS;
+
+	if (i >= Max(scan->nchunks, 1))
+		return false;
+	if (i > 0)
+		merge_seek(scan->iter, &scan->index->first_keys[(Size) b * t->nkeys], t->nkeys);
+	if (scan->largest == NULL || e >= scan->index->nblocks)
+	{
+		scan->end_row = PG_UINT64_MAX;
+		scan->end_key = NULL;
+	}
+	else
+	{
+		scan->end_row = scan->index->entries[e].first_row;
+		scan->end_key = &scan->index->first_keys[(Size) e * t->nkeys];
+	}
+	scan->in_chunk = true;
+	return true;
+}
+
+/* is row past the current chunk? */
+static bool
+chunk_past(PkScanDesc *scan, MergeRow *row)
+{
+	if (scan->single)
+		return pk_tid_number(&row->tid) - scan->largest->row_base >= scan->end_row;
+	return scan->end_key &&
+		pk_key_cmp(pk_table(scan->base.rs_rd), row->keys, scan->end_key) >= 0;
+}
+
+/*
+ * A parallel worker reading a table its leader's transaction has buffered
+ * writes to would miss them.  The planner keeps such plans away
+ * (pk_set_rel_pathlist); a plan made before the writes may still come.
+ */
+void
+scan_check_worker(Relation rel)
+{
+	if (IsParallelWorker() && hints_leader_writes(RelationGetRelid(rel)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a parallel worker cannot read pkmerge table \"%s\" while the transaction has writes to it that are not committed",
+						RelationGetRelationName(rel)),
+				 errdetail("The writes are in the leader's memory until commit."),
+				 errhint("Commit first, or SET max_parallel_workers_per_gather = 0 for the query.")));
+}
+
 static void
 scan_start(PkScanDesc *scan)
 {
 	Relation	rel = scan->base.rs_rd;
-	MemoryContext old = MemoryContextSwitchTo(scan->cxt);
-	List	   *runs = lookup_visible_runs(rel, scan->base.rs_snapshot);
+	MemoryContext old;
+	List	   *runs;
+	bool		parallel = scan->pscan && !scan->alone;
+
+	if (!scan->pscan)
+		scan_check_worker(rel);
+	old = MemoryContextSwitchTo(scan->cxt);
+	runs = lookup_visible_runs(rel, scan->base.rs_snapshot);
 
 	/* SERIALIZABLE: a read of the table, at table granularity */
 	if (scan->base.rs_snapshot)
 		PredicateLockRelation(rel, scan->base.rs_snapshot);
-	/* big sequential reads go through a ring, as heap's do */
+	/*
+	 * Big sequential reads go through a ring, as heap's do.  It lives as
+	 * long as the scan, not in cxt, which every rescan resets.
+	 */
 	if (scan->strategy == NULL && RelationGetNumberOfBlocks(rel) > NBuffers / 4)
+	{
+		MemoryContextSwitchTo(GetMemoryChunkContext(scan));
 		scan->strategy = GetAccessStrategy(BAS_BULKREAD);
+		MemoryContextSwitchTo(scan->cxt);
+	}
+	/* a parallel participant never has own writes to merge (leader_only) */
 	scan->iter = merge_begin(rel, pk_table(rel), runs,
-							 wbuf_get(RelationGetRelid(rel), false),
+							 parallel ? NULL : wbuf_get(RelationGetRelid(rel), false),
 							 snapshot_cid(scan->base.rs_snapshot),
 							 scan->strategy, false, false);
+	if (parallel)
+		chunks_prepare(scan, runs);
 	MemoryContextSwitchTo(old);
 }
 
@@ -157,10 +297,32 @@ scan_getnextslot(TableScanDesc sscan, ScanDirection direction, TupleTableSlot *s
 				 errmsg("backward scans of pkmerge table \"%s\" are not supported",
 						RelationGetRelationName(sscan->rs_rd)),
 				 errhint("Declare the cursor without SCROLL, or fetch forward only.")));
+	if (scan->idle)
+	{
+		ExecClearTuple(slot);
+		return false;
+	}
 	if (scan->iter == NULL)
 		scan_start(scan);
 	old = MemoryContextSwitchTo(scan->cxt);
-	found = merge_next(scan->iter, &row);
+	if (scan->pscan && !scan->alone)
+	{
+		/* a parallel participant: rows of its chunks only */
+		for (;;)
+		{
+			if (!scan->in_chunk && !chunk_next(scan))
+			{
+				found = false;
+				break;
+			}
+			found = merge_next(scan->iter, &row);
+			if (found && !chunk_past(scan, &row))
+				break;
+			scan->in_chunk = false;
+		}
+	}
+	else
+		found = merge_next(scan->iter, &row);
 	MemoryContextSwitchTo(old);
 	if (!found)
 	{
@@ -240,6 +402,33 @@ scan_analyze_next_tuple(TableScanDesc sscan, TransactionId OldestXmin,
 	}
 }
 
+/* ---- parallel scans: the shared state ---- */
+
+Size
+scan_parallel_estimate(Relation rel)
+{
+	return sizeof(PkParallelScanData);
+}
+
+Size
+scan_parallel_initialize(Relation rel, ParallelTableScanDesc pscan)
+{
+	PkParallelScanData *p = (PkParallelScanData *) pscan;
+	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), false);
+
+	p->base.phs_relid = RelationGetRelid(rel);
+	p->base.phs_syncscan = false;
+	p->leader_only = wb != NULL && wb->n > 0;
+	pg_atomic_init_u32(&p->next_chunk, 0);
+	return sizeof(PkParallelScanData);
+}
+
+void
+scan_parallel_reinitialize(Relation rel, ParallelTableScanDesc pscan)
+{
+	pg_atomic_write_u32(&((PkParallelScanData *) pscan)->next_chunk, 0);
+}
+
 /* ---- fetches by TID ---- */
 
 void
@@ -262,6 +451,7 @@ fetch_begin(Relation rel)
 {
 	IndexFetchTableData *scan = palloc0(sizeof(IndexFetchTableData));
 
+	scan_check_worker(rel);
 	scan->rel = rel;
 	return scan;
 }
@@ -364,6 +554,7 @@ fetch_row_version(Relation rel, ItemPointer tid, Snapshot snapshot,
 {
 	PkVersion	v;
 
+	scan_check_worker(rel);
 	if (!fetch_visible(rel, tid, snapshot, &v))
 		return false;
 	ExecStoreMinimalTuple(v.tup, slot, true);
@@ -393,4 +584,35 @@ fetch_satisfies_snapshot(Relation rel, TupleTableSlot *slot, Snapshot snapshot)
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("could not serialize access due to concurrent update")));
 	return false;
+}
+
+/*
+ * Planner: a table this transaction has buffered writes to must stay out
+ * of parallel plans altogether (workers cannot see the writes).  The hook
+ * runs after the table's paths are made, which took parallel safety from
+ * consider_parallel: they are corrected too.
+ */
+static void
+pk_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
+					RangeTblEntry *rte)
+{
+	WriteBuffer *wb;
+	ListCell   *lc;
+
+	if (prev_set_rel_pathlist)
+		prev_set_rel_pathlist(root, rel, rti, rte);
+	if (rte->rtekind != RTE_RELATION || !rel->consider_parallel ||
+		(wb = wbuf_get(rte->relid, false)) == NULL || wb->n == 0)
+		return;
+	rel->consider_parallel = false;
+	rel->partial_pathlist = NIL;
+	foreach(lc, rel->pathlist)
+		((Path *) lfirst(lc))->parallel_safe = false;
+}
+
+void
+scan_init(void)
+{
+	prev_set_rel_pathlist = set_rel_pathlist_hook;
+	set_rel_pathlist_hook = pk_set_rel_pathlist;
 }

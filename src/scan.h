@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * scan.h
- *	  Reads through the table AM: sequential scans, ANALYZE sampling and
- *	  fetches by TID.
+ *	  Reads through the table AM: sequential scans (also parallel), ANALYZE
+ *	  sampling and fetches by TID.
  *
  *-------------------------------------------------------------------------
  */
@@ -40,5 +40,10 @@ extern bool fetch_satisfies_snapshot(Relation rel, TupleTableSlot *slot,
 extern void scan_handoff(Oid relid, ItemPointer tid, MinimalTuple tup);
 extern MinimalTuple scan_handoff_tuple(void);
 extern double scan_count_rows(Relation rel);
+extern void scan_init(void);
+extern void scan_check_worker(Relation rel);
+extern Size scan_parallel_estimate(Relation rel);
+extern Size scan_parallel_initialize(Relation rel, ParallelTableScanDesc pscan);
+extern void scan_parallel_reinitialize(Relation rel, ParallelTableScanDesc pscan);
 
 #endif							/* PK_SCAN_H */

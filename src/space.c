@@ -15,6 +15,7 @@
 #include "nodes/pg_list.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
+#include "storage/smgr.h"
 
 #include "hints.h"
 #include "run.h"
@@ -30,6 +31,28 @@ extent_cmp(const ListCell *a, const ListCell *b)
 }
 
 /*
+ * Extend the file over the blocks up to end now: writers of runs placed
+ * after ours must find their blocks where they were told, whatever order
+ * the pages are then written in.  Small commits would otherwise extend the
+ * file a page at a time, each with its own write of a zero page: the file
+ * grows ahead by an eighth of its size (at most 128 blocks) instead,
+ * through one write of its new last block (the blocks before it stay a
+ * hole until their runs write them, as hash indexes do).
+ */
+static void
+extend(Relation rel, BlockNumber end, BlockNumber nblocks)
+{
+	PGAlignedBlock zero;
+	BlockNumber target = end + Min(nblocks / 8, 128);
+
+	memset(zero.data, 0, BLCKSZ);
+	LockRelationForExtension(rel, ExclusiveLock);
+	if (smgrnblocks(RelationGetSmgr(rel), MAIN_FORKNUM) < target)
+		smgrextend(RelationGetSmgr(rel), MAIN_FORKNUM, target - 1, zero.data, false);
+	UnlockRelationForExtension(rel, ExclusiveLock);
+}
+
+/*
  * Place a finished run: choose its blocks and insert its catalog row, which
  * reserves them for other allocators even before this transaction commits
  * (they read the catalog with SnapshotAny).  Blocks go at the end of the
@@ -42,10 +65,17 @@ void
 space_reserve(Relation rel, RunInfo *run)
 {
 	Oid			relid = RelationGetRelid(rel);
+	BlockNumber nblocks;
+	BlockNumber used_end;
 	BlockNumber start;
+	BlockNumber end;
 
 	cat_space_lock(relid);
-	start = RelationGetNumberOfBlocks(rel);
+	nblocks = RelationGetNumberOfBlocks(rel);
+	used_end = hints_file_end(rel->rd_node.relNode);
+	if (used_end == InvalidBlockNumber || used_end > nblocks)
+		used_end = nblocks;
+	start = used_end;
 	if (hints_free_space(relid))
 	{
 		List	   *extents = cat_used_extents(relid, rel->rd_node.relNode);
@@ -81,19 +111,10 @@ space_reserve(Relation rel, RunInfo *run)
 	run->row_base = (int64) start * PK_ROWS_PER_PAGE;
 	cat_run_insert(relid, run);
 
-	/*
-	 * Extend the file over the new blocks now: writers of runs placed after
-	 * ours must find their blocks where they were told, whatever order the
-	 * pages are then written in.
-	 */
-	if (run->start_block + run->nblocks > RelationGetNumberOfBlocks(rel))
-	{
-		LockRelationForExtension(rel, ExclusiveLock);
-		while (RelationGetNumberOfBlocks(rel) < run->start_block + run->nblocks)
-			UnlockReleaseBuffer(ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW,
-												   RBM_ZERO_AND_LOCK, NULL));
-		UnlockRelationForExtension(rel, ExclusiveLock);
-	}
+	end = run->start_block + run->nblocks;
+	if (end > nblocks)
+		extend(rel, end, nblocks);
+	hints_set_file_end(rel->rd_node.relNode, Max(end, used_end));
 	cat_space_unlock(relid);
 }
 
@@ -122,6 +143,7 @@ space_truncate(Relation rel)
 	}
 	if (end < RelationGetNumberOfBlocks(rel))
 		RelationTruncate(rel, end);
+	hints_set_file_end(rel->rd_node.relNode, end);
 	/* gaps inside the file: writers look for them again */
 	hints_set_free_space(RelationGetRelid(rel), used < end);
 	cat_space_unlock(RelationGetRelid(rel));

@@ -19,6 +19,7 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
+#include "hints.h"
 #include "tid.h"
 #include "wbuf.h"
 
@@ -67,6 +68,7 @@ wbuf_get(Oid relid, bool create)
 		wb->nospill_cid = InvalidCommandId;
 		ref->wb = wb;
 		buffer_order = lappend(buffer_order, wb);
+		hints_note_writes(relid);
 		MemoryContextSwitchTo(old);
 	}
 	return ref->wb;
@@ -385,6 +387,8 @@ wbuf_all(void)
 void
 wbuf_forget_all(void)
 {
+	if (buffers)
+		hints_clear_writes();
 	buffers = NULL;
 	buffer_order = NIL;
 }
