@@ -89,6 +89,18 @@ CREATE TABLE pkchangelog.runs (
 -- with CatalogTupleInsert, which does not evaluate index predicates.)
 CREATE INDEX runs_kind ON pkchangelog.runs (relid, kind);
 
+-- Every commit inserts runs and snapshot rows and updates its tables row;
+-- every compaction deletes runs rows.  Vacuum them early, so that readers
+-- do not step over many dead entries (runs_kind has one key per table and
+-- kind), and leave room on the tables pages for HOT updates.
+ALTER TABLE pkchangelog.tables SET (fillfactor = 50,
+	autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000,
+	autovacuum_vacuum_cost_delay = 0);
+ALTER TABLE pkchangelog.runs SET (autovacuum_vacuum_scale_factor = 0,
+	autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
+ALTER TABLE pkchangelog.snapshots SET (autovacuum_vacuum_scale_factor = 0.05,
+	autovacuum_vacuum_cost_delay = 0);
+
 CREATE SEQUENCE pkchangelog.run_id_seq;
 
 -- ---------------------------------------------------------------------------

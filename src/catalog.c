@@ -37,6 +37,7 @@
 #include "utils/xid8.h"
 
 #include "catalog.h"
+#include "runcache.h"
 
 /* pkchangelog.tables */
 #define Natts_tables 5
@@ -187,13 +188,16 @@ static void
 run_update(Oid relid, int64 run_id, int ncols, const int *attnums,
 		   const Datum *newvalues)
 {
-	Relation	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	Relation	crel;
 	HeapTuple	tup;
-	SysScanDesc scan = run_row(crel, relid, run_id, &tup);
+	SysScanDesc scan;
 	Datum		values[Natts_runs] = {0};
 	bool		nulls[Natts_runs] = {0};
 	bool		replace[Natts_runs] = {0};
 
+	runcache_note_change(relid);
+	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	scan = run_row(crel, relid, run_id, &tup);
 	for (int i = 0; i < ncols; i++)
 	{
 		values[attnums[i] - 1] = newvalues[i];
@@ -235,14 +239,17 @@ cat_run_finalize(Oid relid, int64 run_id, int64 seq, int64 snapshot_id)
 void
 cat_run_retire(Oid relid, int64 run_id)
 {
-	Relation	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	Relation	crel;
 	HeapTuple	tup;
-	SysScanDesc scan = run_row(crel, relid, run_id, &tup);
+	SysScanDesc scan;
 	Datum		values[Natts_runs] = {0};
 	bool		nulls[Natts_runs] = {0};
 	bool		replace[Natts_runs] = {0};
 	HeapTuple	delta;
 
+	runcache_note_change(relid);
+	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	scan = run_row(crel, relid, run_id, &tup);
 	values[Anum_runs_kind - 1] = CStringGetTextDatum("delta");
 	replace[Anum_runs_kind - 1] = true;
 	delta = heap_modify_tuple(tup, RelationGetDescr(crel), values, nulls, replace);
@@ -480,9 +487,12 @@ cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only)
 void
 cat_run_insert(Oid relid, const RunInfo *r)
 {
-	Relation	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	Relation	crel;
 	Datum		v[Natts_runs];
 	bool		n[Natts_runs] = {0};
+
+	runcache_note_change(relid);
+	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
 	v[Anum_runs_relid - 1] = ObjectIdGetDatum(relid);
 	v[Anum_runs_run_id - 1] = Int64GetDatum(r->run_id);
 	v[Anum_runs_relfilenode - 1] = ObjectIdGetDatum(r->relfilenode);
@@ -536,9 +546,13 @@ delete_rows(const char *relname, Oid relid, bool missing_ok)
 void
 cat_run_delete(Oid relid, int64 run_id)
 {
-	Relation	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	Relation	crel;
 	HeapTuple	tup;
-	SysScanDesc scan = run_row(crel, relid, run_id, &tup);
+	SysScanDesc scan;
+
+	runcache_note_change(relid);
+	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	scan = run_row(crel, relid, run_id, &tup);
 
 	CatalogTupleDelete(crel, &tup->t_self);
 	systable_endscan(scan);
@@ -549,6 +563,7 @@ cat_run_delete(Oid relid, int64 run_id)
 void
 cat_runs_delete_all(Oid relid)
 {
+	runcache_note_change(relid);
 	delete_rows("runs", relid, false);
 	CommandCounterIncrement();
 }
@@ -566,6 +581,7 @@ cat_drop_table(Oid relid)
 		!OidIsValid(get_relname_relid("snapshots_pkey", nsp)) ||
 		!OidIsValid(get_relname_relid("tables_pkey", nsp)))
 		return;
+	runcache_note_change(relid);
 	delete_rows("runs", relid, true);
 	delete_rows("snapshots", relid, true);
 	delete_rows("tables", relid, true);

@@ -51,8 +51,11 @@ commit_table(WriteBuffer *wb)
 	int64		spilled_changelog;
 	uint64		seq;
 	int64		snapshot_id;
+	bool		have_runs;
 	List	   *committed;
 	List	   *pending = NIL;
+	RunInfo    *final = NULL;
+	List	   *after = NIL;
 	RunInfo    *changelog;
 	instr_time	start;
 	instr_time	duration;
@@ -76,12 +79,10 @@ commit_table(WriteBuffer *wb)
 	/* one commit of this table at a time, until our commit record is out */
 	cat_commit_lock(wb->relid);
 	/* the runs, when the checks, the producer or the spilled runs need them */
-	if (wb->spills != NIL || wb->rmw_run_id != PG_INT64_MAX ||
-		t->opts.changelog_producer == PK_PRODUCER_LOOKUP)
-		committed = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()),
-										  &pending);
-	else
-		committed = NIL;
+	have_runs = wb->spills != NIL || wb->rmw_run_id != PG_INT64_MAX ||
+		t->opts.changelog_producer == PK_PRODUCER_LOOKUP;
+	committed = have_runs ?
+		lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()), &pending) : NIL;
 	dml_check_conflicts(rel, wb, committed, pending);
 	st = cat_table_state(wb->relid);
 	snapshot_id = st.last_snapshot_id + 1;
@@ -117,7 +118,7 @@ commit_table(WriteBuffer *wb)
 		return;
 	}
 	if (nrows > 0)
-		(void) run_writer_finish(w, snapshot_id);
+		final = run_writer_finish(w, snapshot_id);
 	/* lookup: the values before this commit are in the runs committed so far */
 	changelog = prod_commit(rel, t, wb, committed, pending, snapshot_id, seq);
 
@@ -139,7 +140,14 @@ commit_table(WriteBuffer *wb)
 	 * Too many sorted runs: the writer compacts before its commit completes
 	 * (Paimon's stop trigger), unless a compaction is running already.
 	 */
-	if (compact_needed(rel, true) && cat_compaction_trylock(wb->relid))
+	if (have_runs && !truncated)
+	{
+		/* the runs now: those read under the commit lock, and ours */
+		after = list_concat(list_copy(committed), pending);
+		if (final)
+			after = lappend(after, final);
+	}
+	if (compact_needed(rel, true, after) && cat_compaction_trylock(wb->relid))
 		(void) compact_table(rel, false, true);
 	/* until a background worker does it: expire every 64 commits */
 	if (snapshot_id % 64 == 0 && cat_compaction_trylock(wb->relid))

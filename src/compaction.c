@@ -171,13 +171,17 @@ pick(const PkOptions *o, List *srs, bool force, int *outlevel)
 
 /*
  * Are there enough sorted runs for a compaction (stop: for writers to
- * compact inline)?
+ * compact inline)?  runs: the table's data runs, when the caller has them.
  */
 bool
-compact_needed(Relation rel, bool stop)
+compact_needed(Relation rel, bool stop, List *runs)
 {
 	PkTable    *t = pk_table(rel);
-	List	   *srs = sorted_runs(lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()), NULL));
+	List	   *srs;
+
+	if (runs == NIL)
+		runs = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()), NULL);
+	srs = sorted_runs(runs);
 
 	return list_length(srs) >= (stop ? t->opts.num_sorted_run_stop_trigger
 								: t->opts.num_sorted_run_compaction_trigger);

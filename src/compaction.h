@@ -12,7 +12,7 @@
 
 /* compaction.c */
 extern int64 compact_table(Relation rel, bool full, bool holding_commit_lock);
-extern bool compact_needed(Relation rel, bool stop);
+extern bool compact_needed(Relation rel, bool stop, List *runs);
 extern int64 compact_commits_since_full(Relation rel);
 
 #endif							/* PK_COMPACTION_H */

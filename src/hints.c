@@ -9,7 +9,8 @@
  *	  look, or a fallback to the file's size.  After a restart the hints are
  *	  gone: runs go to the end of the file until the next VACUUM.  And per
  *	  backend, the tables its transaction has buffered writes to, which its
- *	  parallel workers must not read without them.
+ *	  parallel workers must not read without them.  And per table, how its
+ *	  run list changes (runcache.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -44,6 +45,8 @@ typedef struct BackendWrites
 
 static BackendWrites *writes = NULL;
 
+static RunsState *runs_states = NULL;
+
 static Size
 writes_size(void)
 {
@@ -60,6 +63,7 @@ hints_shmem_request(void)
 	RequestAddinShmemSpace(MAXALIGN(sizeof(bool) * NSLOTS));
 	RequestAddinShmemSpace(MAXALIGN(sizeof(pg_atomic_uint64) * NSLOTS));
 	RequestAddinShmemSpace(MAXALIGN(writes_size()));
+	RequestAddinShmemSpace(MAXALIGN(sizeof(RunsState) * NSLOTS));
 }
 
 static void
@@ -81,6 +85,14 @@ hints_shmem_startup(void)
 	writes = ShmemInitStruct("pkchangelog backend writes", writes_size(), &found);
 	if (!found)
 		memset(writes, 0, writes_size());
+	runs_states = ShmemInitStruct("pkchangelog run list states",
+								  sizeof(RunsState) * NSLOTS, &found);
+	if (!found)
+	{
+		memset(runs_states, 0, sizeof(RunsState) * NSLOTS);
+		for (int i = 0; i < NSLOTS; i++)
+			SpinLockInit(&runs_states[i].mutex);
+	}
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -182,4 +194,11 @@ hints_leader_writes(Oid relid)
 		if (w->relids[i] == relid)
 			return true;
 	return false;
+}
+
+/* the change state of relid's run list (shared with the tables of its slot) */
+RunsState *
+hints_runs_state(Oid relid)
+{
+	return runs_states ? &runs_states[hash_uint32(relid) % NSLOTS] : NULL;
 }

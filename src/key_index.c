@@ -226,6 +226,7 @@ arg_as_column(ScanKey key, Oid coltype, Datum *out)
 static void
 key_endpass(KeyScanOpaque *so)
 {
+	scan_handoff(InvalidOid, NULL, NULL);	/* its row is about to go */
 	if (so->iter)
 		merge_end(so->iter);
 	so->iter = NULL;
@@ -342,6 +343,8 @@ key_next(IndexScanDesc scan)
 	MergeRow	row;
 	bool		stop;
 
+	/* the row handed over last is about to go */
+	scan_handoff(InvalidOid, NULL, NULL);
 	if (so->done)
 		return false;
 	if (!so->have_runs)

@@ -13,10 +13,12 @@
 
 #include "catalog.h"
 #include "lookup.h"
+#include "runcache.h"
 #include "tid.h"
 
 /*
- * The data runs of rel's current storage that snapshot sees.  Catalog rows
+ * The data runs of rel's current storage that snapshot sees (through the
+ * run list cache when it can serve the snapshot).  Catalog rows
  * are read with snapshot itself when it is an MVCC snapshot or SnapshotAny
  * (fetching a version by TID: every run still on disk); for the others
  * (SnapshotDirty, SnapshotSelf) with the latest one, since runs only ever
@@ -28,9 +30,13 @@ lookup_visible_runs(Relation rel, Snapshot snapshot)
 	List	   *all;
 	List	   *runs = NIL;
 	ListCell   *lc;
+	RunCacheProbe probe;
 
 	if (snapshot == NULL || (!IsMVCCSnapshot(snapshot) && snapshot != SnapshotAny))
 		snapshot = GetLatestSnapshot();
+	runs = runcache_lookup(rel, snapshot, &probe);
+	if (probe.hit)
+		return runs;
 	all = cat_runs_visible(RelationGetRelid(rel), snapshot, true);
 	foreach(lc, all)
 	{
@@ -39,6 +45,7 @@ lookup_visible_runs(Relation rel, Snapshot snapshot)
 		if (r->kind == RUN_DATA && r->relfilenode == rel->rd_node.relNode)
 			runs = lappend(runs, r);
 	}
+	runcache_store(rel, &probe, runs);
 	return runs;
 }
 

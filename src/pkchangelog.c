@@ -20,6 +20,7 @@
 #include "pkchangelog.h"
 #include "pktable.h"
 #include "hints.h"
+#include "runcache.h"
 #include "scan.h"
 
 PG_MODULE_MAGIC;
@@ -51,6 +52,7 @@ _PG_init(void)
 	ddl_init();
 	onconflict_init();
 	scan_init();
+	runcache_init();
 	worker_init();
 	hints_init();
 }

@@ -431,12 +431,30 @@ scan_parallel_reinitialize(Relation rel, ParallelTableScanDesc pscan)
 
 /* ---- fetches by TID ---- */
 
+/*
+ * The key index hands over the row it returns (tup stays valid until its
+ * scan moves on, which clears the handoff first: scan_handoff(.., NULL)).
+ */
 void
 scan_handoff(Oid relid, ItemPointer tid, MinimalTuple tup)
 {
 	handoff.relid = relid;
-	handoff.tid = *tid;
+	if (tid)
+		handoff.tid = *tid;
 	handoff.tup = tup;
+}
+
+/* the handed-over row, if it is the one asked for */
+static bool
+fetch_handoff(Relation rel, ItemPointer tid, TupleTableSlot *slot)
+{
+	if (handoff.tup == NULL || handoff.relid != RelationGetRelid(rel) ||
+		!ItemPointerEquals(&handoff.tid, tid))
+		return false;
+	ExecStoreMinimalTuple(heap_copy_minimal_tuple(handoff.tup), slot, true);
+	slot->tts_tableOid = RelationGetRelid(rel);
+	slot->tts_tid = *tid;
+	return true;
 }
 
 /* the row last handed over (the key index's backward scans collect them) */
@@ -536,15 +554,8 @@ fetch_tuple(IndexFetchTableData *scan, ItemPointer tid, Snapshot snapshot,
 		*all_dead = false;
 	clear_dirty(snapshot);
 	/* the key index merged the row already: no second read */
-	if (handoff.tup && handoff.relid == RelationGetRelid(rel) &&
-		ItemPointerEquals(&handoff.tid, tid))
-	{
-		ExecStoreMinimalTuple(heap_copy_minimal_tuple(handoff.tup), slot, true);
-		handoff.tup = NULL;
-		slot->tts_tableOid = RelationGetRelid(rel);
-		slot->tts_tid = *tid;
+	if (fetch_handoff(rel, tid, slot))
 		return true;
-	}
 	return fetch_row_version(rel, tid, snapshot, slot);
 }
 
@@ -555,6 +566,9 @@ fetch_row_version(Relation rel, ItemPointer tid, Snapshot snapshot,
 	PkVersion	v;
 
 	scan_check_worker(rel);
+	/* any version: UPDATE fetching the row the key index just returned */
+	if (snapshot == SnapshotAny && fetch_handoff(rel, tid, slot))
+		return true;
 	if (!fetch_visible(rel, tid, snapshot, &v))
 		return false;
 	ExecStoreMinimalTuple(v.tup, slot, true);

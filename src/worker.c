@@ -322,7 +322,7 @@ maintain(Oid relid)
 	if (t->opts.changelog_producer == PK_PRODUCER_FULL_COMPACTION &&
 		compact_commits_since_full(rel) >= t->opts.full_compaction_delta_commits)
 		(void) compact_table(rel, true, false);
-	else if (compact_needed(rel, false))
+	else if (compact_needed(rel, false, NIL))
 		(void) compact_table(rel, false, false);
 	(void) expire_snapshots(rel);
 	table_close(rel, NoLock);

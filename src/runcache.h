@@ -1,0 +1,31 @@
+/*-------------------------------------------------------------------------
+ *
+ * runcache.h
+ *	  The per-backend cache of tables' data run lists, exact for the
+ *	  snapshots it serves.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PK_RUNCACHE_H
+#define PK_RUNCACHE_H
+
+#include "utils/rel.h"
+#include "utils/snapshot.h"
+
+#include "catalog.h"
+
+/* what a lookup saw, for storing what the caller then read */
+typedef struct RunCacheProbe
+{
+	bool		usable;			/* the snapshot may use (and fill) the cache */
+	bool		hit;
+	uint64		generation;
+} RunCacheProbe;
+
+/* runcache.c */
+extern void runcache_init(void);
+extern List *runcache_lookup(Relation rel, Snapshot snapshot, RunCacheProbe *probe);
+extern void runcache_store(Relation rel, const RunCacheProbe *probe, List *runs);
+extern void runcache_note_change(Oid relid);
+
+#endif							/* PK_RUNCACHE_H */
