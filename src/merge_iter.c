@@ -27,6 +27,11 @@ typedef struct MergeSource
 	uint8		kind;
 	MinimalTuple tup;
 	uint64		number;			/* row number or buffer position */
+	/* run: rows after the current one that win without comparing (below) */
+	uint32		free;
+	uint32		last_block;		/* the block last_keys is of */
+	bool		last_valid;
+	Datum		last_keys[INDEX_MAX_KEYS];	/* its last row's key */
 } MergeSource;
 
 struct MergeIter
@@ -44,27 +49,34 @@ struct MergeIter
 	bool		need_keys;		/* the caller reads MergeRow.keys */
 };
 
+/* the fields of a run source's current row; its key if asked for */
+static inline void
+run_row_fields(MergeIter *m, MergeSource *s, bool keys)
+{
+	RunRowHeader *rh = run_cursor_row(&s->cur);
+
+	s->tup = RUN_ROW_TUPLE(rh);
+	s->seq = run_row_seq(s->run, rh);
+	s->kind = RUN_ROW_KIND(rh);
+	s->number = s->run->row_base + s->cur.block->first_row + s->cur.rowno;
+	if (keys)
+		pk_row_key(m->table, s->tup, s->keys);
+}
+
 /* load the source's current row, skipping invisible buffer entries */
 static void
 source_load(MergeIter *m, MergeSource *s)
 {
 	if (s->run)
 	{
-		RunRowHeader *rh;
-
+		s->free = 0;
 		if (s->cur.unloaded)
 			run_cursor_start(&s->cur);
 		s->valid = !s->cur.done;
 		if (!s->valid)
 			return;
-		rh = run_cursor_row(&s->cur);
-		s->tup = RUN_ROW_TUPLE(rh);
-		s->seq = run_row_seq(s->run, rh);
-		s->kind = RUN_ROW_KIND(rh);
-		s->number = s->run->row_base + s->cur.block->first_row + s->cur.rowno;
 		/* a lone source is not compared: its keys only if asked for */
-		if (m->nsources > 1 || m->need_keys)
-			pk_row_key(m->table, s->tup, s->keys);
+		run_row_fields(m, s, m->nsources > 1 || m->need_keys);
 		return;
 	}
 
@@ -101,6 +113,37 @@ source_load(MergeIter *m, MergeSource *s)
 		memcpy(s->keys, e->keys, sizeof(Datum) * m->table->nkeys);
 		return;
 	}
+}
+
+/*
+ * The winner s of a key: when every key left in its current block is below
+ * the smallest key of the other sources (other; NULL: none left), those
+ * rows win as they come, without comparisons (runs of a bulk load written
+ * in key order do not overlap).
+ */
+static void
+source_set_free(MergeIter *m, MergeSource *s, MergeSource *other)
+{
+	uint32		left;
+
+	s->free = 0;
+	if (s->run == NULL || (left = s->cur.block->nrows - 1 - s->cur.rowno) == 0)
+		return;
+	if (other)
+	{
+		if (!s->last_valid || s->last_block != s->cur.blockno)
+		{
+			RunRowHeader *rh = (RunRowHeader *)
+				(s->cur.block->raw + s->cur.block->offsets[s->cur.block->nrows - 1]);
+
+			pk_row_key(m->table, RUN_ROW_TUPLE(rh), s->last_keys);
+			s->last_block = s->cur.blockno;
+			s->last_valid = true;
+		}
+		if (pk_key_cmp(m->table, s->last_keys, other->keys) >= 0)
+			return;
+	}
+	s->free = left;
 }
 
 static void
@@ -261,6 +304,17 @@ merge_next(MergeIter *m, MergeRow *row)
 		{
 			MergeSource *prev = &m->src[m->advance];
 
+			if (prev->free > 0)
+			{
+				/* a row that wins as it comes: prev stays on top */
+				prev->free--;
+				run_cursor_next(&prev->cur);
+				run_row_fields(m, prev, m->need_keys);
+				if (!PK_KIND_IS_ADD(prev->kind) && !m->keep_tombstones)
+					continue;
+				fill_row(m, prev, row);
+				return true;
+			}
 			source_advance(m, prev);
 			if (prev->valid)
 				binaryheap_replace_first(m->heap, Int32GetDatum(m->advance));
@@ -289,6 +343,8 @@ merge_next(MergeIter *m, MergeRow *row)
 			else
 				binaryheap_remove_first(m->heap);
 		}
+		source_set_free(m, s, binaryheap_empty(m->heap) ? NULL :
+						&m->src[DatumGetInt32(binaryheap_first(m->heap))]);
 		binaryheap_add(m->heap, Int32GetDatum(w));
 		m->advance = w;
 

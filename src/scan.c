@@ -269,7 +269,8 @@ scan_start(PkScanDesc *scan)
 	scan->iter = merge_begin(rel, pk_table(rel), runs,
 							 parallel ? NULL : wbuf_get(RelationGetRelid(rel), false),
 							 snapshot_cid(scan->base.rs_snapshot),
-							 scan->strategy, false, false);
+							 scan->strategy, false,
+							 parallel && list_length(runs) > 1);	/* chunk_past */
 	if (parallel)
 		chunks_prepare(scan, runs);
 	MemoryContextSwitchTo(old);
