@@ -148,7 +148,7 @@ commit_table(WriteBuffer *wb)
 			after = lappend(after, final);
 	}
 	if (compact_needed(rel, true, after) && cat_compaction_trylock(wb->relid))
-		(void) compact_table(rel, false, true);
+		(void) compact_table(rel, false, true, after);
 	/* until a background worker does it: expire every 64 commits */
 	if (snapshot_id % 64 == 0 && cat_compaction_trylock(wb->relid))
 		(void) expire_snapshots(rel);

@@ -188,23 +188,24 @@ compact_needed(Relation rel, bool stop, List *runs)
 }
 
 static void
-finish_output(Relation rel, RunWriter *w, List **outputs)
+finish_output(Relation rel, RunWriter *w, List **outputs, int64 snapshot_id)
 {
 	if (w && run_writer_nrows(w) > 0)
-		*outputs = lappend(*outputs, run_writer_finish(w, 0));
+		*outputs = lappend(*outputs, run_writer_finish(w, snapshot_id));
 }
 
 /*
  * Compact rel once: full merges every run into the bottom level, otherwise
  * the universal pick decides.  Returns the COMPACT snapshot id, or 0 when
  * there was nothing to do.  The caller's transaction commits the result.
+ * A caller holding the commit lock (a writer at the stop trigger) may pass
+ * the table's runs as they are under it.
  */
 int64
-compact_table(Relation rel, bool full, bool holding_commit_lock)
+compact_table(Relation rel, bool full, bool holding_commit_lock, List *runs)
 {
 	Oid			relid = RelationGetRelid(rel);
 	PkTable    *t = pk_table(rel);
-	List	   *runs;
 	List	   *srs;
 	List	   *inputs = NIL;
 	List	   *outputs = NIL;
@@ -216,7 +217,7 @@ compact_table(Relation rel, bool full, bool holding_commit_lock)
 	TableState	st;
 	int64		in_records = 0;
 	int64		out_records = 0;
-	int64		snapshot_id;
+	int64		snapshot_id = 0;
 	ListCell   *lc;
 	bool		bottom;
 	RunInfo    *changelog = NULL;
@@ -229,7 +230,8 @@ compact_table(Relation rel, bool full, bool holding_commit_lock)
 	 * After the lock: runs committed before now, none being compacted.  Runs
 	 * this transaction spilled are not committed yet: they are not touched.
 	 */
-	runs = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()), NULL);
+	if (runs == NIL || !holding_commit_lock)
+		runs = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()), NULL);
 	srs = sorted_runs(runs);
 	count = pick(&t->opts, srs, full, &outlevel);
 	if (count == 0)
@@ -241,6 +243,12 @@ compact_table(Relation rel, bool full, bool holding_commit_lock)
 		list_length(inputs) == 1)
 		return 0;
 	bottom = (count == list_length(srs));
+	/* under the commit lock the snapshot id is known: outputs get it at once */
+	if (holding_commit_lock)
+	{
+		st = cat_table_state(relid);
+		snapshot_id = st.last_snapshot_id + 1;
+	}
 
 	/*
 	 * The merge: newest version per key; tombstones survive unless nothing
@@ -258,12 +266,12 @@ compact_table(Relation rel, bool full, bool holding_commit_lock)
 		out_records++;
 		if (run_writer_stream_size(w) >= t->opts.target_run_size)
 		{
-			finish_output(rel, w, &outputs);
+			finish_output(rel, w, &outputs, snapshot_id);
 			w = NULL;
 		}
 	}
 	merge_end(m);
-	finish_output(rel, w, &outputs);
+	finish_output(rel, w, &outputs, snapshot_id);
 
 	/* full-compaction: the changelog of every compaction into the bottom */
 	if (t->opts.changelog_producer == PK_PRODUCER_FULL_COMPACTION &&
@@ -286,9 +294,13 @@ compact_table(Relation rel, bool full, bool holding_commit_lock)
 
 	/* commit: inputs out, outputs in, one COMPACT snapshot */
 	if (!holding_commit_lock)
+	{
 		cat_commit_lock(relid);
-	st = cat_table_state(relid);
-	snapshot_id = st.last_snapshot_id + 1;
+		st = cat_table_state(relid);
+		snapshot_id = st.last_snapshot_id + 1;
+		foreach(lc, outputs)
+			cat_run_set_snapshot(relid, ((RunInfo *) lfirst(lc))->run_id, snapshot_id);
+	}
 	foreach(lc, inputs)
 	{
 		RunInfo    *r = lfirst(lc);
@@ -300,8 +312,6 @@ compact_table(Relation rel, bool full, bool holding_commit_lock)
 		else
 			cat_run_delete(relid, r->run_id);
 	}
-	foreach(lc, outputs)
-		cat_run_set_snapshot(relid, ((RunInfo *) lfirst(lc))->run_id, snapshot_id);
 	if (changelog)
 		cat_run_set_snapshot(relid, changelog->run_id, snapshot_id);
 	st.last_snapshot_id = snapshot_id;

@@ -11,7 +11,8 @@
 #include "utils/rel.h"
 
 /* compaction.c */
-extern int64 compact_table(Relation rel, bool full, bool holding_commit_lock);
+extern int64 compact_table(Relation rel, bool full, bool holding_commit_lock,
+						   List *runs);
 extern bool compact_needed(Relation rel, bool stop, List *runs);
 extern int64 compact_commits_since_full(Relation rel);
 

@@ -321,9 +321,9 @@ maintain(Oid relid)
 	t = pk_table(rel);
 	if (t->opts.changelog_producer == PK_PRODUCER_FULL_COMPACTION &&
 		compact_commits_since_full(rel) >= t->opts.full_compaction_delta_commits)
-		(void) compact_table(rel, true, false);
+		(void) compact_table(rel, true, false, NIL);
 	else if (compact_needed(rel, false, NIL))
-		(void) compact_table(rel, false, false);
+		(void) compact_table(rel, false, false, NIL);
 	(void) expire_snapshots(rel);
 	table_close(rel, NoLock);
 }
