@@ -171,7 +171,7 @@ commit_xact_callback(XactEvent event, void *arg)
 			{
 				WriteBuffer *wb = lfirst(lc);
 
-				if (wb->n > 0)
+				if (wb->n > 0 || wb->spills != NIL)
 					ereport(ERROR,
 							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 							 errmsg("cannot PREPARE a transaction that has written to a pkmerge table"),

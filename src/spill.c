@@ -298,7 +298,7 @@ try_spill(Relation rel, PkTable *t, WriteBuffer *wb)
 
 		if (e->subid != subid || e->cid < floor || e->cid == wb->nospill_cid)
 			break;
-		bytes += e->tup->t_len;
+		bytes += wbuf_entry_bytes(wb, e);
 		from--;
 	}
 	if (bytes < (Size) t->opts.write_buffer_size / 2 ||

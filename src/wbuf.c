@@ -97,8 +97,9 @@ wbuf_append(WriteBuffer *wb, PkTable *t, uint8 kind, MinimalTuple tup,
 	{
 		pk_row_key(t, e->tup, e->keys);
 		e->hash = pk_key_hash(t, e->keys);
-		wb->bytes += e->tup->t_len;
 	}
+	wb->nkeys = t->nkeys;
+	wb->bytes += wbuf_entry_bytes(wb, e);
 	e->tidpos = wb->next_tidpos++;
 	e->cid = cid;
 	e->subid = GetCurrentSubTransactionId();
@@ -222,6 +223,16 @@ wbuf_sorted_unpin(WriteBuffer *wb, WbSorted *s)
 }
 
 /*
+ * The memory an entry takes: its row, the entry and its key array (what
+ * write_buffer_size bounds).
+ */
+Size
+wbuf_entry_bytes(WriteBuffer *wb, WbEntry *e)
+{
+	return (e->tup ? e->tup->t_len : 0) + sizeof(WbEntry) + sizeof(Datum) * wb->nkeys;
+}
+
+/*
  * How far into the log the views pinned by scans reach: entries below it
  * must stay where they are.
  */
@@ -261,7 +272,7 @@ wbuf_remove(WriteBuffer *wb, uint32 from, const bool *keep)
 			wb->entries[to++] = *e;
 			continue;
 		}
-		wb->bytes -= e->tup->t_len;
+		wb->bytes -= wbuf_entry_bytes(wb, e);
 		pfree(e->tup);
 		pfree(e->keys);
 	}
@@ -444,8 +455,7 @@ wbuf_subxact_abort(SubTransactionId mysubid)
 		while (n > 0 && wb->entries[n - 1].subid == mysubid)
 		{
 			n--;
-			if (wb->entries[n].tup)
-				wb->bytes -= wb->entries[n].tup->t_len;
+			wb->bytes -= wbuf_entry_bytes(wb, &wb->entries[n]);
 		}
 		if (n == wb->n)
 			continue;

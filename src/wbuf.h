@@ -76,7 +76,8 @@ typedef struct WriteBuffer
 	WbEntry    *entries;
 	uint32		n;
 	uint32		cap;
-	Size		bytes;
+	Size		bytes;			/* what its entries take (wbuf_entry_bytes) */
+	int			nkeys;
 	WbSorted   *sorted;			/* latest view, may cover fewer than n */
 	List	   *views;			/* every view not yet freed */
 	int64		truncate_pos;	/* last WB_TRUNCATE entry, or -1 */
@@ -101,6 +102,7 @@ extern bool wbuf_visible(WriteBuffer *wb, uint32 pos, CommandId curcid);
 extern void wbuf_tid(WriteBuffer *wb, uint32 pos, ItemPointer tid);
 extern int64 wbuf_find_tid(WriteBuffer *wb, ItemPointer tid);
 extern uint32 wbuf_pinned_extent(WriteBuffer *wb);
+extern Size wbuf_entry_bytes(WriteBuffer *wb, WbEntry *e);
 extern uint32 *wbuf_sort_range(WriteBuffer *wb, PkTable *t, uint32 from,
 								uint32 to, uint32 *count);
 extern void wbuf_remove(WriteBuffer *wb, uint32 from, const bool *keep);
