@@ -136,6 +136,49 @@ COMMIT;
 SELECT count(*), sum(v) FROM sp_log;
 SELECT count(*), sum(v) FROM sp_trig;
 
+-- TRUNCATE after spills: their runs go with the old storage; rolled back
+-- to a savepoint before it, they are all there again
+CREATE TABLE sp_tr (id int PRIMARY KEY, pad text) USING pkmerge
+	WITH (write_buffer_size = '1MB');
+BEGIN;
+INSERT INTO sp_tr SELECT i, repeat('a', 2000) FROM generate_series(1, 1500) i;
+SELECT count(*) > 0 AS spilled FROM pk_runs('sp_tr') WHERE created_snapshot = 0;
+SAVEPOINT before_truncate;
+TRUNCATE sp_tr;
+INSERT INTO sp_tr VALUES (1, 'after');
+SELECT count(*), max(pad) FROM sp_tr;
+ROLLBACK TO before_truncate;
+SELECT count(*), sum(length(pad)) FROM sp_tr;
+TRUNCATE sp_tr;
+INSERT INTO sp_tr SELECT i, repeat('b', 2000) FROM generate_series(1, 1200) i;
+COMMIT;
+SELECT count(*), min(pad) = max(pad) AS all_b FROM sp_tr;
+SELECT snapshot_id, commit_kind, total_record_count FROM pk_snapshots('sp_tr');
+
+-- COPY spills as INSERT does
+CREATE TABLE sp_copy (id int PRIMARY KEY, pad text DEFAULT repeat('c', 2000)) USING pkmerge
+	WITH (write_buffer_size = '1MB');
+BEGIN;
+COPY sp_copy (id) FROM PROGRAM 'seq 1 3000';
+SELECT count(*) > 0 AS spilled FROM pk_runs('sp_copy') WHERE created_snapshot = 0;
+SELECT count(*), sum(id) FROM sp_copy;
+COMMIT;
+SELECT count(*), sum(id), min(length(pad)) FROM sp_copy;
+
+-- a cursor opened before a spilling statement keeps its snapshot of the
+-- transaction's writes: it sees the rows before, not the ones after
+BEGIN;
+INSERT INTO sp_copy SELECT i, 'early' FROM generate_series(5001, 5100) i;
+DECLARE cur CURSOR FOR SELECT id, left(pad, 5) AS pad FROM sp_copy WHERE id > 2990 AND id % 50 = 0;
+FETCH 1 FROM cur;
+INSERT INTO sp_copy SELECT i, repeat('d', 2000) FROM generate_series(6001, 8000) i;
+SELECT count(*) > 0 AS spilled FROM pk_runs('sp_copy') WHERE created_snapshot = 0;
+FETCH ALL FROM cur;
+CLOSE cur;
+SELECT count(*) FROM sp_copy WHERE id > 2990 AND id % 50 = 0;
+COMMIT;
+
+DROP TABLE sp_tr, sp_copy;
 DROP VIEW sp_runs;
 DROP TABLE sp, sp_heap, sp_over, sp_lookup, sp_trig, sp_log;
 DROP FUNCTION sp_log_row();
