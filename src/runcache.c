@@ -17,8 +17,9 @@
  *		then S' sees exactly what S saw.
  *
  *	  Non-MVCC snapshots, hot standbys (WAL replay changes the catalog
- *	  without announcing it) and transactions that change runs themselves
- *	  (inflight) always read the catalog.  A transaction that changed runs
+ *	  without announcing it; snapshots taken there stay uncached after a
+ *	  promotion) and transactions that change runs themselves (inflight)
+ *	  always read the catalog.  A transaction that changed runs
  *	  cannot be prepared: its end could not be announced.
  *
  *-------------------------------------------------------------------------
@@ -88,7 +89,7 @@ runcache_lookup(Relation rel, Snapshot snapshot, RunCacheProbe *probe)
 	probe->usable = false;
 	probe->hit = false;
 	if (st == NULL || snapshot == NULL || !IsMVCCSnapshot(snapshot) ||
-		RecoveryInProgress())
+		snapshot->takenDuringRecovery || RecoveryInProgress())
 		return NIL;
 	SpinLockAcquire(&st->mutex);
 	probe->generation = st->generation;
