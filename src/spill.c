@@ -17,8 +17,8 @@
  *		executor hooks below keep the curcids of those running),
  *	  - come after the last TRUNCATE, and after what the sorted views that
  *		scans hold reach,
- *	  - do not belong to an INSERT ... ON CONFLICT, which checks its own
- *		proposed rows against each other,
+ *	  - do not belong to an INSERT ... ON CONFLICT still running, which
+ *		checks its own proposed rows against each other,
  * and only when the suffix is worth a run (half the buffer size).
  *
  * Order.  Readers let the buffer win over runs, and pending runs are
