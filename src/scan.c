@@ -13,7 +13,8 @@
  * largest run: chunk i is the key range of its blocks [i * PK_CHUNK_BLOCKS,
  * (i + 1) * PK_CHUNK_BLOCKS) (the first chunk open below, the last above),
  * and the participants take chunks in turn, each merging every run over
- * its chunk's range.  Workers cannot see the leader's write buffer: when
+ * its chunk's range (a row of the largest run is placed by its ordinal,
+ * the others by key).  Workers cannot see the leader's write buffer: when
  * the leader has one for the table, it scans alone.
  *
  *-------------------------------------------------------------------------
@@ -60,13 +61,12 @@ typedef struct PkScanDesc
 	PkParallelScanData *pscan;
 	bool		alone;			/* scans everything: leader_only leader */
 	bool		idle;			/* has nothing to scan: leader_only worker */
-	bool		single;			/* the largest run is the only source */
 	const RunInfo *largest;
 	RunIndex   *index;
 	uint32		nchunks;
 	bool		in_chunk;
-	uint64		end_row;		/* single: the chunk's end, as a row ordinal */
-	const Datum *end_key;		/* else: its first key beyond, or NULL */
+	uint64		end_row;		/* the chunk's end in the largest run's rows */
+	const Datum *end_key;		/* and its first key beyond, or NULL */
 
 	/* ANALYZE: row i of the merge is reported in block i * nblocks / est */
 	BlockNumber nblocks;
@@ -173,7 +173,6 @@ chunks_prepare(PkScanDesc *scan, List *runs)
 			 r->run_id > scan->largest->run_id))
 			scan->largest = r;
 	}
-	scan->single = list_length(runs) == 1;
 	if (scan->largest == NULL)
 		return;
 	scan->index = run_index_get(scan->base.rs_rd, pk_table(scan->base.rs_rd),
@@ -216,10 +215,17 @@ chunk_next(PkScanDesc *scan)
 static bool
 chunk_past(PkScanDesc *scan, MergeRow *row)
 {
-	if (scan->single)
+	PkTable    *t;
+	Datum		keys[INDEX_MAX_KEYS];
+
+	/* a row of the largest run: by its ordinal, as its blocks make chunks */
+	if (row->run == scan->largest)
 		return pk_tid_number(&row->tid) - scan->largest->row_base >= scan->end_row;
-	return scan->end_key &&
-		pk_key_cmp(pk_table(scan->base.rs_rd), row->keys, scan->end_key) >= 0;
+	if (scan->end_key == NULL)
+		return false;
+	t = pk_table(scan->base.rs_rd);
+	pk_row_key(t, row->tup, keys);
+	return pk_key_cmp(t, keys, scan->end_key) >= 0;
 }
 
 /*
@@ -269,8 +275,7 @@ scan_start(PkScanDesc *scan)
 	scan->iter = merge_begin(rel, pk_table(rel), runs,
 							 parallel ? NULL : wbuf_get(RelationGetRelid(rel), false),
 							 snapshot_cid(scan->base.rs_snapshot),
-							 scan->strategy, false,
-							 parallel && list_length(runs) > 1);	/* chunk_past */
+							 scan->strategy, false, false);
 	if (parallel)
 		chunks_prepare(scan, runs);
 	MemoryContextSwitchTo(old);
