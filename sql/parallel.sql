@@ -59,6 +59,16 @@ SELECT count(*), count(*) FILTER (WHERE v = 'mine') FROM pa;
 RESET force_parallel_mode;
 ROLLBACK;
 
+-- a table the transaction has written stays out of parallel plans even
+-- when its buffer is empty again (workers only know that it was written)
+BEGIN;
+SAVEPOINT s;
+UPDATE pa SET v = 'gone' WHERE id = 7;
+ROLLBACK TO s;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM pa;
+SELECT count(*), count(*) FILTER (WHERE v = 'gone') FROM pa;
+COMMIT;
+
 -- a plan made before the writes: the leader scans alone and sees them
 SET plan_cache_mode = force_generic_plan;
 PREPARE pa_count AS SELECT count(*), count(*) FILTER (WHERE v = 'mine') FROM pa;

@@ -607,8 +607,8 @@ fetch_satisfies_snapshot(Relation rel, TupleTableSlot *slot, Snapshot snapshot)
 }
 
 /*
- * Planner: a table this transaction has buffered writes to must stay out
- * of parallel plans altogether (workers cannot see the writes).  The hook
+ * Planner: a table this transaction has written must stay out of parallel
+ * plans altogether (workers cannot see its buffered writes).  The hook
  * runs after the table's paths are made, which took parallel safety from
  * consider_parallel: they are corrected too.
  */
@@ -621,8 +621,9 @@ pk_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 
 	if (prev_set_rel_pathlist)
 		prev_set_rel_pathlist(root, rel, rti, rte);
+	/* any buffer of the table: workers check for one (hints_leader_writes) */
 	if (rte->rtekind != RTE_RELATION || !rel->consider_parallel ||
-		(wb = wbuf_get(rte->relid, false)) == NULL || wb->n == 0)
+		(wb = wbuf_get(rte->relid, false)) == NULL)
 		return;
 	rel->consider_parallel = false;
 	rel->partial_pathlist = NIL;
