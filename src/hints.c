@@ -1,16 +1,17 @@
 /*-------------------------------------------------------------------------
  *
  * hints.c
- *	  Per-table hints in shared memory.  VACUUM leaves the hint that a
- *	  table's file has gaps between its runs; writers then look for one
- *	  before appending (space.c).  And where the used part of a table's
- *	  file ends, since space.c extends files ahead of use.  Tables are
- *	  hashed into a fixed array of slots: a collision only costs a needless
- *	  look, or a fallback to the file's size.  After a restart the hints are
- *	  gone: runs go to the end of the file until the next VACUUM.  And per
- *	  backend, the tables its transaction has buffered writes to, which its
- *	  parallel workers must not read without them.  And per table, how its
- *	  run list changes (runcache.c).
+ *	  The extension's small shared-memory state, hashed into fixed arrays
+ *	  of slots where it is per table (a collision only costs a needless
+ *	  look, or a fallback to the slow way), all gone after a restart:
+ *	  - per table: whether VACUUM found gaps in its file that new runs could
+ *		reuse (space.c looks for one before appending);
+ *	  - per relfilenode: where the used part of the file ends (space.c
+ *		extends files ahead of use; without it, runs go after the file's
+ *		end until the next VACUUM);
+ *	  - per backend: the tables its transaction has buffered writes to,
+ *		which its parallel workers must not read without them;
+ *	  - per table: how its run list changes (runcache.c).
  *
  *-------------------------------------------------------------------------
  */

@@ -616,14 +616,13 @@ static void
 pk_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 					RangeTblEntry *rte)
 {
-	WriteBuffer *wb;
 	ListCell   *lc;
 
 	if (prev_set_rel_pathlist)
 		prev_set_rel_pathlist(root, rel, rti, rte);
 	/* any buffer of the table: workers check for one (hints_leader_writes) */
 	if (rte->rtekind != RTE_RELATION || !rel->consider_parallel ||
-		(wb = wbuf_get(rte->relid, false)) == NULL)
+		wbuf_get(rte->relid, false) == NULL)
 		return;
 	rel->consider_parallel = false;
 	rel->partial_pathlist = NIL;
