@@ -1,7 +1,8 @@
 -- parallel.sql: parallel sequential scans of pkmerge tables.  The key space
--- is split at the block index of the largest run; every participant merges
--- all runs over its chunks.  Results must equal the serial scan's and a
--- heap copy's, for one run and for several overlapping runs with deletes.
+-- is split at the block indexes of the runs; every participant merges all
+-- runs over its chunks.  Results must equal the serial scan's and a heap
+-- copy's, for one run, for several overlapping runs with deletes, and for
+-- runs with disjoint key ranges (a bulk load that spilled).
 -- A transaction's own buffered writes are not visible to workers: such
 -- scans stay out of parallel plans, or the leader scans alone.
 CREATE TABLE pa (id int PRIMARY KEY, grp int, v text) USING pkmerge;
@@ -46,6 +47,21 @@ SELECT grp, count(*), sum(id) FROM pa GROUP BY grp ORDER BY grp;
 SET max_parallel_workers_per_gather = 0;
 SELECT grp, count(*), sum(id) FROM pa GROUP BY grp ORDER BY grp;
 SET max_parallel_workers_per_gather = 2;
+
+-- runs side by side: chunks come from each run's index, every row once
+CREATE TABLE pd (id int PRIMARY KEY, grp int, v text) USING pkmerge;
+INSERT INTO pd SELECT g, g % 5, md5(g::text) FROM generate_series(1, 30000) g;
+INSERT INTO pd SELECT g, g % 5, md5(g::text) FROM generate_series(30001, 70000) g;
+INSERT INTO pd SELECT g, g % 5, md5(g::text) FROM generate_series(90001, 90010) g;
+INSERT INTO pd SELECT g, g % 5, md5(g::text) FROM generate_series(70001, 90000) g;
+INSERT INTO pd SELECT g, g % 5, 'x' FROM generate_series(-5, 0) g;
+SELECT count(*) AS runs, min(min_key::int), max(max_key::int) FROM pk_runs('pd') WHERE kind = 'data';
+EXPLAIN (COSTS OFF) SELECT * FROM pd;
+SELECT pa_digest('SELECT * FROM pd') =
+	pa_digest('SELECT g AS id, g % 5 AS grp, CASE WHEN g > 0 THEN md5(g::text) ELSE ''x'' END AS v FROM generate_series(-5, 90010) g')
+	AS all_rows_once;
+SELECT grp, count(*), sum(id) FROM pd GROUP BY grp ORDER BY grp;
+DROP TABLE pd;
 
 -- own writes: no parallel plan while they are buffered
 BEGIN;

@@ -47,6 +47,7 @@ struct MergeIter
 	int			advance;		/* source to move on at the next call, or -1 */
 	bool		started;		/* sources loaded (by merge_next or merge_seek) */
 	bool		need_keys;		/* the caller reads MergeRow.keys */
+	const Datum *end;			/* keys from here on are not yielded, or NULL */
 };
 
 /* the fields of a run source's current row; its key if asked for */
@@ -76,7 +77,7 @@ source_load(MergeIter *m, MergeSource *s)
 		if (!s->valid)
 			return;
 		/* a lone source is not compared: its keys only if asked for */
-		run_row_fields(m, s, m->nsources > 1 || m->need_keys);
+		run_row_fields(m, s, m->nsources > 1 || m->need_keys || m->end);
 		return;
 	}
 
@@ -117,9 +118,9 @@ source_load(MergeIter *m, MergeSource *s)
 
 /*
  * The winner s of a key: when every key left in its current block is below
- * the smallest key of the other sources (other; NULL: none left), those
- * rows win as they come, without comparisons (runs of a bulk load written
- * in key order do not overlap).
+ * the smallest key of the other sources (other; NULL: none left) and below
+ * the end, those rows win as they come, without comparisons (runs of a
+ * bulk load written in key order do not overlap).
  */
 static void
 source_set_free(MergeIter *m, MergeSource *s, MergeSource *other)
@@ -129,7 +130,7 @@ source_set_free(MergeIter *m, MergeSource *s, MergeSource *other)
 	s->free = 0;
 	if (s->run == NULL || (left = s->cur.block->nrows - 1 - s->cur.rowno) == 0)
 		return;
-	if (other)
+	if (other || m->end)
 	{
 		if (!s->last_valid || s->last_block != s->cur.blockno)
 		{
@@ -140,7 +141,9 @@ source_set_free(MergeIter *m, MergeSource *s, MergeSource *other)
 			s->last_block = s->cur.blockno;
 			s->last_valid = true;
 		}
-		if (pk_key_cmp(m->table, s->last_keys, other->keys) >= 0)
+		if (other && pk_key_cmp(m->table, s->last_keys, other->keys) >= 0)
+			return;
+		if (m->end && pk_key_cmp(m->table, s->last_keys, m->end) >= 0)
 			return;
 	}
 	s->free = left;
@@ -210,6 +213,16 @@ merge_begin(Relation rel, PkTable *t, List *runs, WriteBuffer *wb,
 }
 
 /*
+ * Yield only keys below end (a full key, kept by the caller; NULL: no
+ * bound) from the next merge_seek on: the chunks of a parallel scan.
+ */
+void
+merge_set_end(MergeIter *m, const Datum *end)
+{
+	m->end = end;
+}
+
+/*
  * Reposition every source at the first key whose first nprefix columns are
  * >= key.
  */
@@ -220,6 +233,13 @@ merge_seek(MergeIter *m, const Datum *key, int nprefix)
 	{
 		MergeSource *s = &m->src[i];
 
+		/* a run starting at or past the end has nothing here: not read */
+		if (s->run && m->end && s->cur.index->nblocks > 0 &&
+			pk_key_cmp(m->table, s->cur.index->first_keys, m->end) >= 0)
+		{
+			s->valid = false;
+			continue;
+		}
 		if (s->run)
 			run_cursor_seek(&s->cur, key, nprefix);
 		else
@@ -276,7 +296,7 @@ merge_next(MergeIter *m, MergeRow *row)
 	}
 
 	/* one source (a compacted table, no own writes): no heap to keep */
-	if (m->nsources == 1)
+	if (m->nsources == 1 && m->end == NULL)
 	{
 		MergeSource *s = &m->src[0];
 
@@ -327,6 +347,8 @@ merge_next(MergeIter *m, MergeRow *row)
 
 		w = DatumGetInt32(binaryheap_first(m->heap));
 		s = &m->src[w];
+		if (m->end && pk_key_cmp(m->table, s->keys, m->end) >= 0)
+			return false;		/* the rest is past the end */
 
 		/* the losers of this key: move them past it */
 		binaryheap_remove_first(m->heap);

@@ -32,6 +32,7 @@ extern MergeIter *merge_begin(Relation rel, PkTable *t, List *runs,
 							  WriteBuffer *wb, CommandId curcid,
 							  BufferAccessStrategy strategy,
 							  bool keep_tombstones, bool need_keys);
+extern void merge_set_end(MergeIter *m, const Datum *end);
 extern void merge_seek(MergeIter *m, const Datum *key, int nprefix);
 extern bool merge_next(MergeIter *m, MergeRow *row);
 extern void merge_end(MergeIter *m);

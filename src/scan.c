@@ -9,13 +9,11 @@
  * in the own buffer from an earlier command, and no newer version of its
  * key is visible: exactly what the merge yields.
  *
- * Parallel sequential scans split the key space at the block index of the
- * largest run: chunk i is the key range of its blocks [i * PK_CHUNK_BLOCKS,
- * (i + 1) * PK_CHUNK_BLOCKS) (the first chunk open below, the last above),
- * and the participants take chunks in turn, each merging every run over
- * its chunk's range (a row of the largest run is placed by its ordinal,
- * the others by key).  Workers cannot see the leader's write buffer: when
- * the leader has one for the table, it scans alone.
+ * Parallel sequential scans split the key space at the block indexes of
+ * the runs: every PK_CHUNK_BLOCKS-th block's first key of every run starts
+ * a chunk, and the participants take chunks in turn, each merging every
+ * run over its chunk's key range.  Workers cannot see the leader's write
+ * buffer: when the leader has one for the table, it scans alone.
  *
  *-------------------------------------------------------------------------
  */
@@ -40,7 +38,7 @@
 #include "scan.h"
 #include "tid.h"
 
-/* blocks of the largest run per chunk of a parallel scan (16 kB of rows each) */
+/* blocks per run per chunk bound of a parallel scan (16 kB of rows each) */
 #define PK_CHUNK_BLOCKS 16
 
 typedef struct PkParallelScanData
@@ -57,16 +55,13 @@ typedef struct PkScanDesc
 	MergeIter  *iter;
 	BufferAccessStrategy strategy;
 
-	/* parallel: the chunk being read, of those the largest run's index makes */
+	/* parallel: the chunks (chunks_prepare) and whether one is being read */
 	PkParallelScanData *pscan;
 	bool		alone;			/* scans everything: leader_only leader */
 	bool		idle;			/* has nothing to scan: leader_only worker */
-	const RunInfo *largest;
-	RunIndex   *index;
+	Datum	  **bounds;			/* nchunks first keys, in key order */
 	uint32		nchunks;
 	bool		in_chunk;
-	uint64		end_row;		/* the chunk's end in the largest run's rows */
-	const Datum *end_key;		/* and its first key beyond, or NULL */
 
 	/* ANALYZE: row i of the merge is reported in block i * nblocks / est */
 	BlockNumber nblocks;
@@ -130,7 +125,8 @@ scan_reset(PkScanDesc *scan)
 	if (scan->iter)
 		merge_end(scan->iter);
 	scan->iter = NULL;
-	scan->largest = NULL;
+	scan->bounds = NULL;
+	scan->nchunks = 0;
 	scan->in_chunk = false;
 	scan->pending = false;
 	scan->pos = 0;
@@ -158,26 +154,48 @@ scan_rescan(TableScanDesc sscan, struct ScanKeyData *key, bool set_params,
 	scan_reset((PkScanDesc *) sscan);
 }
 
-/* parallel scans: the chunks, from the largest run's block index */
+/* qsort_arg comparator of chunk bounds (pointers to full keys) */
+static int
+bound_cmp(const void *a, const void *b, void *arg)
+{
+	return pk_key_cmp((PkTable *) arg, *(Datum *const *) a, *(Datum *const *) b);
+}
+
+/*
+ * Parallel scans: the chunk bounds, the first keys of every
+ * PK_CHUNK_BLOCKS-th block of every run, sorted and distinct.  Chunk i is
+ * [bounds[i], bounds[i + 1]), the last one open above; bounds[0] is the
+ * smallest key of all, so the chunks cover everything.  A chunk holds about
+ * PK_CHUNK_BLOCKS blocks of rows whether the runs overlap or not.
+ */
 static void
 chunks_prepare(PkScanDesc *scan, List *runs)
 {
+	PkTable    *t = pk_table(scan->base.rs_rd);
+	int			n = 0;
+	int			distinct = 0;
 	ListCell   *lc;
 
 	foreach(lc, runs)
 	{
-		const RunInfo *r = lfirst(lc);
+		RunIndex   *idx = run_index_get(scan->base.rs_rd, t, lfirst(lc));
 
-		if (scan->largest == NULL || r->record_count > scan->largest->record_count ||
-			(r->record_count == scan->largest->record_count &&
-			 r->run_id > scan->largest->run_id))
-			scan->largest = r;
+		n += (idx->nblocks + PK_CHUNK_BLOCKS - 1) / PK_CHUNK_BLOCKS;
 	}
-	if (scan->largest == NULL)
-		return;
-	scan->index = run_index_get(scan->base.rs_rd, pk_table(scan->base.rs_rd),
-								scan->largest);
-	scan->nchunks = (scan->index->nblocks + PK_CHUNK_BLOCKS - 1) / PK_CHUNK_BLOCKS;
+	scan->bounds = palloc(sizeof(Datum *) * Max(n, 1));
+	n = 0;
+	foreach(lc, runs)
+	{
+		RunIndex   *idx = run_index_get(scan->base.rs_rd, t, lfirst(lc));
+
+		for (uint32 b = 0; b < idx->nblocks; b += PK_CHUNK_BLOCKS)
+			scan->bounds[n++] = &idx->first_keys[(Size) b * t->nkeys];
+	}
+	qsort_arg(scan->bounds, n, sizeof(Datum *), bound_cmp, t);
+	for (int i = 0; i < n; i++)
+		if (distinct == 0 || pk_key_cmp(t, scan->bounds[distinct - 1], scan->bounds[i]) != 0)
+			scan->bounds[distinct++] = scan->bounds[i];
+	scan->nchunks = distinct;
 }
 
 /*
@@ -190,42 +208,12 @@ chunk_next(PkScanDesc *scan)
 {
 	PkTable    *t = pk_table(scan->base.rs_rd);
 	uint32		i = pg_atomic_fetch_add_u32(&scan->pscan->next_chunk, 1);
-	uint32		b = i * PK_CHUNK_BLOCKS;
-	uint32		e = b + PK_CHUNK_BLOCKS;
 
-	if (i >= Max(scan->nchunks, 1))
+	if (i >= scan->nchunks)
 		return false;
-	if (i > 0)
-		merge_seek(scan->iter, &scan->index->first_keys[(Size) b * t->nkeys], t->nkeys);
-	if (scan->largest == NULL || e >= scan->index->nblocks)
-	{
-		scan->end_row = PG_UINT64_MAX;
-		scan->end_key = NULL;
-	}
-	else
-	{
-		scan->end_row = scan->index->entries[e].first_row;
-		scan->end_key = &scan->index->first_keys[(Size) e * t->nkeys];
-	}
-	scan->in_chunk = true;
+	merge_set_end(scan->iter, i + 1 < scan->nchunks ? scan->bounds[i + 1] : NULL);
+	merge_seek(scan->iter, scan->bounds[i], t->nkeys);
 	return true;
-}
-
-/* is row past the current chunk? */
-static bool
-chunk_past(PkScanDesc *scan, MergeRow *row)
-{
-	PkTable    *t;
-	Datum		keys[INDEX_MAX_KEYS];
-
-	/* a row of the largest run: by its ordinal, as its blocks make chunks */
-	if (row->run == scan->largest)
-		return pk_tid_number(&row->tid) - scan->largest->row_base >= scan->end_row;
-	if (scan->end_key == NULL)
-		return false;
-	t = pk_table(scan->base.rs_rd);
-	pk_row_key(t, row->tup, keys);
-	return pk_key_cmp(t, keys, scan->end_key) >= 0;
 }
 
 /*
@@ -316,13 +304,12 @@ scan_getnextslot(TableScanDesc sscan, ScanDirection direction, TupleTableSlot *s
 		/* a parallel participant: rows of its chunks only */
 		for (;;)
 		{
-			if (!scan->in_chunk && !chunk_next(scan))
+			if (!scan->in_chunk && !(scan->in_chunk = chunk_next(scan)))
 			{
 				found = false;
 				break;
 			}
-			found = merge_next(scan->iter, &row);
-			if (found && !chunk_past(scan, &row))
+			if ((found = merge_next(scan->iter, &row)))
 				break;
 			scan->in_chunk = false;
 		}

@@ -8,6 +8,7 @@
 #
 #   BENCH_SCALE=0.05 make bench   quick smoke run (row counts scaled)
 #   BENCH_AM=heap make bench      exercises the harness without pkmerge
+#   BENCH_ONLY=03 make bench      only the scenarios whose name starts so
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -17,6 +18,8 @@ if ! [[ $BENCH_SCALE =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)$ ]] ||
 	! awk -v s="$BENCH_SCALE" 'BEGIN { exit !(s > 0) }'; then
 	pk_die "BENCH_SCALE must be a positive number, not '$BENCH_SCALE'"
 fi
+[[ ${BENCH_ONLY:-} =~ ^[0-9]{0,2}$ ]] ||
+	pk_die "BENCH_ONLY must be a scenario's number (03) or its first digit, not '$BENCH_ONLY'"
 [[ $BENCH_AM =~ ^[a-z_][a-z0-9_]*$ ]] ||
 	pk_die "BENCH_AM must be a table access method name, not '$BENCH_AM'"
 
@@ -51,7 +54,8 @@ echo "times and rates: better of 2 runs (aggregate: best of 3); ratios are figur
 
 shopt -s nullglob
 failed=()
-for b in "$work"/test/bench/[0-9][0-9]_*.sh; do
+for b in "$work"/test/bench/"${BENCH_ONLY:-}"*.sh; do
+	[[ $(basename "$b") =~ ^[0-9][0-9]_ ]] || continue
 	echo "=============== $(basename "$b")"
 	bash "$b" || failed+=("$(basename "$b")")
 done
