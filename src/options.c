@@ -70,7 +70,7 @@ static const OptDef opt_defs[] = {
 	{"write_buffer_size", "write-buffer-size", OPT_SIZE, "64MB", 1024 * 1024, INT_MAXV, NULL},
 	{"target_run_size", "target-file-size", OPT_SIZE, "128MB", 64 * 1024, INT_MAXV, NULL},
 	{"compression", "file.compression", OPT_ENUM, "zstd", 0, 0, compression_values},
-	{"compression_level", "file.compression.zstd-level", OPT_INT, "1", -7, 22, NULL},
+	{"compression_level", "file.compression.zstd-level", OPT_INT, "-1", -7, 22, NULL},
 	{"snapshot_num_retained_min", "snapshot.num-retained.min", OPT_INT, "10", 1, INT_MAXV, NULL},
 	{"snapshot_num_retained_max", "snapshot.num-retained.max", OPT_INT, "2147483647", 1, INT_MAXV, NULL},
 	{"snapshot_time_retained", "snapshot.time-retained", OPT_DURATION, "1h", 0, INT_MAXV, NULL},

@@ -6,5 +6,5 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-compare "$bulk_upsert_label" s min 2 a/b ">= 3x" bulk_upsert_seconds
+compare "$bulk_upsert_label" s min 3 a/b ">= 3x" bulk_upsert_seconds
 drop_sides

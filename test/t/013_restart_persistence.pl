@@ -71,7 +71,7 @@ is($before{lookups}, '1|1.50,absent,999|1498.50,1001|80.00,2999|4498.50,absent,a
 like($before{opts_o}, qr/(^|, )changelog_producer=lookup(,|$)/, 'o has changelog_producer = lookup');
 like($before{opts_o}, qr/(^|, )changelog_row_deduplicate=true(,|$)/, 'ALTER TABLE SET took effect');
 like($before{opts_o}, qr/(^|, )snapshot_num_retained_min=20(,|$)/, 'ALTER TABLE SET (2) took effect');
-like($before{opts_o}, qr/(^|, )compression_level=1(,|$)/, 'RESET restored the default compression_level');
+like($before{opts_o}, qr/(^|, )compression_level=-1(,|$)/, 'RESET restored the default compression_level');
 like($before{opts_m}, qr/(^|, )primary_key=a, ?b(,|$)/, 'composite key recorded in m\'s options');
 is($node->safe_psql('src', q{SELECT string_agg(snapshot_id || ':' || commit_kind, ',' ORDER BY snapshot_id) FROM pk_snapshots('o')}),
 	'1:APPEND,2:APPEND,3:APPEND,4:APPEND', 'four commits wrote rows of o: four snapshots');
