@@ -97,10 +97,10 @@ commit_table(WriteBuffer *wb)
 	for (uint32 i = 0; i < s->npos;)
 	{
 		uint32		newest = s->pos[i];
-		WbEntry    *e = &wb->entries[newest];
+		WbEntry    *e = wbuf_entry(wb, newest);
 
 		/* the group of this key: newest first */
-		for (i++; i < s->npos && pk_key_cmp(t, wb->entries[s->pos[i]].keys, e->keys) == 0; i++)
+		for (i++; i < s->npos && pk_key_cmp(t, wbuf_entry(wb, s->pos[i])->keys, e->keys) == 0; i++)
 			;
 		if ((int64) newest < wb->truncate_pos)
 			continue;			/* written before the TRUNCATE */

@@ -140,7 +140,7 @@ append(Relation rel, PkTable *t, PkRowKind kind, MinimalTuple tup, CommandId cid
 	pos = wbuf_append(wb, t, kind, tup, cid, !owned);
 	if (read)
 	{
-		wb->entries[pos].read = *read;
+		wbuf_entry(wb, pos)->read = *read;
 		if (read->read_seq != PG_UINT64_MAX)
 			wb->rmw_run_id = Min(wb->rmw_run_id, read->run_id);
 	}
@@ -155,7 +155,7 @@ static MinimalTuple
 buffer_row(Relation rel, TupleTableSlot *slot)
 {
 	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), true);
-	MemoryContext old = MemoryContextSwitchTo(wb->cxt);
+	MemoryContext old = MemoryContextSwitchTo(wb->rowcxt);
 	MinimalTuple tup = dml_slot_row(rel, slot);
 
 	MemoryContextSwitchTo(old);
@@ -444,7 +444,7 @@ dml_check_conflicts(Relation rel, WriteBuffer *wb, List *committed,
 		return;
 	for (uint32 p = 0; p < wb->n; p++)
 	{
-		WbEntry    *e = &wb->entries[p];
+		WbEntry    *e = wbuf_entry(wb, p);
 
 		if (e->read.read_seq == 0 || e->read.read_seq == PG_UINT64_MAX ||
 			(int64) p < wb->truncate_pos)

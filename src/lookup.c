@@ -130,7 +130,7 @@ lookup_buffered(WriteBuffer *wb, PkTable *t, const Datum *key, uint32 hash,
 	pos = wbuf_lookup(wb, t, key, hash, curcid);
 	if (pos < 0)
 		return false;
-	e = &wb->entries[pos];
+	e = wbuf_entry(wb, pos);
 	v->tup = heap_copy_minimal_tuple(e->tup);
 	v->kind = e->kind;
 	v->seq = PG_UINT64_MAX;
@@ -159,7 +159,7 @@ lookup_tid(Relation rel, PkTable *t, List *runs, WriteBuffer *wb,
 
 		if (pos < 0)
 			return false;
-		e = &wb->entries[pos];
+		e = wbuf_entry(wb, pos);
 		v->tup = heap_copy_minimal_tuple(e->tup);
 		v->kind = e->kind;
 		v->seq = PG_UINT64_MAX;

@@ -89,17 +89,17 @@ source_load(MergeIter *m, MergeSource *s)
 	while (s->bi < m->sorted->npos)
 	{
 		uint32		pos = m->sorted->pos[s->bi];
-		WbEntry    *e = &m->wb->entries[pos];
+		WbEntry    *e = wbuf_entry(m->wb, pos);
 		uint32		next = s->bi + 1;
 
 		while (next < m->sorted->npos &&
-			   pk_key_cmp(m->table, m->wb->entries[m->sorted->pos[next]].keys, e->keys) == 0)
+			   pk_key_cmp(m->table, wbuf_entry(m->wb, m->sorted->pos[next])->keys, e->keys) == 0)
 		{
 			if (!wbuf_visible(m->wb, pos, m->curcid) &&
 				wbuf_visible(m->wb, m->sorted->pos[next], m->curcid))
 			{
 				pos = m->sorted->pos[next];
-				e = &m->wb->entries[pos];
+				e = wbuf_entry(m->wb, pos);
 			}
 			next++;
 		}
@@ -251,7 +251,7 @@ merge_seek(MergeIter *m, const Datum *key, int nprefix)
 			{
 				uint32		mid = lo + (hi - lo) / 2;
 
-				if (pk_key_cmp_n(m->table, m->wb->entries[m->sorted->pos[mid]].keys,
+				if (pk_key_cmp_n(m->table, wbuf_entry(m->wb, m->sorted->pos[mid])->keys,
 								 key, nprefix) < 0)
 					lo = mid + 1;
 				else

@@ -103,7 +103,7 @@ prod_commit(Relation rel, PkTable *t, WriteBuffer *wb, List *prev_runs,
 		/* as written, in order; writes a TRUNCATE cancelled are not */
 		for (uint32 p = truncated ? wb->truncate_pos + 1 : 0; p < wb->n; p++)
 		{
-			WbEntry    *e = &wb->entries[p];
+			WbEntry    *e = wbuf_entry(wb, p);
 
 			emit(&w, rel, t, seq, e->kind, e->tup, e->keys);
 		}

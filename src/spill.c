@@ -202,8 +202,8 @@ keys_held_before(WriteBuffer *wb, PkTable *t, uint32 from,
 
 	while (i < nsorted && j < nbefore)
 	{
-		int			c = pk_key_cmp(t, wb->entries[sorted[i]].keys,
-								   wb->entries[before[j]].keys);
+		int			c = pk_key_cmp(t, wbuf_entry(wb, sorted[i])->keys,
+								   wbuf_entry(wb, before[j])->keys);
 
 		if (c < 0)
 			i++;
@@ -234,18 +234,19 @@ spill_range(Relation rel, PkTable *t, WriteBuffer *wb, uint32 from)
 
 	for (uint32 i = 0; i < nsorted;)
 	{
-		WbEntry    *e = &wb->entries[sorted[i]];
+		uint32		newest = sorted[i];
+		WbEntry    *e = wbuf_entry(wb, newest);
 		uint64		read = 0;
 
 		/* the group of this key, newest first; at most one read not our own */
-		for (; i < nsorted && pk_key_cmp(t, wb->entries[sorted[i]].keys, e->keys) == 0; i++)
+		for (; i < nsorted && pk_key_cmp(t, wbuf_entry(wb, sorted[i])->keys, e->keys) == 0; i++)
 		{
-			WbEntry    *g = &wb->entries[sorted[i]];
+			WbEntry    *g = wbuf_entry(wb, sorted[i]);
 
 			read = Max(read, encode_read(&g->read));
 			max_cid = Max(max_cid, g->cid);
 		}
-		if (keep[e - wb->entries - from])
+		if (keep[newest - from])
 			continue;
 		run_writer_add(w, read, e->kind, e->tup, e->keys, e->hash);
 	}
@@ -268,7 +269,7 @@ spill_range(Relation rel, PkTable *t, WriteBuffer *wb, uint32 from)
 
 		for (uint32 p = from; p < wb->n; p++)
 		{
-			WbEntry    *e = &wb->entries[p];
+			WbEntry    *e = wbuf_entry(wb, p);
 
 			if (!keep[p - from])
 				run_writer_add(cw, 0, e->kind, e->tup, e->keys, 0);
@@ -294,7 +295,7 @@ try_spill(Relation rel, PkTable *t, WriteBuffer *wb)
 
 	while (from > extent && (int64) from - 1 > wb->truncate_pos)
 	{
-		WbEntry    *e = &wb->entries[from - 1];
+		WbEntry    *e = wbuf_entry(wb, from - 1);
 
 		if (e->subid != subid || e->cid < floor || e->cid == wb->nospill_cid)
 			break;

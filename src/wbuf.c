@@ -61,8 +61,14 @@ wbuf_get(Oid relid, bool create)
 		wb->relid = relid;
 		wb->cxt = AllocSetContextCreate(TopTransactionContext, "pkmerge write buffer",
 										ALLOCSET_DEFAULT_SIZES);
-		wb->cap = 256;
-		wb->entries = MemoryContextAlloc(wb->cxt, sizeof(WbEntry) * wb->cap);
+		/* no power-of-two rounding: rows are most of a big buffer's memory */
+		wb->rowcxt = GenerationContextCreate(wb->cxt, "pkmerge write buffer rows",
+											 ALLOCSET_DEFAULT_SIZES);
+		wb->maxsegs = 4;
+		wb->segs = MemoryContextAlloc(wb->cxt, sizeof(WbEntry *) * wb->maxsegs);
+		wb->seg0_cap = 16;
+		wb->segs[0] = MemoryContextAlloc(wb->cxt, sizeof(WbEntry) * wb->seg0_cap);
+		wb->nsegs = 1;
 		wb->truncate_pos = -1;
 		wb->rmw_run_id = PG_INT64_MAX;
 		wb->nospill_cid = InvalidCommandId;
@@ -76,21 +82,46 @@ wbuf_get(Oid relid, bool create)
 
 /*
  * Append a record; the tuple is copied if asked, else it must live in
- * wb->cxt already.  Returns its position.
+ * wb->rowcxt already.  Returns its position.
  */
+/* room for entry wb->n */
+static void
+make_room(WriteBuffer *wb)
+{
+	if (wb->n == PG_UINT32_MAX - 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many rows written to one pkmerge table in one transaction"),
+				 errhint("Commit in smaller transactions.")));
+	if (wb->n < WB_SEG_SIZE)
+	{
+		if (wb->n == wb->seg0_cap)
+		{
+			wb->seg0_cap *= 2;
+			wb->segs[0] = repalloc(wb->segs[0], sizeof(WbEntry) * wb->seg0_cap);
+		}
+		return;
+	}
+	if ((wb->n >> WB_SEG_SHIFT) < wb->nsegs)
+		return;
+	if (wb->nsegs == wb->maxsegs)
+	{
+		wb->maxsegs *= 2;
+		wb->segs = repalloc(wb->segs, sizeof(WbEntry *) * wb->maxsegs);
+	}
+	wb->segs[wb->nsegs++] = MemoryContextAlloc(wb->cxt, sizeof(WbEntry) * WB_SEG_SIZE);
+}
+
 uint32
 wbuf_append(WriteBuffer *wb, PkTable *t, uint8 kind, MinimalTuple tup,
 			CommandId cid, bool copy)
 {
-	MemoryContext old = MemoryContextSwitchTo(wb->cxt);
+	MemoryContext old;
 	WbEntry    *e;
 
-	if (wb->n == wb->cap)
-	{
-		wb->cap *= 2;
-		wb->entries = repalloc_huge(wb->entries, sizeof(WbEntry) * wb->cap);
-	}
-	e = &wb->entries[wb->n];
+	make_room(wb);
+	old = MemoryContextSwitchTo(wb->rowcxt);
+	e = wbuf_entry(wb, wb->n);
 	e->tup = tup && copy ? heap_copy_minimal_tuple(tup) : tup;
 	e->keys = palloc(sizeof(Datum) * t->nkeys);
 	if (tup)
@@ -118,8 +149,8 @@ static WriteBuffer *sort_wb;
 static inline int
 pos_cmp(uint32 a, uint32 b)
 {
-	int			c = pk_key_cmp(sort_table, sort_wb->entries[a].keys,
-							   sort_wb->entries[b].keys);
+	int			c = pk_key_cmp(sort_table, wbuf_entry(sort_wb, a)->keys,
+							   wbuf_entry(sort_wb, b)->keys);
 
 	if (c != 0)
 		return c;
@@ -145,7 +176,7 @@ wbuf_sort_range(WriteBuffer *wb, PkTable *t, uint32 from, uint32 to,
 	uint32		n = 0;
 
 	for (uint32 p = from; p < to; p++)
-		if (wb->entries[p].kind != WB_TRUNCATE)
+		if (wbuf_entry(wb, p)->kind != WB_TRUNCATE)
 			pos[n++] = p;
 	sort_table = t;
 	sort_wb = wb;
@@ -265,11 +296,11 @@ wbuf_remove(WriteBuffer *wb, uint32 from, const bool *keep)
 	Assert(wbuf_pinned_extent(wb) <= from && (int64) from > wb->truncate_pos);
 	for (uint32 p = from; p < wb->n; p++)
 	{
-		WbEntry    *e = &wb->entries[p];
+		WbEntry    *e = wbuf_entry(wb, p);
 
 		if (keep && keep[p - from])
 		{
-			wb->entries[to++] = *e;
+			*wbuf_entry(wb, to++) = *e;
 			continue;
 		}
 		wb->bytes -= wbuf_entry_bytes(wb, e);
@@ -288,7 +319,7 @@ wbuf_remove(WriteBuffer *wb, uint32 from, const bool *keep)
 void
 wbuf_tid(WriteBuffer *wb, uint32 pos, ItemPointer tid)
 {
-	pk_tid_from_wbuf(tid, wb->entries[pos].tidpos);
+	pk_tid_from_wbuf(tid, wbuf_entry(wb, pos)->tidpos);
 }
 
 /*
@@ -309,13 +340,13 @@ wbuf_find_tid(WriteBuffer *wb, ItemPointer tid)
 	{
 		uint32		mid = lo + (hi - lo) / 2;
 
-		if (wb->entries[mid].tidpos < tidpos)
+		if (wbuf_entry(wb, mid)->tidpos < tidpos)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo < wb->n && wb->entries[lo].tidpos == tidpos &&
-		wb->entries[lo].kind != WB_TRUNCATE)
+	if (lo < wb->n && wbuf_entry(wb, lo)->tidpos == tidpos &&
+		wbuf_entry(wb, lo)->kind != WB_TRUNCATE)
 		return lo;
 	return -1;
 }
@@ -324,7 +355,7 @@ bool
 wbuf_visible(WriteBuffer *wb, uint32 pos, CommandId curcid)
 {
 	return pos < wb->n && (int64) pos > wb->truncate_pos &&
-		wb->entries[pos].cid < curcid;
+		wbuf_entry(wb, pos)->cid < curcid;
 }
 
 /*
@@ -349,7 +380,7 @@ wbuf_lookup(WriteBuffer *wb, PkTable *t, const Datum *keys, uint32 hash,
 	/* entries after the view are newer than any in it */
 	for (uint32 p = wb->n; p-- > s->n;)
 	{
-		WbEntry    *e = &wb->entries[p];
+		WbEntry    *e = wbuf_entry(wb, p);
 
 		if (e->kind != WB_TRUNCATE && e->hash == hash && wbuf_visible(wb, p, curcid) &&
 			pk_key_cmp(t, e->keys, keys) == 0)
@@ -363,7 +394,7 @@ wbuf_lookup(WriteBuffer *wb, PkTable *t, const Datum *keys, uint32 hash,
 		while (lo < hi)
 		{
 			uint32		mid = lo + (hi - lo) / 2;
-			WbEntry    *e = &wb->entries[s->pos[mid]];
+			WbEntry    *e = wbuf_entry(wb, s->pos[mid]);
 
 			if (pk_key_cmp(t, e->keys, keys) < 0)
 				lo = mid + 1;
@@ -374,7 +405,7 @@ wbuf_lookup(WriteBuffer *wb, PkTable *t, const Datum *keys, uint32 hash,
 	}
 	for (uint32 i = from; i < s->npos; i++)
 	{
-		WbEntry    *e = &wb->entries[s->pos[i]];
+		WbEntry    *e = wbuf_entry(wb, s->pos[i]);
 
 		if (pk_key_cmp(t, e->keys, keys) != 0)
 			break;
@@ -418,8 +449,8 @@ wbuf_subxact_commit(SubTransactionId mysubid, SubTransactionId parentsubid)
 	{
 		WriteBuffer *wb = lfirst(lc);
 
-		for (uint32 p = wb->n; p-- > 0 && wb->entries[p].subid == mysubid;)
-			wb->entries[p].subid = parentsubid;
+		for (uint32 p = wb->n; p-- > 0 && wbuf_entry(wb, p)->subid == mysubid;)
+			wbuf_entry(wb, p)->subid = parentsubid;
 		foreach(sc, wb->spills)
 		{
 			WbSpill    *sp = lfirst(sc);
@@ -452,10 +483,10 @@ wbuf_subxact_abort(SubTransactionId mysubid)
 			if (((WbSpill *) lfirst(sc))->subid == mysubid)
 				wb->spills = foreach_delete_current(wb->spills, sc);
 		}
-		while (n > 0 && wb->entries[n - 1].subid == mysubid)
+		while (n > 0 && wbuf_entry(wb, n - 1)->subid == mysubid)
 		{
 			n--;
-			wb->bytes -= wbuf_entry_bytes(wb, &wb->entries[n]);
+			wb->bytes -= wbuf_entry_bytes(wb, wbuf_entry(wb, n));
 		}
 		if (n == wb->n)
 			continue;
@@ -468,7 +499,7 @@ wbuf_subxact_abort(SubTransactionId mysubid)
 		}
 		wb->truncate_pos = -1;
 		for (uint32 p = n; p-- > 0;)
-			if (wb->entries[p].kind == WB_TRUNCATE)
+			if (wbuf_entry(wb, p)->kind == WB_TRUNCATE)
 			{
 				wb->truncate_pos = p;
 				break;

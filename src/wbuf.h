@@ -73,9 +73,12 @@ typedef struct WriteBuffer
 {
 	Oid			relid;
 	MemoryContext cxt;
-	WbEntry    *entries;
+	MemoryContext rowcxt;		/* rows and key arrays: sized exactly */
+	WbEntry   **segs;			/* the log, WB_SEG_SIZE entries per segment */
+	uint32		nsegs;
+	uint32		maxsegs;		/* room in segs */
+	uint32		seg0_cap;		/* segment 0 grows up to WB_SEG_SIZE */
 	uint32		n;
-	uint32		cap;
 	Size		bytes;			/* what its entries take (wbuf_entry_bytes) */
 	int			nkeys;
 	WbSorted   *sorted;			/* latest view, may cover fewer than n */
@@ -89,6 +92,20 @@ typedef struct WriteBuffer
 	CommandId	nospill_cid;	/* a command whose records stay (ON CONFLICT) */
 	Size		spill_check_bytes;	/* look for something to spill above this */
 } WriteBuffer;
+
+/*
+ * The log is kept in segments so that it grows without copying: segment 0
+ * starts small (most transactions write a few rows) and doubles up to
+ * WB_SEG_SIZE entries; the others are allocated whole.
+ */
+#define WB_SEG_SHIFT 12
+#define WB_SEG_SIZE (1U << WB_SEG_SHIFT)
+
+static inline WbEntry *
+wbuf_entry(WriteBuffer *wb, uint32 pos)
+{
+	return &wb->segs[pos >> WB_SEG_SHIFT][pos & (WB_SEG_SIZE - 1)];
+}
 
 /* wbuf.c */
 extern WriteBuffer *wbuf_get(Oid relid, bool create);
