@@ -87,7 +87,11 @@ CREATE TABLE pkchangelog.runs (
 -- readers look up a table's data runs only: changelog and delta runs of
 -- retained snapshots can be many.  (Not a partial index: the C code inserts
 -- with CatalogTupleInsert, which does not evaluate index predicates.)
-CREATE INDEX runs_kind ON pkchangelog.runs (relid, kind);
+-- run_id makes every entry distinct: with (relid, kind) alone, btree
+-- deduplication packs a table's data runs into posting lists, and every
+-- retired run leaves a dead TID in them that each reader walks over again
+-- (_bt_killitems cannot mark part of a posting list dead).
+CREATE INDEX runs_kind ON pkchangelog.runs (relid, kind, run_id);
 
 -- Every commit inserts runs and snapshot rows and updates its tables row;
 -- every compaction deletes runs rows.  Vacuum them early, so that readers

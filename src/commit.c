@@ -5,6 +5,8 @@
  *	  wrote gets, under its commit lock: its buffer folded to one version
  *	  per key, an L0 run holding them, and an APPEND (or, after a TRUNCATE,
  *	  OVERWRITE) snapshot.  Savepoint events are passed to the write buffer.
+ *	  After the commit, tables it left due for a compaction are handed to
+ *	  the background worker.
  *
  * Ordering: the run's pages are written and WAL-logged before its catalog
  * row; both become visible with the transaction's commit record.  A crash
@@ -27,10 +29,16 @@
 #include "dml.h"
 #include "expire.h"
 #include "lookup.h"
+#include "pkchangelog.h"
 #include "producer.h"
 #include "run.h"
 #include "spill.h"
 #include "wbuf.h"
+
+/* tables this transaction's commit leaves due for a compaction */
+#define MAX_REQUESTS 8
+static Oid	requests[MAX_REQUESTS];
+static int	nrequests = 0;
 
 /*
  * Flush one table's buffer.  Runs the buffer spilled (spill.c) take the
@@ -56,6 +64,7 @@ commit_table(WriteBuffer *wb)
 	List	   *pending = NIL;
 	RunInfo    *final = NULL;
 	List	   *after = NIL;
+	CompactDue	due;
 	RunInfo    *changelog;
 	instr_time	start;
 	instr_time	duration;
@@ -139,6 +148,8 @@ commit_table(WriteBuffer *wb)
 	/*
 	 * Too many sorted runs: the writer compacts before its commit completes
 	 * (Paimon's stop trigger), unless a compaction is running already.
+	 * Enough for a compaction: the background worker is asked for one once
+	 * this commit is visible.
 	 */
 	if (have_runs && !truncated)
 	{
@@ -147,8 +158,11 @@ commit_table(WriteBuffer *wb)
 		if (final)
 			after = lappend(after, final);
 	}
-	if (compact_needed(rel, true, after) && cat_compaction_trylock(wb->relid))
+	due = compact_due(rel, after);
+	if (due == COMPACT_STOP && cat_compaction_trylock(wb->relid))
 		(void) compact_table(rel, false, true, after);
+	else if (due != COMPACT_NOT_DUE && nrequests < MAX_REQUESTS)
+		requests[nrequests++] = wb->relid;
 	/* until a background worker does it: expire every 64 commits */
 	if (snapshot_id % 64 == 0 && cat_compaction_trylock(wb->relid))
 		(void) expire_snapshots(rel);
@@ -180,10 +194,17 @@ commit_xact_callback(XactEvent event, void *arg)
 			}
 			break;
 		case XACT_EVENT_COMMIT:
+			for (int i = 0; i < nrequests; i++)
+				worker_request(requests[i]);
+			nrequests = 0;
+			wbuf_forget_all();
+			spill_xact_end();
+			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PREPARE:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			nrequests = 0;
 			wbuf_forget_all();
 			spill_xact_end();
 			break;

@@ -170,21 +170,24 @@ pick(const PkOptions *o, List *srs, bool force, int *outlevel)
 }
 
 /*
- * Are there enough sorted runs for a compaction (stop: for writers to
- * compact inline)?  runs: the table's data runs, when the caller has them.
+ * Is a compaction due: enough sorted runs for one (the compaction trigger),
+ * or so many that writers compact inline (the stop trigger)?  runs: the
+ * table's data runs, when the caller has them.
  */
-bool
-compact_needed(Relation rel, bool stop, List *runs)
+CompactDue
+compact_due(Relation rel, List *runs)
 {
 	PkTable    *t = pk_table(rel);
-	List	   *srs;
+	int			n;
 
 	if (runs == NIL)
 		runs = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()), NULL);
-	srs = sorted_runs(runs);
-
-	return list_length(srs) >= (stop ? t->opts.num_sorted_run_stop_trigger
-								: t->opts.num_sorted_run_compaction_trigger);
+	n = list_length(sorted_runs(runs));
+	if (n >= t->opts.num_sorted_run_stop_trigger)
+		return COMPACT_STOP;
+	if (n >= t->opts.num_sorted_run_compaction_trigger)
+		return COMPACT_DUE;
+	return COMPACT_NOT_DUE;
 }
 
 static void

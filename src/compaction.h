@@ -13,7 +13,14 @@
 /* compaction.c */
 extern int64 compact_table(Relation rel, bool full, bool holding_commit_lock,
 						   List *runs);
-extern bool compact_needed(Relation rel, bool stop, List *runs);
+typedef enum CompactDue
+{
+	COMPACT_NOT_DUE,
+	COMPACT_DUE,				/* num_sorted_run_compaction_trigger reached */
+	COMPACT_STOP				/* num_sorted_run_stop_trigger reached */
+} CompactDue;
+
+extern CompactDue compact_due(Relation rel, List *runs);
 extern int64 compact_commits_since_full(Relation rel);
 
 #endif							/* PK_COMPACTION_H */

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * pkchangelog.h
- *	  Declarations shared across pkchangelog's parts: module-wide GUCs and
- *	  the init entry points each part exposes to _PG_init.
+ *	  Declarations shared across pkchangelog's parts: module-wide GUCs, the
+ *	  init entry points each part exposes to _PG_init, and the background
+ *	  workers' request for a compaction.
  *
  *-------------------------------------------------------------------------
  */
@@ -18,5 +19,6 @@ extern void pk_guc_init(void);
 
 /* worker.c */
 extern void worker_init(void);
+extern void worker_request(Oid relid);
 
 #endif							/* PKCHANGELOG_H */

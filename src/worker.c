@@ -13,6 +13,12 @@
  * session holds a conflicting lock on is skipped until the next round, and
  * an error on one table is logged and does not stop the others.
  *
+ * Writers need not wait for the naptime: a commit that leaves a table at
+ * the compaction trigger asks for its compaction (worker_request), which
+ * wakes the database's worker, or the launcher to start one.  A worker
+ * stays for more requests until a naptime (at most a second) passes
+ * without any, then exits.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -55,18 +61,34 @@ PGDLLEXPORT void pk_worker_main(Datum arg);
 /* a database without the extension is looked at again after this many naptimes */
 #define NO_EXTENSION_RECHECK_NAPS 30
 
+/* tables a database's worker is asked to compact, kept at once */
+#define MAX_REQUESTS 16
+/* how long a worker waits for more requests, at most, before it leaves */
+#define WORKER_LINGER_MS 1000
+
+/* one database's part of WorkerShared */
+typedef struct WorkedDatabase
+{
+	Oid			db;
+	TimestampTz not_before;		/* no worker started before this */
+	Latch	   *worker;			/* its worker's latch, while it takes requests */
+	int			nrequests;
+	bool		overflow;		/* more requests than fit: look at every table */
+	Oid			requests[MAX_REQUESTS];
+} WorkedDatabase;
+
 /*
- * Shared between the launcher and the workers: when each database may get
- * its next worker.  A worker does one round and exits, so that DROP
- * DATABASE (which waits only a few seconds for other sessions to leave)
- * is not held up by an idle worker.
+ * Shared between the launcher, the workers and the writers.  A worker
+ * leaves when a naptime passes without requests, so that DROP DATABASE
+ * (which waits only a few seconds for other sessions to leave) is not
+ * held up by an idle worker.
  */
 typedef struct WorkerShared
 {
 	slock_t		mutex;
+	Latch	   *launcher;
 	int			ndbs;
-	Oid			db[MAX_WORKED_DATABASES];
-	TimestampTz not_before[MAX_WORKED_DATABASES];
+	WorkedDatabase dbs[MAX_WORKED_DATABASES];
 } WorkerShared;
 
 static WorkerShared *shared = NULL;
@@ -98,44 +120,84 @@ worker_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
-/* slot of db in the shared table, added if new; -1 when full */
-static int
+/* db's part of the shared table, added if new; NULL when full (mutex held) */
+static WorkedDatabase *
 shared_slot(Oid db)
 {
-	int			i;
+	WorkedDatabase *d;
 
-	for (i = 0; i < shared->ndbs; i++)
-		if (shared->db[i] == db)
-			return i;
+	for (int i = 0; i < shared->ndbs; i++)
+		if (shared->dbs[i].db == db)
+			return &shared->dbs[i];
 	if (shared->ndbs == MAX_WORKED_DATABASES)
-		return -1;
-	shared->db[i] = db;
-	shared->not_before[i] = 0;
-	return shared->ndbs++;
+		return NULL;
+	d = &shared->dbs[shared->ndbs++];
+	memset(d, 0, sizeof(WorkedDatabase));
+	d->db = db;
+	return d;
 }
 
 static void
 set_not_before(Oid db, TimestampTz t)
 {
-	int			i;
+	WorkedDatabase *d;
 
 	SpinLockAcquire(&shared->mutex);
-	if ((i = shared_slot(db)) >= 0)
-		shared->not_before[i] = t;
+	if ((d = shared_slot(db)) != NULL)
+		d->not_before = t;
 	SpinLockRelease(&shared->mutex);
 }
 
+/* may db get a worker now?  only_requested: only if it has requests */
 static bool
-may_start(Oid db)
+may_start(Oid db, bool only_requested)
 {
-	int			i;
+	WorkedDatabase *d;
 	bool		result;
 
 	SpinLockAcquire(&shared->mutex);
-	i = shared_slot(db);
-	result = i >= 0 && GetCurrentTimestamp() >= shared->not_before[i];
+	d = shared_slot(db);
+	result = d != NULL && GetCurrentTimestamp() >= d->not_before &&
+		(!only_requested || d->nrequests > 0 || d->overflow);
 	SpinLockRelease(&shared->mutex);
 	return result;
+}
+
+/*
+ * Ask for the compaction of relid, in the current database, now: wake its
+ * worker, or the launcher to start one.  Called after the commit that
+ * made it due, so that the worker sees that commit's runs.
+ */
+void
+worker_request(Oid relid)
+{
+	WorkedDatabase *d;
+	Latch	   *wake = NULL;
+
+	if (!pk_worker_enabled || shared == NULL)
+		return;
+	SpinLockAcquire(&shared->mutex);
+	if ((d = shared_slot(MyDatabaseId)) != NULL)
+	{
+		int			i;
+
+		for (i = 0; i < d->nrequests && d->requests[i] != relid; i++)
+			;
+		if (i == d->nrequests)
+		{
+			if (d->nrequests < MAX_REQUESTS)
+				d->requests[d->nrequests++] = relid;
+			else
+				d->overflow = true;
+		}
+		if (d->worker)
+			wake = d->worker;
+		else
+			wake = shared->launcher;
+	}
+	SpinLockRelease(&shared->mutex);
+	if (wake)
+		SetLatch(wake);
 }
 
 void
@@ -159,11 +221,12 @@ worker_init(void)
 	shmem_startup_hook = worker_shmem_startup;
 }
 
-static void
-wait_naptime(void)
+/* wait up to timeout ms for the latch; true if it was set */
+static bool
+wait_latch(long timeout)
 {
 	int			rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							   pk_worker_naptime, PG_WAIT_EXTENSION);
+							   timeout, PG_WAIT_EXTENSION);
 
 	if (rc & WL_LATCH_SET)
 		ResetLatch(MyLatch);
@@ -173,6 +236,7 @@ wait_naptime(void)
 		ConfigReloadPending = false;
 		ProcessConfigFile(PGC_SIGHUP);
 	}
+	return (rc & WL_LATCH_SET) != 0;
 }
 
 /* the databases workers may connect to, in the caller's memory context */
@@ -207,9 +271,19 @@ databases(void)
 	return result;
 }
 
+static void
+launcher_shmem_exit(int code, Datum arg)
+{
+	SpinLockAcquire(&shared->mutex);
+	if (shared->launcher == MyLatch)
+		shared->launcher = NULL;
+	SpinLockRelease(&shared->mutex);
+}
+
 /*
  * The launcher: connected to no database, it starts a worker for each
- * database that has none running, each round.
+ * database that has none running, every naptime, and at once for a
+ * database whose writers asked for a compaction.
  */
 void
 pk_launcher_main(Datum arg)
@@ -217,6 +291,7 @@ pk_launcher_main(Datum arg)
 	Oid			dbs[MAX_WORKED_DATABASES];
 	BackgroundWorkerHandle *handles[MAX_WORKED_DATABASES];
 	int			ndbs = 0;
+	TimestampTz last_full = 0;
 	MemoryContext round = AllocSetContextCreate(TopMemoryContext, "pkchangelog launcher round",
 												ALLOCSET_DEFAULT_SIZES);
 
@@ -224,11 +299,21 @@ pk_launcher_main(Datum arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	before_shmem_exit(launcher_shmem_exit, 0);
+	SpinLockAcquire(&shared->mutex);
+	shared->launcher = MyLatch;
+	SpinLockRelease(&shared->mutex);
 
 	for (;;)
 	{
 		ListCell   *lc;
+		TimestampTz now = GetCurrentTimestamp();
+		/* every naptime all databases; when woken between, those that asked */
+		bool		only_requested = !TimestampDifferenceExceeds(last_full, now,
+																 pk_worker_naptime);
 
+		if (!only_requested)
+			last_full = now;
 		MemoryContextReset(round);
 		MemoryContextSwitchTo(round);
 		if (pk_worker_enabled)
@@ -245,8 +330,8 @@ pk_launcher_main(Datum arg)
 				if (i < ndbs &&
 					GetBackgroundWorkerPid(handles[i], &pid) != BGWH_STOPPED)
 					continue;	/* running (or starting) */
-				if (!may_start(db))
-					continue;	/* no extension there, looked at recently */
+				if (!may_start(db, only_requested))
+					continue;	/* nothing asked, or no extension there */
 				if (i == ndbs)
 				{
 					if (ndbs == MAX_WORKED_DATABASES)
@@ -269,7 +354,9 @@ pk_launcher_main(Datum arg)
 							 errhint("Raise max_worker_processes.")));
 			}
 		}
-		wait_naptime();
+		/* until the next full round, unless a request comes first */
+		(void) wait_latch(Max(1, pk_worker_naptime -
+							  (GetCurrentTimestamp() - last_full) / 1000));
 	}
 }
 
@@ -299,9 +386,12 @@ pkmerge_tables(void)
 	return result;
 }
 
-/* the maintenance of one table, in the current transaction */
+/*
+ * The maintenance of one table, in the current transaction: compaction
+ * when due, and snapshot expiration unless only compaction was asked for.
+ */
 static void
-maintain(Oid relid)
+maintain(Oid relid, bool expire)
 {
 	Relation	rel;
 	PkTable    *t;
@@ -312,8 +402,8 @@ maintain(Oid relid)
 	rel = try_table_open(relid, NoLock);
 	if (rel == NULL)
 		return;
-	/* a pk_compact running on it: next round, rather than wait */
-	if (!cat_compaction_trylock(relid))
+	/* not ours (the OID of a dropped table reused), or a compaction running */
+	if (!pk_is_pkmerge(rel) || !cat_compaction_trylock(relid))
 	{
 		table_close(rel, NoLock);
 		return;
@@ -322,43 +412,18 @@ maintain(Oid relid)
 	if (t->opts.changelog_producer == PK_PRODUCER_FULL_COMPACTION &&
 		compact_commits_since_full(rel) >= t->opts.full_compaction_delta_commits)
 		(void) compact_table(rel, true, false, NIL);
-	else if (compact_needed(rel, false, NIL))
+	else if (compact_due(rel, NIL) != COMPACT_NOT_DUE)
 		(void) compact_table(rel, false, false, NIL);
-	(void) expire_snapshots(rel);
+	if (expire)
+		(void) expire_snapshots(rel);
 	table_close(rel, NoLock);
 }
 
-/*
- * A database's worker: one round over its pkmerge tables, then exit (the
- * launcher starts the next one after the naptime).  Where the extension is
- * not installed it tells the launcher to look again only later.
- */
-void
-pk_worker_main(Datum arg)
+/* maintain the tables, each in a transaction of its own */
+static void
+maintain_tables(List *tables, bool expire, MemoryContext round)
 {
-	Oid			db = DatumGetObjectId(arg);
-	MemoryContext round = AllocSetContextCreate(TopMemoryContext, "pkchangelog worker round",
-												ALLOCSET_DEFAULT_SIZES);
-	List	   *tables;
 	ListCell   *lc;
-	bool		installed;
-
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
-	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnectionByOid(db, InvalidOid, 0);
-
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	installed = OidIsValid(get_extension_oid("pkchangelog", true));
-	/* the list must outlive the transaction */
-	MemoryContextSwitchTo(round);
-	tables = installed ? pkmerge_tables() : NIL;
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	set_not_before(db, installed ? 0 :
-				   TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-												(int64) NO_EXTENSION_RECHECK_NAPS * pk_worker_naptime));
 
 	foreach(lc, tables)
 	{
@@ -373,7 +438,7 @@ pk_worker_main(Datum arg)
 			StartTransactionCommand();
 			PushActiveSnapshot(GetTransactionSnapshot());
 			pgstat_report_activity(STATE_RUNNING, "pkchangelog maintenance");
-			maintain(relid);
+			maintain(relid, expire);
 			PopActiveSnapshot();
 			CommitTransactionCommand();
 		}
@@ -389,5 +454,117 @@ pk_worker_main(Datum arg)
 		}
 		PG_END_TRY();
 	}
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/* the pkmerge tables of the database, if the extension is installed */
+static List *
+tables_to_maintain(bool *installed)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *tables;
+
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	*installed = OidIsValid(get_extension_oid("pkchangelog", true));
+	/* the list must outlive the transaction: made in the caller's context */
+	MemoryContextSwitchTo(cxt);
+	tables = *installed ? pkmerge_tables() : NIL;
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	return tables;
+}
+
+static void
+worker_shmem_exit(int code, Datum arg)
+{
+	WorkedDatabase *d;
+
+	SpinLockAcquire(&shared->mutex);
+	if ((d = shared_slot(DatumGetObjectId(arg))) != NULL && d->worker == MyLatch)
+		d->worker = NULL;
+	SpinLockRelease(&shared->mutex);
+}
+
+/*
+ * Serve the writers' requests until none came for a naptime (at most
+ * WORKER_LINGER_MS: DROP DATABASE waits only a few seconds).  Leaving is
+ * decided under the mutex, so a request either finds this worker's latch
+ * or none (and then wakes the launcher).
+ */
+static void
+serve_requests(Oid db, MemoryContext round)
+{
+	before_shmem_exit(worker_shmem_exit, ObjectIdGetDatum(db));
+	for (bool waited = true; pk_worker_enabled;)
+	{
+		WorkedDatabase *d;
+		Oid			requests[MAX_REQUESTS];
+		int			n = 0;
+		bool		all = false;
+		List	   *tables = NIL;
+
+		SpinLockAcquire(&shared->mutex);
+		if ((d = shared_slot(db)) != NULL)
+		{
+			n = d->nrequests;
+			all = d->overflow;
+			memcpy(requests, d->requests, sizeof(Oid) * n);
+			d->nrequests = 0;
+			d->overflow = false;
+			d->worker = (n == 0 && !all && waited) ? NULL : MyLatch;
+		}
+		SpinLockRelease(&shared->mutex);
+		if (d == NULL || (n == 0 && !all && waited))
+			return;
+		if (n == 0 && !all)
+		{
+			waited = !wait_latch(Min(pk_worker_naptime, WORKER_LINGER_MS));
+			continue;
+		}
+		waited = false;
+		MemoryContextReset(round);
+		MemoryContextSwitchTo(round);
+		if (all)
+		{
+			bool		installed;
+
+			tables = tables_to_maintain(&installed);
+		}
+		else
+			for (int i = 0; i < n; i++)
+				tables = lappend_oid(tables, requests[i]);
+		maintain_tables(tables, false, round);
+	}
+}
+
+/*
+ * A database's worker: one round over its pkmerge tables, then the
+ * writers' requests until they stop (the launcher starts the next worker
+ * after the naptime).  Where the extension is not installed it tells the
+ * launcher to look again only later.
+ */
+void
+pk_worker_main(Datum arg)
+{
+	Oid			db = DatumGetObjectId(arg);
+	MemoryContext round = AllocSetContextCreate(TopMemoryContext, "pkchangelog worker round",
+												ALLOCSET_DEFAULT_SIZES);
+	List	   *tables;
+	bool		installed;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(db, InvalidOid, 0);
+
+	MemoryContextSwitchTo(round);
+	tables = tables_to_maintain(&installed);
+	set_not_before(db, installed ? 0 :
+				   TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												(int64) NO_EXTENSION_RECHECK_NAPS * pk_worker_naptime));
+	maintain_tables(tables, true, round);
+	if (installed)
+		serve_requests(db, round);
 	proc_exit(0);
 }

@@ -2,7 +2,7 @@
 # num_sorted_run_compaction_trigger, runs the full-compaction producer every
 # full_compaction_delta_commits commits, expires snapshots, picks up a
 # database where the extension is created later, lets DROP DATABASE through,
-# and stops when switched off.
+# compacts at once when a commit asks for it, and stops when switched off.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -84,9 +84,44 @@ ok($node->poll_query_until('late', q{SELECT count(*) = 1 FROM pk_runs('c') WHERE
 	'a database created later gets its worker');
 
 # a worker never keeps a database from being dropped: it does one round
-# and leaves, and DROP DATABASE waits a few seconds for sessions to go
+# and leaves (or waits at most a second for requests), and DROP DATABASE
+# waits a few seconds for sessions to go
 my ($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE late');
 is($ret, 0, 'DROP DATABASE works while workers run') or diag($err);
+
+# writers need not wait for the naptime: the commit that reaches the
+# trigger asks for a compaction, and the launcher starts a worker at once
+$node->safe_psql('postgres', q{
+ALTER SYSTEM SET pkchangelog.worker_naptime = '1h';
+SELECT pg_reload_conf();
+});
+ok($node->poll_query_until('postgres',
+		q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'pkchangelog worker'}),
+	'with a naptime of an hour, the workers of the last round leave');
+$node->safe_psql('postgres', q{
+CREATE TABLE r (id int PRIMARY KEY) USING pkmerge
+	WITH (num_sorted_run_compaction_trigger = 3, num_sorted_run_stop_trigger = 50);
+INSERT INTO r VALUES (1);
+INSERT INTO r VALUES (2);
+});
+sleep(1);
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pk_runs('r') WHERE kind = 'data'}), '2',
+	'below the trigger nothing is asked for');
+$node->safe_psql('postgres', q{INSERT INTO r VALUES (3)});
+ok($node->poll_query_until('postgres',
+		q{SELECT count(*) = 1 FROM pk_runs('r') WHERE kind = 'data'}),
+	'the commit that reached the trigger had the runs compacted without waiting for the naptime');
+# a stream of commits: compacted as they come, by one worker that stays
+$node->safe_psql('postgres',
+	join("\n", map { "INSERT INTO r VALUES ($_);" } (4 .. 60)));
+ok($node->poll_query_until('postgres',
+		q{SELECT count(*) < 3 FROM pk_runs('r') WHERE kind = 'data'}),
+	'a stream of commits is compacted as it comes');
+is($node->safe_psql('postgres', q{SELECT count(*), sum(id) FROM r}), '60|1830',
+	'with every row');
+ok($node->poll_query_until('postgres',
+		q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'pkchangelog worker'}),
+	'and the worker leaves when the commits stop');
 
 # switched off: nothing is compacted any more
 $node->safe_psql('postgres', q{
