@@ -31,6 +31,7 @@ typedef struct WbEntryRef
 
 static HTAB *buffers = NULL;
 static List *buffer_order = NIL;	/* in order of first write */
+static WriteBuffer *last = NULL;	/* the one wbuf_get returned last */
 
 WriteBuffer *
 wbuf_get(Oid relid, bool create)
@@ -38,6 +39,9 @@ wbuf_get(Oid relid, bool create)
 	WbEntryRef *ref;
 	bool		found;
 
+	/* a statement writing many rows asks for the same buffer each time */
+	if (last && last->relid == relid)
+		return last;
 	if (buffers == NULL)
 	{
 		HASHCTL		ctl;
@@ -77,7 +81,8 @@ wbuf_get(Oid relid, bool create)
 		hints_note_writes(relid);
 		MemoryContextSwitchTo(old);
 	}
-	return ref->wb;
+	last = ref->wb;
+	return last;
 }
 
 /*
@@ -433,6 +438,7 @@ wbuf_forget_all(void)
 		hints_clear_writes();
 	buffers = NULL;
 	buffer_order = NIL;
+	last = NULL;
 }
 
 /*
