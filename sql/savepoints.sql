@@ -67,3 +67,24 @@ SELECT max(snapshot_id) = :before AS no_new_snapshot FROM pk_snapshots('t');
 SELECT snapshot_id, commit_kind, delta_record_count, total_record_count FROM pk_snapshots('t');
 
 DROP TABLE t;
+
+-- a buffer longer than one segment of its log (4096 records each): reads of
+-- own writes, updates found through the buffer, and a rollback to a
+-- savepoint that cuts the log in another segment
+CREATE TABLE big (id int PRIMARY KEY, v int) USING pkmerge;
+BEGIN;
+INSERT INTO big SELECT g, 0 FROM generate_series(1, 10000) g;
+UPDATE big SET v = 1 WHERE id % 1000 = 0;
+SELECT count(*), sum(v), min(id), max(id) FROM big;
+SAVEPOINT s;
+INSERT INTO big SELECT g, 2 FROM generate_series(10001, 13000) g;
+UPDATE big SET v = 3 WHERE id BETWEEN 4090 AND 4100;
+SELECT count(*), sum(v) FROM big;
+ROLLBACK TO s;
+SELECT count(*), sum(v), count(*) FILTER (WHERE v = 3) AS rolled_back_updates FROM big;
+INSERT INTO big SELECT g, 4 FROM generate_series(12001, 12500) g;
+SELECT count(*), sum(v) FROM big;
+COMMIT;
+SELECT count(*), sum(v), count(DISTINCT id) FROM big;
+SELECT commit_kind, delta_record_count, total_record_count FROM pk_snapshots('big');
+DROP TABLE big;

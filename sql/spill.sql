@@ -178,7 +178,23 @@ CLOSE cur;
 SELECT count(*) FROM sp_copy WHERE id > 2990 AND id % 50 = 0;
 COMMIT;
 
-DROP TABLE sp_tr, sp_copy;
+-- spills out of a log longer than one segment (4096 records): keys the
+-- first statement holds stay in the buffer and move down across segments
+CREATE TABLE sp_seg (id int PRIMARY KEY, v int) USING pkmerge
+	WITH (write_buffer_size = '1MB');
+BEGIN;
+INSERT INTO sp_seg SELECT g, 1 FROM generate_series(1, 5000) g;
+INSERT INTO sp_seg SELECT g, 2 FROM generate_series(20000, 1, -1) g;
+SELECT count(*) AS spilled_runs, sum(record_count) AS spilled_records
+FROM pk_runs('sp_seg') WHERE created_snapshot = 0;
+SELECT count(*), sum(v), count(DISTINCT id), count(*) FILTER (WHERE v = 1) AS first_versions
+FROM sp_seg;
+UPDATE sp_seg SET v = 3 WHERE id % 7 = 0;
+SELECT count(*), sum(v) FROM sp_seg;
+COMMIT;
+SELECT count(*), sum(v), count(DISTINCT id) FROM sp_seg;
+
+DROP TABLE sp_tr, sp_copy, sp_seg;
 DROP VIEW sp_runs;
 DROP TABLE sp, sp_heap, sp_over, sp_lookup, sp_trig, sp_log;
 DROP FUNCTION sp_log_row();
