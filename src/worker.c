@@ -190,6 +190,8 @@ worker_request(Oid relid)
 			else
 				d->overflow = true;
 		}
+		/* a writer of a pkmerge table: the extension is installed here now */
+		d->not_before = 0;
 		if (d->worker)
 			wake = d->worker;
 		else
@@ -412,8 +414,8 @@ maintain(Oid relid, bool expire)
 	if (t->opts.changelog_producer == PK_PRODUCER_FULL_COMPACTION &&
 		compact_commits_since_full(rel) >= t->opts.full_compaction_delta_commits)
 		(void) compact_table(rel, true, false, NIL);
-	else if (compact_due(rel, NIL) != COMPACT_NOT_DUE)
-		(void) compact_table(rel, false, false, NIL);
+	else
+		(void) compact_table(rel, false, false, NIL);	/* nothing if not due */
 	if (expire)
 		(void) expire_snapshots(rel);
 	table_close(rel, NoLock);

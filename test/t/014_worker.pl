@@ -8,6 +8,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 
 my $node = PostgreSQL::Test::Cluster->new('worker');
 $node->init;
@@ -90,7 +91,16 @@ my ($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE late');
 is($ret, 0, 'DROP DATABASE works while workers run') or diag($err);
 
 # writers need not wait for the naptime: the commit that reaches the
-# trigger asks for a compaction, and the launcher starts a worker at once
+# trigger asks for a compaction, and the launcher starts a worker at once.
+# A database that rounds visited before its extension existed is only
+# looked at again after 30 naptimes (here 60 s): its requests must not
+# wait for that.
+$node->safe_psql('postgres', q{
+ALTER SYSTEM SET pkchangelog.worker_naptime = '2s';
+SELECT pg_reload_conf();
+});
+$node->safe_psql('postgres', 'CREATE DATABASE early');
+sleep(3);
 $node->safe_psql('postgres', q{
 ALTER SYSTEM SET pkchangelog.worker_naptime = '1h';
 SELECT pg_reload_conf();
@@ -122,6 +132,26 @@ is($node->safe_psql('postgres', q{SELECT count(*), sum(id) FROM r}), '60|1830',
 ok($node->poll_query_until('postgres',
 		q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'pkchangelog worker'}),
 	'and the worker leaves when the commits stop');
+$node->safe_psql('early', q{
+CREATE EXTENSION pkchangelog;
+CREATE TABLE c (id int PRIMARY KEY) USING pkmerge
+	WITH (num_sorted_run_compaction_trigger = 3, num_sorted_run_stop_trigger = 50);
+INSERT INTO c VALUES (1);
+INSERT INTO c VALUES (2);
+INSERT INTO c VALUES (3);
+});
+my $runs;
+for (my $i = 0; $i < 100; $i++)
+{
+	$runs = $node->safe_psql('early', q{SELECT count(*) FROM pk_runs('c') WHERE kind = 'data'});
+	last if $runs eq '1';
+	usleep(100_000);
+}
+is($runs, '1',
+	'a database visited before CREATE EXTENSION has its requests served within 10 s');
+# a worker waiting for requests leaves within a second: DROP DATABASE waits
+($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE early');
+is($ret, 0, 'DROP DATABASE works right after the requests') or diag($err);
 
 # switched off: nothing is compacted any more
 $node->safe_psql('postgres', q{
