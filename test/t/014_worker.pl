@@ -10,6 +10,16 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
+# SQL that creates a one-column pkmerge table NAME, compacted at TRIGGER
+# sorted runs, and commits keys 1..N to it one at a time (one run each)
+sub commits_sql
+{
+	my ($name, $trigger, $n) = @_;
+	return "CREATE TABLE $name (id int PRIMARY KEY) USING pkmerge
+		WITH (num_sorted_run_compaction_trigger = $trigger, num_sorted_run_stop_trigger = 50);\n"
+	  . join("\n", map { "INSERT INTO $name VALUES ($_);" } 1 .. $n);
+}
+
 my $node = PostgreSQL::Test::Cluster->new('worker');
 $node->init;
 $node->append_conf('postgresql.conf', q{
@@ -74,13 +84,7 @@ ok($node->poll_query_until('postgres',
 
 # a database whose extension is created later
 $node->safe_psql('postgres', 'CREATE DATABASE late');
-$node->safe_psql('late', q{
-CREATE EXTENSION pkchangelog;
-CREATE TABLE c (id int PRIMARY KEY) USING pkmerge
-	WITH (num_sorted_run_compaction_trigger = 2, num_sorted_run_stop_trigger = 50);
-INSERT INTO c VALUES (1);
-INSERT INTO c VALUES (2);
-});
+$node->safe_psql('late', "CREATE EXTENSION pkchangelog;\n" . commits_sql('c', 2, 2));
 ok($node->poll_query_until('late', q{SELECT count(*) = 1 FROM pk_runs('c') WHERE kind = 'data'}),
 	'a database created later gets its worker');
 
@@ -108,12 +112,7 @@ SELECT pg_reload_conf();
 ok($node->poll_query_until('postgres',
 		q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'pkchangelog worker'}),
 	'with a naptime of an hour, the workers of the last round leave');
-$node->safe_psql('postgres', q{
-CREATE TABLE r (id int PRIMARY KEY) USING pkmerge
-	WITH (num_sorted_run_compaction_trigger = 3, num_sorted_run_stop_trigger = 50);
-INSERT INTO r VALUES (1);
-INSERT INTO r VALUES (2);
-});
+$node->safe_psql('postgres', commits_sql('r', 3, 2));
 sleep(1);
 is($node->safe_psql('postgres', q{SELECT count(*) FROM pk_runs('r') WHERE kind = 'data'}), '2',
 	'below the trigger nothing is asked for');
@@ -132,14 +131,7 @@ is($node->safe_psql('postgres', q{SELECT count(*), sum(id) FROM r}), '60|1830',
 ok($node->poll_query_until('postgres',
 		q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'pkchangelog worker'}),
 	'and the worker leaves when the commits stop');
-$node->safe_psql('early', q{
-CREATE EXTENSION pkchangelog;
-CREATE TABLE c (id int PRIMARY KEY) USING pkmerge
-	WITH (num_sorted_run_compaction_trigger = 3, num_sorted_run_stop_trigger = 50);
-INSERT INTO c VALUES (1);
-INSERT INTO c VALUES (2);
-INSERT INTO c VALUES (3);
-});
+$node->safe_psql('early', "CREATE EXTENSION pkchangelog;\n" . commits_sql('c', 3, 3));
 my $runs;
 for (my $i = 0; $i < 100; $i++)
 {
