@@ -154,10 +154,11 @@ may_start(Oid db, bool only_requested)
 {
 	WorkedDatabase *d;
 	bool		result;
+	TimestampTz now = GetCurrentTimestamp();
 
 	SpinLockAcquire(&shared->mutex);
 	d = shared_slot(db);
-	result = d != NULL && GetCurrentTimestamp() >= d->not_before &&
+	result = d != NULL && now >= d->not_before &&
 		(!only_requested || d->nrequests > 0 || d->overflow);
 	SpinLockRelease(&shared->mutex);
 	return result;
@@ -282,6 +283,95 @@ launcher_shmem_exit(int code, Datum arg)
 	SpinLockRelease(&shared->mutex);
 }
 
+/* the launcher's workers, by database: handles live in TopMemoryContext */
+typedef struct Launched
+{
+	Oid			db;
+	BackgroundWorkerHandle *handle;
+} Launched;
+
+static Launched launched[MAX_WORKED_DATABASES];
+static int	nlaunched = 0;
+
+static bool
+worker_running(Oid db)
+{
+	pid_t		pid;
+
+	for (int i = 0; i < nlaunched; i++)
+		if (launched[i].db == db)
+			return GetBackgroundWorkerPid(launched[i].handle, &pid) != BGWH_STOPPED;
+	return false;
+}
+
+static void
+launch(Oid db)
+{
+	BackgroundWorker bgw;
+	BackgroundWorkerHandle *handle;
+	MemoryContext old;
+	int			i;
+
+	for (i = 0; i < nlaunched && launched[i].db != db; i++)
+		;
+	if (i == MAX_WORKED_DATABASES)
+		return;
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "pkchangelog");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "pk_worker_main");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "pkchangelog worker for database %u", db);
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "pkchangelog worker");
+	bgw.bgw_main_arg = ObjectIdGetDatum(db);
+	bgw.bgw_notify_pid = MyProcPid;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	if (!RegisterDynamicBackgroundWorker(&bgw, &handle))
+	{
+		MemoryContextSwitchTo(old);
+		ereport(LOG,
+				(errmsg("pkchangelog could not start a worker for database %u", db),
+				 errhint("Raise max_worker_processes.")));
+		return;
+	}
+	MemoryContextSwitchTo(old);
+	if (i == nlaunched)
+		nlaunched++;
+	else
+		pfree(launched[i].handle);
+	launched[i].db = db;
+	launched[i].handle = handle;
+}
+
+/*
+ * Forget databases that are gone (dbs: those that exist), in the launcher's
+ * table and in the shared one, so that created and dropped databases never
+ * fill them.  A database whose worker still runs is kept.
+ */
+static void
+forget_dropped(List *dbs)
+{
+	int			n = 0;
+
+	for (int i = 0; i < nlaunched; i++)
+	{
+		if (!list_member_oid(dbs, launched[i].db) && !worker_running(launched[i].db))
+			pfree(launched[i].handle);
+		else
+			launched[n++] = launched[i];
+	}
+	nlaunched = n;
+
+	SpinLockAcquire(&shared->mutex);
+	n = 0;
+	for (int i = 0; i < shared->ndbs; i++)
+		if (list_member_oid(dbs, shared->dbs[i].db) || shared->dbs[i].worker != NULL)
+			shared->dbs[n++] = shared->dbs[i];
+	shared->ndbs = n;
+	SpinLockRelease(&shared->mutex);
+}
+
 /*
  * The launcher: connected to no database, it starts a worker for each
  * database that has none running, every naptime, and at once for a
@@ -290,9 +380,6 @@ launcher_shmem_exit(int code, Datum arg)
 void
 pk_launcher_main(Datum arg)
 {
-	Oid			dbs[MAX_WORKED_DATABASES];
-	BackgroundWorkerHandle *handles[MAX_WORKED_DATABASES];
-	int			ndbs = 0;
 	TimestampTz last_full = 0;
 	MemoryContext round = AllocSetContextCreate(TopMemoryContext, "pkchangelog launcher round",
 												ALLOCSET_DEFAULT_SIZES);
@@ -309,6 +396,7 @@ pk_launcher_main(Datum arg)
 	for (;;)
 	{
 		ListCell   *lc;
+		List	   *dbs;
 		TimestampTz now = GetCurrentTimestamp();
 		/* every naptime all databases; when woken between, those that asked */
 		bool		only_requested = !TimestampDifferenceExceeds(last_full, now,
@@ -320,40 +408,15 @@ pk_launcher_main(Datum arg)
 		MemoryContextSwitchTo(round);
 		if (pk_worker_enabled)
 		{
-			foreach(lc, databases())
+			dbs = databases();
+			if (!only_requested)
+				forget_dropped(dbs);
+			foreach(lc, dbs)
 			{
 				Oid			db = lfirst_oid(lc);
-				int			i;
-				pid_t		pid;
-				BackgroundWorker bgw;
 
-				for (i = 0; i < ndbs && dbs[i] != db; i++)
-					;
-				if (i < ndbs &&
-					GetBackgroundWorkerPid(handles[i], &pid) != BGWH_STOPPED)
-					continue;	/* running (or starting) */
-				if (!may_start(db, only_requested))
-					continue;	/* nothing asked, or no extension there */
-				if (i == ndbs)
-				{
-					if (ndbs == MAX_WORKED_DATABASES)
-						continue;
-					dbs[ndbs++] = db;
-				}
-				memset(&bgw, 0, sizeof(bgw));
-				bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-				bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-				bgw.bgw_restart_time = BGW_NEVER_RESTART;
-				snprintf(bgw.bgw_library_name, BGW_MAXLEN, "pkchangelog");
-				snprintf(bgw.bgw_function_name, BGW_MAXLEN, "pk_worker_main");
-				snprintf(bgw.bgw_name, BGW_MAXLEN, "pkchangelog worker for database %u", db);
-				snprintf(bgw.bgw_type, BGW_MAXLEN, "pkchangelog worker");
-				bgw.bgw_main_arg = ObjectIdGetDatum(db);
-				bgw.bgw_notify_pid = MyProcPid;
-				if (!RegisterDynamicBackgroundWorker(&bgw, &handles[i]))
-					ereport(LOG,
-							(errmsg("pkchangelog could not start a worker for database %u", db),
-							 errhint("Raise max_worker_processes.")));
+				if (!worker_running(db) && may_start(db, only_requested))
+					launch(db);
 			}
 		}
 		/* until the next full round, unless a request comes first */

@@ -5,9 +5,12 @@
 # compacts at once when a commit asks for it, and stops when switched off.
 use strict;
 use warnings;
+use FindBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use lib $FindBin::Bin;
+use PkWorker;
 use Time::HiRes qw(usleep);
 
 # SQL that creates a one-column pkmerge table NAME, compacted at TRIGGER
@@ -99,18 +102,11 @@ is($ret, 0, 'DROP DATABASE works while workers run') or diag($err);
 # A database that rounds visited before its extension existed is only
 # looked at again after 30 naptimes (here 60 s): its requests must not
 # wait for that.
-$node->safe_psql('postgres', q{
-ALTER SYSTEM SET pkchangelog.worker_naptime = '2s';
-SELECT pg_reload_conf();
-});
+PkWorker::set($node, 'worker_naptime', '2s');
 $node->safe_psql('postgres', 'CREATE DATABASE early');
 sleep(3);
-$node->safe_psql('postgres', q{
-ALTER SYSTEM SET pkchangelog.worker_naptime = '1h';
-SELECT pg_reload_conf();
-});
-ok($node->poll_query_until('postgres',
-		q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'pkchangelog worker'}),
+PkWorker::set($node, 'worker_naptime', '1h');
+ok(PkWorker::none_running($node),
 	'with a naptime of an hour, the workers of the last round leave');
 $node->safe_psql('postgres', commits_sql('r', 3, 2));
 sleep(1);
@@ -128,8 +124,7 @@ ok($node->poll_query_until('postgres',
 	'a stream of commits is compacted as it comes');
 is($node->safe_psql('postgres', q{SELECT count(*), sum(id) FROM r}), '60|1830',
 	'with every row');
-ok($node->poll_query_until('postgres',
-		q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'pkchangelog worker'}),
+ok(PkWorker::none_running($node),
 	'and the worker leaves when the commits stop');
 $node->safe_psql('early', "CREATE EXTENSION pkchangelog;\n" . commits_sql('c', 3, 3));
 my $runs;
@@ -146,12 +141,8 @@ is($runs, '1',
 is($ret, 0, 'DROP DATABASE works right after the requests') or diag($err);
 
 # switched off: nothing is compacted any more
-$node->safe_psql('postgres', q{
-ALTER SYSTEM SET pkchangelog.worker_enabled = off;
-SELECT pg_reload_conf();
-});
-ok($node->poll_query_until('postgres',
-		q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'pkchangelog worker'}),
+PkWorker::set($node, 'worker_enabled', 'off');
+ok(PkWorker::none_running($node),
 	'workers exit when switched off');
 $node->safe_psql('postgres', q{
 INSERT INTO c VALUES (4, 4);
