@@ -196,10 +196,7 @@ commit_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_COMMIT:
 			for (int i = 0; i < nrequests; i++)
 				worker_request(requests[i]);
-			nrequests = 0;
-			wbuf_forget_all();
-			spill_xact_end();
-			break;
+			/* FALLTHROUGH */
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PREPARE:
 		case XACT_EVENT_PARALLEL_COMMIT:

@@ -43,6 +43,7 @@
 #include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -294,13 +295,19 @@ static Launched launched[MAX_WORKED_DATABASES];
 static int	nlaunched = 0;
 
 static bool
-worker_running(Oid db)
+running(BackgroundWorkerHandle *handle)
 {
 	pid_t		pid;
 
+	return GetBackgroundWorkerPid(handle, &pid) != BGWH_STOPPED;
+}
+
+static bool
+worker_running(Oid db)
+{
 	for (int i = 0; i < nlaunched; i++)
 		if (launched[i].db == db)
-			return GetBackgroundWorkerPid(launched[i].handle, &pid) != BGWH_STOPPED;
+			return running(launched[i].handle);
 	return false;
 }
 
@@ -344,6 +351,13 @@ launch(Oid db)
 	launched[i].handle = handle;
 }
 
+/* is db among the n sorted OIDs of dbs? */
+static bool
+exists(const Oid *dbs, int n, Oid db)
+{
+	return bsearch(&db, dbs, n, sizeof(Oid), oid_cmp) != NULL;
+}
+
 /*
  * Forget databases that are gone (dbs: those that exist), in the launcher's
  * table and in the shared one, so that created and dropped databases never
@@ -352,11 +366,19 @@ launch(Oid db)
 static void
 forget_dropped(List *dbs)
 {
+	int			ndbs = list_length(dbs);
+	Oid		   *sorted = palloc(sizeof(Oid) * Max(ndbs, 1));
 	int			n = 0;
+	ListCell   *lc;
 
+	foreach(lc, dbs)
+		sorted[n++] = lfirst_oid(lc);
+	qsort(sorted, ndbs, sizeof(Oid), oid_cmp);
+
+	n = 0;
 	for (int i = 0; i < nlaunched; i++)
 	{
-		if (!list_member_oid(dbs, launched[i].db) && !worker_running(launched[i].db))
+		if (!exists(sorted, ndbs, launched[i].db) && !running(launched[i].handle))
 			pfree(launched[i].handle);
 		else
 			launched[n++] = launched[i];
@@ -366,7 +388,7 @@ forget_dropped(List *dbs)
 	SpinLockAcquire(&shared->mutex);
 	n = 0;
 	for (int i = 0; i < shared->ndbs; i++)
-		if (list_member_oid(dbs, shared->dbs[i].db) || shared->dbs[i].worker != NULL)
+		if (exists(sorted, ndbs, shared->dbs[i].db) || shared->dbs[i].worker != NULL)
 			shared->dbs[n++] = shared->dbs[i];
 	shared->ndbs = n;
 	SpinLockRelease(&shared->mutex);
