@@ -18,7 +18,8 @@ SELECT count(*), min(id), max(id), sum(length(v)) FROM c;
 SELECT snapshot_id, commit_kind, delta_record_count FROM pk_snapshots('c') WHERE commit_kind = 'COMPACT';
 -- nothing due: NULL
 SELECT pk_compact('c') AS nothing_to_do;
--- the writers' stop trigger: at the fourth sorted run the writer compacts
+-- the writers' stop trigger: a commit that would make the fourth sorted run
+-- first compacts the three committed ones, then adds its own
 DELETE FROM c WHERE id = 20;
 INSERT INTO c VALUES (1000, 'x');
 SELECT count(*) AS data_runs_before FROM pk_runs('c') WHERE kind = 'data';

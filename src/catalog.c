@@ -186,7 +186,7 @@ run_row(Relation crel, Oid relid, int64 run_id, HeapTuple *tup)
 /* update columns of a run's row: values[i] into column attnums[i] */
 static void
 run_update(Oid relid, int64 run_id, int ncols, const int *attnums,
-		   const Datum *newvalues)
+		   const Datum *newvalues, bool own_run)
 {
 	Relation	crel;
 	HeapTuple	tup;
@@ -195,7 +195,7 @@ run_update(Oid relid, int64 run_id, int ncols, const int *attnums,
 	bool		nulls[Natts_runs] = {0};
 	bool		replace[Natts_runs] = {0};
 
-	runcache_note_change(relid);
+	runcache_note_change(relid, own_run);
 	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
 	scan = run_row(crel, relid, run_id, &tup);
 	for (int i = 0; i < ncols; i++)
@@ -217,7 +217,7 @@ cat_run_set_snapshot(Oid relid, int64 run_id, int64 snapshot_id)
 	int			attnum = Anum_runs_created_snapshot;
 	Datum		value = Int64GetDatum(snapshot_id);
 
-	run_update(relid, run_id, 1, &attnum, &value);
+	run_update(relid, run_id, 1, &attnum, &value, false);
 }
 
 /* a spilled run joins its commit: its sequence number and snapshot id */
@@ -227,7 +227,7 @@ cat_run_finalize(Oid relid, int64 run_id, int64 seq, int64 snapshot_id)
 	int			attnums[3] = {Anum_runs_min_seq, Anum_runs_max_seq, Anum_runs_created_snapshot};
 	Datum		values[3] = {Int64GetDatum(seq), Int64GetDatum(seq), Int64GetDatum(snapshot_id)};
 
-	run_update(relid, run_id, 3, attnums, values);
+	run_update(relid, run_id, 3, attnums, values, true);
 }
 
 /*
@@ -247,7 +247,7 @@ cat_run_retire(Oid relid, int64 run_id)
 	bool		replace[Natts_runs] = {0};
 	HeapTuple	delta;
 
-	runcache_note_change(relid);
+	runcache_note_change(relid, false);
 	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
 	scan = run_row(crel, relid, run_id, &tup);
 	values[Anum_runs_kind - 1] = CStringGetTextDatum("delta");
@@ -325,6 +325,35 @@ cat_table_state_peek(Oid relid)
 		st = state_from_tuple(crel, tup);
 	table_close(crel, AccessShareLock);
 	return st;
+}
+
+/*
+ * Which version of relid's pkchangelog.tables row snapshot sees: the xid
+ * that wrote it and its last snapshot id.  Every commit and compaction that
+ * changes the table's runs writes a new version under the commit lock, so
+ * the version names the runs the snapshot sees (runcache.c).  False if the
+ * snapshot sees no row (the table has never committed a run).
+ */
+bool
+cat_table_version(Oid relid, Snapshot snapshot, TransactionId *xmin,
+				  int64 *snapshot_id)
+{
+	Relation	crel = table_open(cat_oid("tables", false), AccessShareLock);
+	SysScanDesc scan = cat_scan(crel, "tables", relid, snapshot);
+	HeapTuple	tup = systable_getnext(scan);
+	bool		found = HeapTupleIsValid(tup);
+
+	if (found)
+	{
+		bool		isnull;
+
+		*xmin = HeapTupleHeaderGetRawXmin(tup->t_data);
+		*snapshot_id = DatumGetInt64(heap_getattr(tup, Anum_tables_last_snapshot_id,
+												  RelationGetDescr(crel), &isnull));
+	}
+	systable_endscan(scan);
+	table_close(crel, AccessShareLock);
+	return found;
 }
 
 /*
@@ -491,7 +520,7 @@ cat_run_insert(Oid relid, const RunInfo *r)
 	Datum		v[Natts_runs];
 	bool		n[Natts_runs] = {0};
 
-	runcache_note_change(relid);
+	runcache_note_change(relid, true);
 	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
 	v[Anum_runs_relid - 1] = ObjectIdGetDatum(relid);
 	v[Anum_runs_run_id - 1] = Int64GetDatum(r->run_id);
@@ -550,7 +579,7 @@ cat_run_delete(Oid relid, int64 run_id)
 	HeapTuple	tup;
 	SysScanDesc scan;
 
-	runcache_note_change(relid);
+	runcache_note_change(relid, false);
 	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
 	scan = run_row(crel, relid, run_id, &tup);
 
@@ -563,7 +592,7 @@ cat_run_delete(Oid relid, int64 run_id)
 void
 cat_runs_delete_all(Oid relid)
 {
-	runcache_note_change(relid);
+	runcache_note_change(relid, false);
 	delete_rows("runs", relid, false);
 	CommandCounterIncrement();
 }
@@ -581,7 +610,7 @@ cat_drop_table(Oid relid)
 		!OidIsValid(get_relname_relid("snapshots_pkey", nsp)) ||
 		!OidIsValid(get_relname_relid("tables_pkey", nsp)))
 		return;
-	runcache_note_change(relid);
+	runcache_note_change(relid, false);
 	delete_rows("runs", relid, true);
 	delete_rows("snapshots", relid, true);
 	delete_rows("tables", relid, true);

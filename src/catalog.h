@@ -78,6 +78,8 @@ extern bool cat_compaction_trylock(Oid relid);
 extern void cat_commit_lock(Oid relid);
 extern TableState cat_table_state(Oid relid);
 extern TableState cat_table_state_peek(Oid relid);
+extern bool cat_table_version(Oid relid, Snapshot snapshot, TransactionId *xmin,
+							  int64 *snapshot_id);
 extern void cat_table_state_update(Oid relid, const TableState *state);
 extern void cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 								int64 total, int64 delta, int64 changelog,

@@ -31,6 +31,7 @@
 #include "lookup.h"
 #include "pkchangelog.h"
 #include "producer.h"
+#include "runcache.h"
 #include "run.h"
 #include "spill.h"
 #include "wbuf.h"
@@ -59,7 +60,6 @@ commit_table(WriteBuffer *wb)
 	int64		spilled_changelog;
 	uint64		seq;
 	int64		snapshot_id;
-	bool		have_runs;
 	List	   *committed;
 	List	   *pending = NIL;
 	RunInfo    *final = NULL;
@@ -87,18 +87,15 @@ commit_table(WriteBuffer *wb)
 
 	/* one commit of this table at a time, until our commit record is out */
 	cat_commit_lock(wb->relid);
-	/* the runs, when the checks, the producer or the spilled runs need them */
-	have_runs = wb->spills != NIL || wb->rmw_run_id != PG_INT64_MAX ||
-		t->opts.changelog_producer == PK_PRODUCER_LOOKUP;
-	committed = have_runs ?
-		lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()), &pending) : NIL;
+	/* the runs as the previous commit left them, and the spilled ones */
+	committed = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()), &pending);
 	dml_check_conflicts(rel, wb, committed, pending);
 	st = cat_table_state(wb->relid);
 	snapshot_id = st.last_snapshot_id + 1;
 
 	/* the spilled runs come first */
 	seq = st.last_seq + 1 +
-		spill_finalize(rel, pending, st.last_seq + 1, snapshot_id,
+		spill_finalize(rel, wb, pending, st.last_seq + 1, snapshot_id,
 					   &spilled_rows, &spilled_changelog);
 
 	w = run_writer_begin(rel, t, 0, RUN_DATA, true);
@@ -145,23 +142,19 @@ commit_table(WriteBuffer *wb)
 						INSTR_TIME_GET_MILLISEC(duration));
 	cat_table_state_update(wb->relid, &st);
 
+	/* the runs now: those read under the commit lock, and ours */
+	after = list_concat(list_copy(committed), pending);
+	if (final)
+		after = lappend(after, final);
+	runcache_store_commit(rel, snapshot_id, after);
+
 	/*
-	 * Too many sorted runs: the writer compacts before its commit completes
-	 * (Paimon's stop trigger), unless a compaction is running already.
-	 * Enough for a compaction: the background worker is asked for one once
-	 * this commit is visible.
+	 * Enough sorted runs for a compaction (compact_before_commit compacted
+	 * at the stop trigger, if it could): the background worker is asked for
+	 * one once this commit is visible.
 	 */
-	if (have_runs && !truncated)
-	{
-		/* the runs now: those read under the commit lock, and ours */
-		after = list_concat(list_copy(committed), pending);
-		if (final)
-			after = lappend(after, final);
-	}
-	due = compact_due(rel, after);
-	if (due == COMPACT_STOP && cat_compaction_trylock(wb->relid))
-		(void) compact_table(rel, false, true, after);
-	else if (due != COMPACT_NOT_DUE && nrequests < MAX_REQUESTS)
+	due = compact_due(rel, after, 0);
+	if (due != COMPACT_NOT_DUE && nrequests < MAX_REQUESTS)
 		requests[nrequests++] = wb->relid;
 	/* until a background worker does it: expire every 64 commits */
 	if (snapshot_id % 64 == 0 && cat_compaction_trylock(wb->relid))
@@ -169,16 +162,57 @@ commit_table(WriteBuffer *wb)
 	table_close(rel, NoLock);
 }
 
+/*
+ * Before the table's commit lock: if the commit would make as many sorted
+ * runs as the stop trigger, compact first (Paimon's writers wait for a
+ * compaction there), unless one is running already.  The merge then runs
+ * beside other commits; only its switch of runs takes the commit lock.
+ */
+static void
+compact_before_commit(WriteBuffer *wb)
+{
+	Relation	rel;
+
+	if (wb->truncate_pos >= 0 || (wb->n == 0 && wb->spills == NIL))
+		return;
+	rel = try_table_open(wb->relid, RowExclusiveLock);
+	if (rel == NULL)
+		return;					/* dropped later in this transaction */
+	/* the committed runs, the pending ones, and the run the buffer makes */
+	if (compact_due(rel, lookup_visible_runs(rel, GetLatestSnapshot()),
+					wb->n > 0 ? 1 : 0) == COMPACT_STOP &&
+		cat_compaction_trylock(wb->relid))
+		(void) compact_table(rel, false);
+	table_close(rel, NoLock);
+}
+
+static int
+relid_cmp(const ListCell *a, const ListCell *b)
+{
+	Oid			ra = ((WriteBuffer *) lfirst(a))->relid;
+	Oid			rb = ((WriteBuffer *) lfirst(b))->relid;
+
+	return (ra > rb) - (ra < rb);
+}
+
 static void
 commit_xact_callback(XactEvent event, void *arg)
 {
 	ListCell   *lc;
+	List	   *tables;
 
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
-			foreach(lc, wbuf_all())
+			/* commit locks in relid order: no deadlock between committers */
+			tables = list_copy(wbuf_all());
+			list_sort(tables, relid_cmp);
+			foreach(lc, tables)
+			{
+				compact_before_commit(lfirst(lc));
 				commit_table(lfirst(lc));
+			}
+			list_free(tables);
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			foreach(lc, wbuf_all())

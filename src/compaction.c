@@ -171,18 +171,19 @@ pick(const PkOptions *o, List *srs, bool force, int *outlevel)
 
 /*
  * Is a compaction due: enough sorted runs for one (the compaction trigger),
- * or so many that writers compact inline (the stop trigger)?  runs: the
- * table's data runs, when the caller has them.
+ * or so many that writers compact first (the stop trigger)?  runs: the
+ * table's data runs, when the caller has them; extra: sorted runs about to
+ * be added.
  */
 CompactDue
-compact_due(Relation rel, List *runs)
+compact_due(Relation rel, List *runs, int extra)
 {
 	PkTable    *t = pk_table(rel);
 	int			n;
 
 	if (runs == NIL)
 		runs = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()), NULL);
-	n = list_length(sorted_runs(runs));
+	n = list_length(sorted_runs(runs)) + extra;
 	if (n >= t->opts.num_sorted_run_stop_trigger)
 		return COMPACT_STOP;
 	if (n >= t->opts.num_sorted_run_compaction_trigger)
@@ -191,21 +192,20 @@ compact_due(Relation rel, List *runs)
 }
 
 static void
-finish_output(Relation rel, RunWriter *w, List **outputs, int64 snapshot_id)
+finish_output(Relation rel, RunWriter *w, List **outputs)
 {
 	if (w && run_writer_nrows(w) > 0)
-		*outputs = lappend(*outputs, run_writer_finish(w, snapshot_id));
+		*outputs = lappend(*outputs, run_writer_finish(w, 0));
 }
 
 /*
  * Compact rel once: full merges every run into the bottom level, otherwise
  * the universal pick decides.  Returns the COMPACT snapshot id, or 0 when
  * there was nothing to do.  The caller's transaction commits the result.
- * A caller holding the commit lock (a writer at the stop trigger) may pass
- * the table's runs as they are under it.
+ * The merge runs beside commits; the commit lock is taken for the switch.
  */
 int64
-compact_table(Relation rel, bool full, bool holding_commit_lock, List *runs)
+compact_table(Relation rel, bool full)
 {
 	Oid			relid = RelationGetRelid(rel);
 	PkTable    *t = pk_table(rel);
@@ -233,9 +233,7 @@ compact_table(Relation rel, bool full, bool holding_commit_lock, List *runs)
 	 * After the lock: runs committed before now, none being compacted.  Runs
 	 * this transaction spilled are not committed yet: they are not touched.
 	 */
-	if (runs == NIL || !holding_commit_lock)
-		runs = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()), NULL);
-	srs = sorted_runs(runs);
+	srs = sorted_runs(lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()), NULL));
 	count = pick(&t->opts, srs, full, &outlevel);
 	if (count == 0)
 		return 0;
@@ -246,12 +244,6 @@ compact_table(Relation rel, bool full, bool holding_commit_lock, List *runs)
 		list_length(inputs) == 1)
 		return 0;
 	bottom = (count == list_length(srs));
-	/* under the commit lock the snapshot id is known: outputs get it at once */
-	if (holding_commit_lock)
-	{
-		st = cat_table_state(relid);
-		snapshot_id = st.last_snapshot_id + 1;
-	}
 
 	/*
 	 * The merge: newest version per key; tombstones survive unless nothing
@@ -269,12 +261,12 @@ compact_table(Relation rel, bool full, bool holding_commit_lock, List *runs)
 		out_records++;
 		if (run_writer_stream_size(w) >= t->opts.target_run_size)
 		{
-			finish_output(rel, w, &outputs, snapshot_id);
+			finish_output(rel, w, &outputs);
 			w = NULL;
 		}
 	}
 	merge_end(m);
-	finish_output(rel, w, &outputs, snapshot_id);
+	finish_output(rel, w, &outputs);
 
 	/* full-compaction: the changelog of every compaction into the bottom */
 	if (t->opts.changelog_producer == PK_PRODUCER_FULL_COMPACTION &&
@@ -296,14 +288,11 @@ compact_table(Relation rel, bool full, bool holding_commit_lock, List *runs)
 	}
 
 	/* commit: inputs out, outputs in, one COMPACT snapshot */
-	if (!holding_commit_lock)
-	{
-		cat_commit_lock(relid);
-		st = cat_table_state(relid);
-		snapshot_id = st.last_snapshot_id + 1;
-		foreach(lc, outputs)
-			cat_run_set_snapshot(relid, ((RunInfo *) lfirst(lc))->run_id, snapshot_id);
-	}
+	cat_commit_lock(relid);
+	st = cat_table_state(relid);
+	snapshot_id = st.last_snapshot_id + 1;
+	foreach(lc, outputs)
+		cat_run_set_snapshot(relid, ((RunInfo *) lfirst(lc))->run_id, snapshot_id);
 	foreach(lc, inputs)
 	{
 		RunInfo    *r = lfirst(lc);

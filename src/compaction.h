@@ -11,8 +11,7 @@
 #include "utils/rel.h"
 
 /* compaction.c */
-extern int64 compact_table(Relation rel, bool full, bool holding_commit_lock,
-						   List *runs);
+extern int64 compact_table(Relation rel, bool full);
 typedef enum CompactDue
 {
 	COMPACT_NOT_DUE,
@@ -20,7 +19,7 @@ typedef enum CompactDue
 	COMPACT_STOP				/* num_sorted_run_stop_trigger reached */
 } CompactDue;
 
-extern CompactDue compact_due(Relation rel, List *runs);
+extern CompactDue compact_due(Relation rel, List *runs, int extra);
 extern int64 compact_commits_since_full(Relation rel);
 
 #endif							/* PK_COMPACTION_H */

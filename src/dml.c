@@ -39,7 +39,7 @@ static struct
 	List	   *runs;			/* with the transaction's own pending runs */
 	List	   *committed;		/* without */
 	uint64		max_seq;
-	int64		max_run_id;
+	int64		max_snapshot;
 }			latest;
 
 /*
@@ -56,7 +56,7 @@ latest_runs(Relation rel, CommandId cid, PkRead *read)
 		latest.relid == RelationGetRelid(rel) && latest.cid == cid)
 	{
 		read->read_seq = latest.max_seq + 1;
-		read->run_id = latest.max_run_id;
+		read->snapshot_id = latest.max_snapshot;
 		read->base_seq = 0;
 		return latest.runs;
 	}
@@ -69,18 +69,18 @@ latest_runs(Relation rel, CommandId cid, PkRead *read)
 	latest.committed = lookup_committed_runs(latest.runs, NULL);
 	MemoryContextSwitchTo(old);
 	latest.max_seq = 0;
-	latest.max_run_id = 0;
+	latest.max_snapshot = 0;
 	/* what others committed: the transaction's own pending runs date nothing */
 	foreach(lc, latest.committed)
 	{
 		latest.max_seq = Max(latest.max_seq, (uint64) ((RunInfo *) lfirst(lc))->max_seq);
-		latest.max_run_id = Max(latest.max_run_id, ((RunInfo *) lfirst(lc))->run_id);
+		latest.max_snapshot = Max(latest.max_snapshot, ((RunInfo *) lfirst(lc))->created_snapshot);
 	}
 	latest.lxid = MyProc->lxid;
 	latest.relid = RelationGetRelid(rel);
 	latest.cid = cid;
 	read->read_seq = latest.max_seq + 1;
-	read->run_id = latest.max_run_id;
+	read->snapshot_id = latest.max_snapshot;
 	read->base_seq = 0;
 	return latest.runs;
 }
@@ -142,7 +142,7 @@ append(Relation rel, PkTable *t, PkRowKind kind, MinimalTuple tup, CommandId cid
 	{
 		wbuf_entry(wb, pos)->read = *read;
 		if (read->read_seq != PG_UINT64_MAX)
-			wb->rmw_run_id = Min(wb->rmw_run_id, read->run_id);
+			wb->rmw_snapshot = Min(wb->rmw_snapshot, read->snapshot_id);
 	}
 	if (tid)
 		wbuf_tid(wb, pos, tid);
@@ -424,9 +424,10 @@ check_read(Relation rel, PkTable *t, List *committed, const Datum *keys,
  * one read (base_seq; for a key read as absent: if a version committed after
  * the read exists).  A deletion counts even when a compaction into the
  * bottom has since dropped its tombstone: the version read is then gone.
- * Nothing can have changed if no run was created since the reads.  The
- * reads are in the buffer's entries and in the rows of the transaction's
- * pending runs (spill.c).
+ * Nothing can have changed if no commit created a run since the reads (in
+ * snapshot ids, which commits take in commit order).  The reads are in the
+ * buffer's entries and in the rows of the transaction's pending runs
+ * (spill.c).
  */
 void
 dml_check_conflicts(Relation rel, WriteBuffer *wb, List *committed,
@@ -436,10 +437,10 @@ dml_check_conflicts(Relation rel, WriteBuffer *wb, List *committed,
 	ListCell   *lc;
 	bool		newer = false;
 
-	if (wb->rmw_run_id == PG_INT64_MAX)
+	if (wb->rmw_snapshot == PG_INT64_MAX)
 		return;					/* no read-modify-write */
 	foreach(lc, committed)
-		newer |= ((RunInfo *) lfirst(lc))->run_id > wb->rmw_run_id;
+		newer |= ((RunInfo *) lfirst(lc))->created_snapshot > wb->rmw_snapshot;
 	if (!newer)
 		return;
 	for (uint32 p = 0; p < wb->n; p++)

@@ -10,8 +10,7 @@
  *		extends files ahead of use; without it, runs go after the file's
  *		end until the next VACUUM);
  *	  - per backend: the tables its transaction has buffered writes to,
- *		which its parallel workers must not read without them;
- *	  - per table: how its run list changes (runcache.c).
+ *		which its parallel workers must not read without them.
  *
  *-------------------------------------------------------------------------
  */
@@ -46,8 +45,6 @@ typedef struct BackendWrites
 
 static BackendWrites *writes = NULL;
 
-static RunsState *runs_states = NULL;
-
 static Size
 writes_size(void)
 {
@@ -64,7 +61,6 @@ hints_shmem_request(void)
 	RequestAddinShmemSpace(MAXALIGN(sizeof(bool) * NSLOTS));
 	RequestAddinShmemSpace(MAXALIGN(sizeof(pg_atomic_uint64) * NSLOTS));
 	RequestAddinShmemSpace(MAXALIGN(writes_size()));
-	RequestAddinShmemSpace(MAXALIGN(sizeof(RunsState) * NSLOTS));
 }
 
 static void
@@ -86,14 +82,6 @@ hints_shmem_startup(void)
 	writes = ShmemInitStruct("pkchangelog backend writes", writes_size(), &found);
 	if (!found)
 		memset(writes, 0, writes_size());
-	runs_states = ShmemInitStruct("pkchangelog run list states",
-								  sizeof(RunsState) * NSLOTS, &found);
-	if (!found)
-	{
-		memset(runs_states, 0, sizeof(RunsState) * NSLOTS);
-		for (int i = 0; i < NSLOTS; i++)
-			SpinLockInit(&runs_states[i].mutex);
-	}
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -197,9 +185,3 @@ hints_leader_writes(Oid relid)
 	return false;
 }
 
-/* the change state of relid's run list (shared with the tables of its slot) */
-RunsState *
-hints_runs_state(Oid relid)
-{
-	return runs_states ? &runs_states[hash_uint32(relid) % NSLOTS] : NULL;
-}

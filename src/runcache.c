@@ -2,51 +2,51 @@
  *
  * runcache.c
  *	  A per-backend cache of each table's data run list, so that reads do
- *	  not scan pkchangelog.runs every time.  It is safe only where exact:
+ *	  not scan pkchangelog.runs every time.  It is exact by construction:
  *
- *	  - Every transaction that changes a table's runs rows announces it
- *		before the first change (generation++, inflight++) and again when
- *		it has ended, after its commit became visible (generation++,
- *		inflight--, its xid joins the ring of recent enders).
- *	  - A list read from the catalog with snapshot S is kept only if no
- *		change was in flight, none started meanwhile (same generation
- *		before and after), and S sees every change that ended: each
- *		recent ender is complete for S, and S's xmin is past the horizon of
- *		the older ones.  Such an S sees exactly the rows every change left.
- *	  - It serves a later snapshot S' under the same three conditions:
- *		then S' sees exactly what S saw.
+ *	  - Every transaction that changes which data runs others see (a commit,
+ *		a compaction) writes a new version of the table's pkchangelog.tables
+ *		row under the commit lock, so these versions follow the changes in
+ *		commit order.  An MVCC snapshot that sees one version sees exactly
+ *		the changes up to the transaction that wrote it: the version (the
+ *		xid that wrote it, with its last snapshot id) names the run list.
+ *	  - A list read from the catalog with snapshot S is stored under the
+ *		version S sees, and served to any snapshot that sees that version.
+ *	  - Snapshots taken while no transaction completed see the same
+ *		versions (PostgreSQL reuses such snapshots' contents, procarray.c),
+ *		so the version found for one is remembered for the next.
  *
- *	  Non-MVCC snapshots, hot standbys (WAL replay changes the catalog
- *	  without announcing it; snapshots taken there stay uncached after a
- *	  promotion) and transactions that change runs themselves (inflight)
- *	  always read the catalog.  A transaction that changed runs
- *	  cannot be prepared: its end could not be announced.
+ *	  A transaction that changed the table's runs itself (its pending runs
+ *	  are visible to it alone) and parallel workers (whose leader may have)
+ *	  read the catalog.  Hot standbys use the cache like primaries: replay
+ *	  writes the same versions.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "access/transam.h"
+#include "access/parallel.h"
 #include "access/xact.h"
-#include "access/xlog.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
-#include "hints.h"
 #include "runcache.h"
 
 typedef struct CacheEntry
 {
 	Oid			relid;			/* hash key */
 	Oid			relfilenode;
-	uint64		generation;
+	TransactionId xmin;			/* the tables row version of the list */
+	int64		snapshot_id;
 	MemoryContext cxt;			/* the runs */
 	List	   *runs;
+	uint64		completions;	/* a snapshot that saw that version, if any */
 } CacheEntry;
 
 static HTAB *cache = NULL;
-static List *changing = NIL;	/* relids this transaction announced */
+static List *changing = NIL;	/* relids whose runs this transaction changed */
+static List *rewriting = NIL;	/* ... other than by adding runs of its own */
 
 /* a copy of run in the current memory context */
 static RunInfo *
@@ -60,20 +60,6 @@ copy_run(const RunInfo *run)
 	return r;
 }
 
-/* does snapshot see every change of the state's table that has ended? */
-static bool
-sees_all_ended(const RunsState *st, Snapshot snapshot)
-{
-	if (TransactionIdIsValid(st->horizon) &&
-		TransactionIdPrecedes(snapshot->xmin, st->horizon))
-		return false;
-	for (int i = 0; i < RUNS_ENDERS; i++)
-		if (TransactionIdIsValid(st->enders[i]) &&
-			XidInMVCCSnapshot(st->enders[i], snapshot))
-			return false;
-	return true;
-}
-
 /*
  * Probe the cache for rel's data runs as snapshot sees them.  On a hit,
  * returns a copy; on a miss NIL, with *probe set for runcache_store.
@@ -81,53 +67,58 @@ sees_all_ended(const RunsState *st, Snapshot snapshot)
 List *
 runcache_lookup(Relation rel, Snapshot snapshot, RunCacheProbe *probe)
 {
-	RunsState  *st = hints_runs_state(RelationGetRelid(rel));
-	CacheEntry *e;
+	CacheEntry *e = NULL;
 	List	   *runs = NIL;
 	ListCell   *lc;
 
 	probe->usable = false;
 	probe->hit = false;
-	if (st == NULL || snapshot == NULL || !IsMVCCSnapshot(snapshot) ||
-		snapshot->takenDuringRecovery || RecoveryInProgress())
+	if (snapshot == NULL || !IsMVCCSnapshot(snapshot) || IsParallelWorker() ||
+		list_member_oid(changing, rel->rd_id))
 		return NIL;
-	SpinLockAcquire(&st->mutex);
-	probe->generation = st->generation;
-	probe->usable = st->inflight == 0 && sees_all_ended(st, snapshot);
-	SpinLockRelease(&st->mutex);
-	if (!probe->usable || cache == NULL)
+	if (cache != NULL)
+		e = hash_search(cache, &rel->rd_id, HASH_FIND, NULL);
+	if (e != NULL && e->relfilenode == rel->rd_node.relNode &&
+		snapshot->snapXactCompletionCount != 0 &&
+		snapshot->snapXactCompletionCount == e->completions)
+	{
+		probe->xmin = e->xmin;
+		probe->snapshot_id = e->snapshot_id;
+	}
+	else if (!cat_table_version(rel->rd_id, snapshot, &probe->xmin,
+								&probe->snapshot_id))
+		return NIL;				/* nothing committed yet */
+	probe->usable = true;
+	probe->completions = snapshot->snapXactCompletionCount;
+	if (e == NULL || e->relfilenode != rel->rd_node.relNode ||
+		e->xmin != probe->xmin || e->snapshot_id != probe->snapshot_id)
 		return NIL;
-	e = hash_search(cache, &rel->rd_id, HASH_FIND, NULL);
-	if (e == NULL || e->generation != probe->generation ||
-		e->relfilenode != rel->rd_node.relNode)
-		return NIL;
+	e->completions = probe->completions;
 	foreach(lc, e->runs)
 		runs = lappend(runs, copy_run(lfirst(lc)));
 	probe->hit = true;
 	return runs;
 }
 
-/*
- * After a miss: keep runs (read from the catalog with the probe's
- * snapshot) if nothing changed meanwhile.
- */
-void
-runcache_store(Relation rel, const RunCacheProbe *probe, List *runs)
+static int
+run_id_cmp(const ListCell *a, const ListCell *b)
 {
-	RunsState  *st = hints_runs_state(RelationGetRelid(rel));
+	int64		ra = ((RunInfo *) lfirst(a))->run_id;
+	int64		rb = ((RunInfo *) lfirst(b))->run_id;
+
+	return (ra > rb) - (ra < rb);
+}
+
+/* keep runs as the list of version (xmin, snapshot_id), in run id order */
+static void
+store(Relation rel, TransactionId xmin, int64 snapshot_id, uint64 completions,
+	  List *runs)
+{
 	CacheEntry *e;
 	bool		found;
-	bool		same;
 	ListCell   *lc;
 	MemoryContext old;
 
-	if (!probe->usable)
-		return;
-	SpinLockAcquire(&st->mutex);
-	same = st->generation == probe->generation && st->inflight == 0;
-	SpinLockRelease(&st->mutex);
-	if (!same)
-		return;
 	if (cache == NULL)
 	{
 		HASHCTL		ctl;
@@ -145,63 +136,49 @@ runcache_store(Relation rel, const RunCacheProbe *probe, List *runs)
 	e->runs = NIL;
 	foreach(lc, runs)
 		e->runs = lappend(e->runs, copy_run(lfirst(lc)));
+	list_sort(e->runs, run_id_cmp);
 	MemoryContextSwitchTo(old);
 	e->relfilenode = rel->rd_node.relNode;
-	e->generation = probe->generation;
+	e->xmin = xmin;
+	e->snapshot_id = snapshot_id;
+	e->completions = completions;
 }
 
-/* catalog.c: this transaction is about to change relid's runs rows */
+/* After a miss: keep runs, read from the catalog with the probe's snapshot. */
 void
-runcache_note_change(Oid relid)
+runcache_store(Relation rel, const RunCacheProbe *probe, List *runs)
 {
-	RunsState  *st = hints_runs_state(relid);
-	MemoryContext old;
-
-	if (st == NULL || list_member_oid(changing, relid))
-		return;
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	changing = lappend_oid(changing, relid);
-	MemoryContextSwitchTo(old);
-	SpinLockAcquire(&st->mutex);
-	st->generation++;
-	st->inflight++;
-	SpinLockRelease(&st->mutex);
+	if (probe->usable)
+		store(rel, probe->xmin, probe->snapshot_id, probe->completions, runs);
 }
 
 /*
- * The transaction ended (its commit is visible by now): announce it for
- * every table it changed.
+ * A commit, under the commit lock, has written the tables row version that
+ * names its snapshot_id: runs (the data runs committed before it, and its
+ * own) are that version's list, unless the transaction also changed runs
+ * committed before (compacted them, or truncated the table).
  */
-static void
-announce_end(void)
+void
+runcache_store_commit(Relation rel, int64 snapshot_id, List *runs)
 {
-	TransactionId xid = GetTopTransactionIdIfAny();
-	ListCell   *lc;
+	if (!list_member_oid(rewriting, rel->rd_id) && !IsParallelWorker())
+		store(rel, GetTopTransactionId(), snapshot_id, 0, runs);
+}
 
-	foreach(lc, changing)
-	{
-		RunsState  *st = hints_runs_state(lfirst_oid(lc));
-		TransactionId evicted;
+/*
+ * catalog.c: this transaction is about to change relid's runs rows, by
+ * adding runs of its own only, or otherwise.
+ */
+void
+runcache_note_change(Oid relid, bool own_run)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
-		SpinLockAcquire(&st->mutex);
-		st->generation++;
-		st->inflight--;
-		evicted = st->enders[st->next];
-		if (TransactionIdIsValid(evicted))
-		{
-			TransactionId past = evicted;
-
-			TransactionIdAdvance(past);
-			if (!TransactionIdIsValid(st->horizon) ||
-				TransactionIdFollows(past, st->horizon))
-				st->horizon = past;
-		}
-		st->enders[st->next] = xid;
-		st->next = (st->next + 1) % RUNS_ENDERS;
-		SpinLockRelease(&st->mutex);
-	}
-	list_free(changing);
-	changing = NIL;
+	if (!list_member_oid(changing, relid))
+		changing = lappend_oid(changing, relid);
+	if (!own_run && !list_member_oid(rewriting, relid))
+		rewriting = lappend_oid(rewriting, relid);
+	MemoryContextSwitchTo(old);
 }
 
 static void
@@ -209,19 +186,15 @@ runcache_xact_callback(XactEvent event, void *arg)
 {
 	switch (event)
 	{
-		case XACT_EVENT_PRE_PREPARE:
-			if (changing != NIL)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot PREPARE a transaction that has changed the runs of a pkmerge table"),
-						 errhint("Commit the transaction directly.")));
-			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			if (changing != NIL)
-				announce_end();
+			list_free(changing);
+			changing = NIL;
+			list_free(rewriting);
+			rewriting = NIL;
 			break;
 		default:
 			break;

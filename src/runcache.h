@@ -19,13 +19,16 @@ typedef struct RunCacheProbe
 {
 	bool		usable;			/* the snapshot may use (and fill) the cache */
 	bool		hit;
-	uint64		generation;
+	TransactionId xmin;			/* the tables row version it sees */
+	int64		snapshot_id;
+	uint64		completions;	/* its snapXactCompletionCount */
 } RunCacheProbe;
 
 /* runcache.c */
 extern void runcache_init(void);
 extern List *runcache_lookup(Relation rel, Snapshot snapshot, RunCacheProbe *probe);
 extern void runcache_store(Relation rel, const RunCacheProbe *probe, List *runs);
-extern void runcache_note_change(Oid relid);
+extern void runcache_store_commit(Relation rel, int64 snapshot_id, List *runs);
+extern void runcache_note_change(Oid relid, bool own_run);
 
 #endif							/* PK_RUNCACHE_H */

@@ -258,6 +258,7 @@ spill_range(Relation rel, PkTable *t, WriteBuffer *wb, uint32 from)
 	old = MemoryContextSwitchTo(wb->cxt);
 	sp = palloc(sizeof(WbSpill));
 	sp->run = run_writer_finish(w, 0);
+	sp->changelog = NULL;
 	sp->max_cid = max_cid;
 	sp->subid = GetCurrentSubTransactionId();
 	wb->spills = lappend(wb->spills, sp);
@@ -275,7 +276,9 @@ spill_range(Relation rel, PkTable *t, WriteBuffer *wb, uint32 from)
 				run_writer_add(cw, 0, e->kind, e->tup, e->keys, 0);
 		}
 		run_writer_set_seq(cw, seq);
-		(void) run_writer_finish(cw, 0);
+		old = MemoryContextSwitchTo(wb->cxt);
+		sp->changelog = run_writer_finish(cw, 0);
+		MemoryContextSwitchTo(old);
 	}
 	wbuf_remove(wb, from, keep);
 	pfree(sorted);
@@ -402,14 +405,14 @@ pending_cmp(const ListCell *a, const ListCell *b)
 
 /*
  * At commit, under the commit lock: the pending runs the transaction still
- * has (pending: its data runs; their changelog runs are found here) take
+ * has (pending: its data runs; their changelog runs are the spills') take
  * the sequence numbers from first_seq on, in the order they were spilled,
  * and the snapshot id; the RunInfos in pending are renumbered too.  Returns
  * how many sequence numbers were used; *rows and *changelog_rows count
  * their records.
  */
 int
-spill_finalize(Relation rel, List *pending, uint64 first_seq,
+spill_finalize(Relation rel, WriteBuffer *wb, List *pending, uint64 first_seq,
 			   int64 snapshot_id, int64 *rows, int64 *changelog_rows)
 {
 	Oid			relid = RelationGetRelid(rel);
@@ -423,12 +426,13 @@ spill_finalize(Relation rel, List *pending, uint64 first_seq,
 	if (pending == NIL)
 		return 0;
 	all = list_copy(pending);
-	foreach(lc, cat_runs_visible(relid, GetLatestSnapshot(), false))
+	/* those rolled back to a savepoint are gone from wb->spills */
+	foreach(lc, wb->spills)
 	{
-		RunInfo    *r = lfirst(lc);
+		RunInfo    *r = ((WbSpill *) lfirst(lc))->changelog;
 
-		if (r->kind == RUN_CHANGELOG && run_is_pending(r) &&
-			r->relfilenode == rel->rd_node.relNode)
+		/* a TRUNCATE since gave the table a new file: not those */
+		if (r && r->relfilenode == rel->rd_node.relNode)
 			all = lappend(all, r);
 	}
 	list_sort(all, pending_cmp);

@@ -134,7 +134,7 @@ pk_compact(PG_FUNCTION_ARGS)
 		aclcheck_error(aclresult, OBJECT_TABLE, RelationGetRelationName(rel));
 	/* the compaction commits with the caller's transaction: it needs an xid */
 	(void) GetCurrentTransactionId();
-	snapshot_id = compact_table(rel, full, false, NIL);
+	snapshot_id = compact_table(rel, full);
 	table_close(rel, NoLock);
 	if (snapshot_id == 0)
 		PG_RETURN_NULL();

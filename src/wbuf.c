@@ -74,7 +74,7 @@ wbuf_get(Oid relid, bool create)
 		wb->segs[0] = MemoryContextAlloc(wb->cxt, sizeof(WbEntry) * wb->seg0_cap);
 		wb->nsegs = 1;
 		wb->truncate_pos = -1;
-		wb->rmw_run_id = PG_INT64_MAX;
+		wb->rmw_snapshot = PG_INT64_MAX;
 		wb->nospill_cid = InvalidCommandId;
 		ref->wb = wb;
 		buffer_order = lappend(buffer_order, wb);

@@ -22,13 +22,15 @@
  * What a read-modify-write read, for the check at commit (dml.c):
  * read_seq is one past the newest sequence number committed then (0: a
  * blind write; PG_UINT64_MAX: the transaction's own row), base_seq the
- * version it read (0: the key was absent), run_id the newest run then.
+ * version it read (0: the key was absent), snapshot_id the newest commit's
+ * then (commits take snapshot ids in commit order, not so run ids: runs are
+ * written before the commit lock).
  */
 typedef struct PkRead
 {
 	uint64		read_seq;
 	uint64		base_seq;
-	int64		run_id;
+	int64		snapshot_id;
 } PkRead;
 
 /*
@@ -65,6 +67,7 @@ typedef struct WbSorted
 typedef struct WbSpill
 {
 	RunInfo    *run;			/* the data run */
+	RunInfo    *changelog;		/* the input producer's run, or NULL */
 	CommandId	max_cid;		/* newest command among its records */
 	SubTransactionId subid;
 } WbSpill;
@@ -84,7 +87,7 @@ typedef struct WriteBuffer
 	WbSorted   *sorted;			/* latest view, may cover fewer than n */
 	List	   *views;			/* every view not yet freed */
 	int64		truncate_pos;	/* last WB_TRUNCATE entry, or -1 */
-	int64		rmw_run_id;		/* least PkRead.run_id of its entries */
+	int64		rmw_snapshot;		/* least PkRead.snapshot_id of its entries */
 	uint32		next_tidpos;
 	/* spilling (spill.c) */
 	List	   *spills;			/* WbSpill, oldest first */

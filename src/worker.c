@@ -498,9 +498,9 @@ maintain(Oid relid, bool expire)
 	t = pk_table(rel);
 	if (t->opts.changelog_producer == PK_PRODUCER_FULL_COMPACTION &&
 		compact_commits_since_full(rel) >= t->opts.full_compaction_delta_commits)
-		(void) compact_table(rel, true, false, NIL);
+		(void) compact_table(rel, true);
 	else
-		(void) compact_table(rel, false, false, NIL);	/* nothing if not due */
+		(void) compact_table(rel, false);	/* nothing if not due */
 	if (expire)
 		(void) expire_snapshots(rel);
 	table_close(rel, NoLock);
