@@ -16,6 +16,6 @@ set -euo pipefail
 
 stage_upsert_rows
 compare "$bulk_upsert_label" s min 3 a/b ">= 3x" bulk_upsert_seconds staged
-compare "$bulk_upsert_label, rows computed" s min 3 a/b "none: info" bulk_upsert_seconds
+compare "bulk upsert, rows computed" s min 3 a/b "none: info" bulk_upsert_seconds
 sql "DROP TABLE bench_stage;"
 drop_sides
