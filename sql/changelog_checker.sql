@@ -70,6 +70,24 @@ BEGIN
 	RETURN check_stream(changes, keycols, tab);
 END $$;
 
+-- The data runs a table's pkchangelog.tables row names (readers list them
+-- from it) must be exactly its data runs in pkchangelog.runs.
+CREATE FUNCTION check_data_runs(rel regclass) RETURNS text
+LANGUAGE sql AS $$
+	WITH named AS (SELECT unnest(data_runs) AS run_id FROM pkchangelog.tables WHERE relid = rel),
+		 listed AS (SELECT run_id FROM pkchangelog.runs r
+					JOIN pg_class c ON c.oid = r.relid AND c.relfilenode = r.relfilenode
+					WHERE r.relid = rel AND r.kind = 'data'),
+		 extra AS (SELECT string_agg(run_id::text, ',' ORDER BY run_id) AS ids
+				   FROM (SELECT * FROM named EXCEPT SELECT * FROM listed) x),
+		 missing AS (SELECT string_agg(run_id::text, ',' ORDER BY run_id) AS ids
+					 FROM (SELECT * FROM listed EXCEPT SELECT * FROM named) y)
+	SELECT CASE WHEN extra.ids IS NULL AND missing.ids IS NULL THEN 'ok'
+		   ELSE concat_ws('; ', 'named, not a data run: ' || extra.ids,
+						  'a data run, not named: ' || missing.ids) END
+	FROM extra, missing
+$$;
+
 -- the checker itself: a valid stream passes, each broken one is named
 SELECT check_stream('[{"snapshot_id":1,"rowkind":"+I","row":{"id":1,"v":1}},
 					  {"snapshot_id":2,"rowkind":"-U","row":{"id":1,"v":1}},
@@ -90,3 +108,18 @@ SELECT check_stream('[{"snapshot_id":1,"rowkind":"+I","row":{"id":1,"v":1}},
 					'{id}', '{"1":{"id":1,"v":1}}') AS replay_differs;
 SELECT check_stream('[{"snapshot_id":1,"rowkind":"-U","row":{"id":1,"v":1}}]',
 					'{id}', '{}') AS dangling;
+-- check_data_runs: a table's row agrees with its runs; a run left out, or
+-- one named that is not a data run, is reported
+CREATE TABLE dr (id int PRIMARY KEY) USING pkmerge;
+INSERT INTO dr VALUES (1);
+INSERT INTO dr VALUES (2);
+SELECT check_data_runs('dr') AS agrees;
+BEGIN;
+UPDATE pkchangelog.tables SET data_runs = data_runs[2:] WHERE relid = 'dr'::regclass;
+SELECT check_data_runs('dr') LIKE 'a data run, not named: %' AS left_out;
+ROLLBACK;
+BEGIN;
+UPDATE pkchangelog.tables SET data_runs = data_runs || -7::bigint WHERE relid = 'dr'::regclass;
+SELECT check_data_runs('dr') AS not_a_run;
+ROLLBACK;
+DROP TABLE dr;

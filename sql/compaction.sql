@@ -64,4 +64,24 @@ FROM (SELECT min_key, lag(max_key::int) OVER (ORDER BY min_key::int) AS prev_max
 	  FROM pk_runs('s') WHERE kind = 'data') r WHERE prev_max IS NOT NULL;
 SELECT count(*), sum(hashtext(v)) = (SELECT sum(hashtext(md5(g::text))) FROM generate_series(1, 20000) g) AS same_rows FROM s;
 SELECT * FROM s WHERE id = 12345;
-DROP TABLE c, s, tb;
+
+-- no compaction outputs to level 0 (as in Paimon): merging the two young
+-- 1-row runs alone would stay at level 0 beside the large level-0 run, so
+-- the pick takes that one in too, and everything goes to the bottom
+CREATE TABLE l0 (id int PRIMARY KEY, v text) USING pkmerge
+	WITH (num_sorted_run_compaction_trigger = 3, num_sorted_run_stop_trigger = 20, num_levels = 4);
+INSERT INTO l0 SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
+INSERT INTO l0 VALUES (20001, 'a');
+INSERT INTO l0 VALUES (20002, 'b');
+SELECT pk_compact('l0') IS NOT NULL AS compacted;
+SELECT level, record_count FROM pk_runs('l0') WHERE kind = 'data';
+-- small runs above the bottom merge into the level above it
+INSERT INTO l0 VALUES (20003, 'c');
+INSERT INTO l0 VALUES (20004, 'd');
+INSERT INTO l0 VALUES (20005, 'e');
+SELECT pk_compact('l0') IS NOT NULL AS compacted;
+SELECT level, record_count FROM pk_runs('l0') WHERE kind = 'data' ORDER BY level;
+SELECT count(*), max(id) FROM l0;
+-- each table's row in pkchangelog.tables names exactly its data runs
+SELECT t, check_data_runs(t) FROM unnest('{c,tb,s,l0}'::regclass[]) t;
+DROP TABLE c, s, tb, l0;

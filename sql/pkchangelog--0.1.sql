@@ -28,14 +28,17 @@ END $$;
 -- column order is fixed by the Anum_* constants in src/catalog.h.
 -- ---------------------------------------------------------------------------
 
--- One row per pkmerge table: the counters its commits advance.  Updated only
--- under the table's commit lock.
+-- One row per pkmerge table: the counters its commits advance, and its data
+-- runs.  Updated only under the table's commit lock, by every commit and
+-- compaction, so the version of the row a snapshot sees names the data
+-- runs it sees (readers cache run lists by that version).
 CREATE TABLE pkchangelog.tables (
 	relid oid PRIMARY KEY,
 	last_snapshot_id bigint NOT NULL DEFAULT 0,	-- ids are dense from 1
 	last_seq bigint NOT NULL DEFAULT 0,			-- sequence numbers of rows
 	total_record_count bigint NOT NULL DEFAULT 0,	-- records in live data runs
-	last_full_compaction bigint NOT NULL DEFAULT 0	-- snapshot of the last compaction into the bottom
+	last_full_compaction bigint NOT NULL DEFAULT 0,	-- snapshot of the last compaction into the bottom
+	data_runs bigint[] NOT NULL DEFAULT '{}'	-- run_id of every data run
 );
 
 -- One row per table snapshot (one per committing transaction).

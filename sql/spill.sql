@@ -194,6 +194,10 @@ SELECT count(*), sum(v) FROM sp_seg;
 COMMIT;
 SELECT count(*), sum(v), count(DISTINCT id) FROM sp_seg;
 
+-- each table's row in pkchangelog.tables names exactly its data runs
+-- (spilled runs join it at their commit; a TRUNCATE starts it anew)
+SELECT t, check_data_runs(t)
+FROM unnest('{sp,sp_over,sp_lookup,sp_trig,sp_tr,sp_copy,sp_seg}'::regclass[]) t;
 DROP TABLE sp_tr, sp_copy, sp_seg;
 DROP VIEW sp_runs;
 DROP TABLE sp, sp_heap, sp_over, sp_lookup, sp_trig, sp_log;

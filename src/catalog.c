@@ -24,10 +24,12 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
 #include "commands/sequence.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "storage/procarray.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -37,15 +39,17 @@
 #include "utils/xid8.h"
 
 #include "catalog.h"
+#include "pkchangelog.h"
 #include "runcache.h"
 
 /* pkchangelog.tables */
-#define Natts_tables 5
+#define Natts_tables 6
 #define Anum_tables_relid 1
 #define Anum_tables_last_snapshot_id 2
 #define Anum_tables_last_seq 3
 #define Anum_tables_total_record_count 4
 #define Anum_tables_last_full_compaction 5
+#define Anum_tables_data_runs 6
 
 /* pkchangelog.snapshots */
 #define Natts_snapshots 11
@@ -165,22 +169,48 @@ run_snapshot_cmp(const ListCell *a, const ListCell *b)
 }
 
 /*
- * Scan positioned on the latest version of a run's row (ours to change:
- * callers hold the locks that order changes of it); end it with
- * systable_endscan.
+ * Scan positioned on the version of a run's row that snapshot sees (there
+ * must be one); end it with systable_endscan.
  */
 static SysScanDesc
-run_row(Relation crel, Oid relid, int64 run_id, HeapTuple *tup)
+run_row_as(Relation crel, Oid relid, int64 run_id, Snapshot snapshot, HeapTuple *tup)
 {
 	ScanKeyData key[2];
 	SysScanDesc scan;
+
 	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
 	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(run_id));
-	scan = systable_beginscan(crel, cat_index_oid("runs"), true, GetLatestSnapshot(), 2, key);
+	scan = systable_beginscan(crel, cat_index_oid("runs"), true, snapshot, 2, key);
 	*tup = systable_getnext(scan);
 	if (!HeapTupleIsValid(*tup))
 		elog(ERROR, "run " INT64_FORMAT " of relation %u is gone", run_id, relid);
 	return scan;
+}
+
+/*
+ * The latest version of a run's row (ours to change: callers hold the
+ * locks that order changes of it).
+ */
+static SysScanDesc
+run_row(Relation crel, Oid relid, int64 run_id, HeapTuple *tup)
+{
+	return run_row_as(crel, relid, run_id, GetLatestSnapshot(), tup);
+}
+
+static RunInfo *run_from_tuple(Relation crel, HeapTuple tup);
+
+/* a run's row as snapshot sees it (it must see one) */
+RunInfo *
+cat_run_get(Oid relid, int64 run_id, Snapshot snapshot)
+{
+	Relation	crel = table_open(cat_oid("runs", false), AccessShareLock);
+	HeapTuple	tup;
+	SysScanDesc scan = run_row_as(crel, relid, run_id, snapshot, &tup);
+	RunInfo    *r = run_from_tuple(crel, tup);
+
+	systable_endscan(scan);
+	table_close(crel, AccessShareLock);
+	return r;
 }
 
 /* update columns of a run's row: values[i] into column attnums[i] */
@@ -283,6 +313,63 @@ cat_runs_of_snapshots(Oid relid, int64 from, int64 to, Snapshot snapshot)
 	return result;
 }
 
+/*
+ * pkchangelog.tables, checked to have the columns this library reads: the
+ * catalog of an unreleased version may differ, and reading past a row's
+ * end would crash.
+ */
+static Relation
+tables_open(LOCKMODE lockmode)
+{
+	Relation	crel = table_open(cat_oid("tables", false), lockmode);
+
+	if (RelationGetDescr(crel)->natts != Natts_tables)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the pkchangelog catalog does not match the pkchangelog library"),
+				 errdetail("pkchangelog.tables has %d columns; this library expects %d.",
+						   RelationGetDescr(crel)->natts, Natts_tables),
+				 errhint("The extension was created by another build of version %s: drop and create it again.",
+						 PKCHANGELOG_VERSION)));
+	return crel;
+}
+
+/* the data_runs column: an int8[] of run ids */
+static Datum
+run_ids_datum(const int64 *ids, int n)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		elems[i] = Int64GetDatum(ids[i]);
+	return PointerGetDatum(construct_array(elems, n, INT8OID, sizeof(int64),
+										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+static void
+run_ids_from_datum(Datum d, int64 **ids, int *n)
+{
+	Datum	   *elems;
+
+	deconstruct_array(DatumGetArrayTypeP(d), INT8OID, sizeof(int64),
+					  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, NULL, n);
+	*ids = palloc(sizeof(int64) * Max(*n, 1));
+	for (int i = 0; i < *n; i++)
+		(*ids)[i] = DatumGetInt64(elems[i]);
+}
+
+/* a commit's or compaction's new data runs, for cat_table_state_update */
+void
+cat_table_state_set_runs(TableState *st, List *runs)
+{
+	ListCell   *lc;
+
+	st->ndata_runs = 0;
+	st->data_runs = palloc(sizeof(int64) * Max(list_length(runs), 1));
+	foreach(lc, runs)
+		st->data_runs[st->ndata_runs++] = ((RunInfo *) lfirst(lc))->run_id;
+}
+
 static HeapTuple
 table_state_tuple(Relation crel, Oid relid)
 {
@@ -310,6 +397,7 @@ state_from_tuple(Relation crel, HeapTuple tup)
 	st.last_seq = DatumGetInt64(values[Anum_tables_last_seq - 1]);
 	st.total_record_count = DatumGetInt64(values[Anum_tables_total_record_count - 1]);
 	st.last_full_compaction = DatumGetInt64(values[Anum_tables_last_full_compaction - 1]);
+	run_ids_from_datum(values[Anum_tables_data_runs - 1], &st.data_runs, &st.ndata_runs);
 	return st;
 }
 
@@ -317,7 +405,7 @@ state_from_tuple(Relation crel, HeapTuple tup)
 TableState
 cat_table_state_peek(Oid relid)
 {
-	Relation	crel = table_open(cat_oid("tables", false), AccessShareLock);
+	Relation	crel = tables_open(AccessShareLock);
 	HeapTuple	tup = table_state_tuple(crel, relid);
 	TableState	st = {0};
 
@@ -329,27 +417,31 @@ cat_table_state_peek(Oid relid)
 
 /*
  * Which version of relid's pkchangelog.tables row snapshot sees: the xid
- * that wrote it and its last snapshot id.  Every commit and compaction that
- * changes the table's runs writes a new version under the commit lock, so
- * the version names the runs the snapshot sees (runcache.c).  False if the
- * snapshot sees no row (the table has never committed a run).
+ * that wrote it, its last snapshot id and its data runs.  Every commit and
+ * compaction that changes the table's runs writes a new version under the
+ * commit lock, so the version names the runs the snapshot sees
+ * (runcache.c).  False if the snapshot sees no row (the table has never
+ * committed a run).
  */
 bool
 cat_table_version(Oid relid, Snapshot snapshot, TransactionId *xmin,
-				  int64 *snapshot_id)
+				  int64 *snapshot_id, int64 **data_runs, int *ndata_runs)
 {
-	Relation	crel = table_open(cat_oid("tables", false), AccessShareLock);
+	Relation	crel = tables_open(AccessShareLock);
 	SysScanDesc scan = cat_scan(crel, "tables", relid, snapshot);
 	HeapTuple	tup = systable_getnext(scan);
 	bool		found = HeapTupleIsValid(tup);
 
 	if (found)
 	{
+		TupleDesc	desc = RelationGetDescr(crel);
 		bool		isnull;
 
 		*xmin = HeapTupleHeaderGetRawXmin(tup->t_data);
 		*snapshot_id = DatumGetInt64(heap_getattr(tup, Anum_tables_last_snapshot_id,
-												  RelationGetDescr(crel), &isnull));
+												  desc, &isnull));
+		run_ids_from_datum(heap_getattr(tup, Anum_tables_data_runs, desc, &isnull),
+						   data_runs, ndata_runs);
 	}
 	systable_endscan(scan);
 	table_close(crel, AccessShareLock);
@@ -363,7 +455,7 @@ cat_table_version(Oid relid, Snapshot snapshot, TransactionId *xmin,
 TableState
 cat_table_state(Oid relid)
 {
-	Relation	crel = table_open(cat_oid("tables", false), RowExclusiveLock);
+	Relation	crel = tables_open(RowExclusiveLock);
 	HeapTuple	tup = table_state_tuple(crel, relid);
 	TableState	st = {0};
 
@@ -375,8 +467,10 @@ cat_table_state(Oid relid)
 		bool		nulls[Natts_tables] = {0};
 
 		values[0] = ObjectIdGetDatum(relid);
+		values[Anum_tables_data_runs - 1] = run_ids_datum(NULL, 0);
 		tup = heap_form_tuple(RelationGetDescr(crel), values, nulls);
 		CatalogTupleInsert(crel, tup);
+		st.data_runs = palloc(sizeof(int64));
 		CommandCounterIncrement();
 	}
 	table_close(crel, RowExclusiveLock);
@@ -386,7 +480,7 @@ cat_table_state(Oid relid)
 void
 cat_table_state_update(Oid relid, const TableState *st)
 {
-	Relation	crel = table_open(cat_oid("tables", false), RowExclusiveLock);
+	Relation	crel = tables_open(RowExclusiveLock);
 	HeapTuple	tup = table_state_tuple(crel, relid);
 	Datum		values[Natts_tables];
 	bool		nulls[Natts_tables] = {0};
@@ -399,6 +493,7 @@ cat_table_state_update(Oid relid, const TableState *st)
 	values[Anum_tables_last_seq - 1] = Int64GetDatum(st->last_seq);
 	values[Anum_tables_total_record_count - 1] = Int64GetDatum(st->total_record_count);
 	values[Anum_tables_last_full_compaction - 1] = Int64GetDatum(st->last_full_compaction);
+	values[Anum_tables_data_runs - 1] = run_ids_datum(st->data_runs, st->ndata_runs);
 	newtup = heap_form_tuple(RelationGetDescr(crel), values, nulls);
 	CatalogTupleUpdate(crel, &tup->t_self, newtup);
 	table_close(crel, RowExclusiveLock);

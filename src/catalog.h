@@ -50,6 +50,8 @@ typedef struct TableState
 	int64		last_seq;
 	int64		total_record_count;
 	int64		last_full_compaction;	/* snapshot id; 0: none yet */
+	int64	   *data_runs;		/* run ids of the data runs */
+	int			ndata_runs;
 } TableState;
 
 typedef enum CommitKind
@@ -79,7 +81,10 @@ extern void cat_commit_lock(Oid relid);
 extern TableState cat_table_state(Oid relid);
 extern TableState cat_table_state_peek(Oid relid);
 extern bool cat_table_version(Oid relid, Snapshot snapshot, TransactionId *xmin,
-							  int64 *snapshot_id);
+							  int64 *snapshot_id, int64 **data_runs,
+							  int *ndata_runs);
+extern void cat_table_state_set_runs(TableState *st, List *runs);
+extern RunInfo *cat_run_get(Oid relid, int64 run_id, Snapshot snapshot);
 extern void cat_table_state_update(Oid relid, const TableState *state);
 extern void cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 								int64 total, int64 delta, int64 changelog,

@@ -140,12 +140,12 @@ commit_table(WriteBuffer *wb)
 						(changelog ? changelog->record_count : 0) + spilled_changelog,
 						prod_name(t->opts.changelog_producer),
 						INSTR_TIME_GET_MILLISEC(duration));
-	cat_table_state_update(wb->relid, &st);
-
-	/* the runs now: those read under the commit lock, and ours */
+	/* the data runs now: those read under the commit lock, and ours */
 	after = list_concat(list_copy(committed), pending);
 	if (final)
 		after = lappend(after, final);
+	cat_table_state_set_runs(&st, after);
+	cat_table_state_update(wb->relid, &st);
 	runcache_store_commit(rel, snapshot_id, after);
 
 	/*

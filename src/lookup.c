@@ -37,6 +37,9 @@ lookup_visible_runs(Relation rel, Snapshot snapshot)
 	runs = runcache_lookup(rel, snapshot, &probe);
 	if (probe.hit)
 		return runs;
+	if (probe.usable)
+		return runcache_build(rel, snapshot, &probe);
+	/* the transaction's own changes, or no cacheable snapshot: the catalog */
 	all = cat_runs_visible(RelationGetRelid(rel), snapshot, true);
 	foreach(lc, all)
 	{
@@ -45,7 +48,6 @@ lookup_visible_runs(Relation rel, Snapshot snapshot)
 		if (r->kind == RUN_DATA && r->relfilenode == rel->rd_node.relNode)
 			runs = lappend(runs, r);
 	}
-	runcache_store(rel, &probe, runs);
 	return runs;
 }
 

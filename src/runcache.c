@@ -2,16 +2,17 @@
  *
  * runcache.c
  *	  A per-backend cache of each table's data run list, so that reads do
- *	  not scan pkchangelog.runs every time.  It is exact by construction:
+ *	  not scan pkchangelog.runs.  It is exact by construction:
  *
  *	  - Every transaction that changes which data runs others see (a commit,
  *		a compaction) writes a new version of the table's pkchangelog.tables
- *		row under the commit lock, so these versions follow the changes in
- *		commit order.  An MVCC snapshot that sees one version sees exactly
- *		the changes up to the transaction that wrote it: the version (the
- *		xid that wrote it, with its last snapshot id) names the run list.
- *	  - A list read from the catalog with snapshot S is stored under the
- *		version S sees, and served to any snapshot that sees that version.
+ *		row under the commit lock, naming the data runs (data_runs).  An
+ *		MVCC snapshot that sees one version sees exactly the runs it names:
+ *		the version (the xid that wrote it, with its last snapshot id) is
+ *		the key of the list.
+ *	  - A new version's list takes the runs the table's previous list had
+ *		(a committed run's row no longer changes) and reads the others by
+ *		key; a commit stores its own result.
  *	  - Snapshots taken while no transaction completed see the same
  *		versions (PostgreSQL reuses such snapshots' contents, procarray.c),
  *		so the version found for one is remembered for the next.
@@ -62,7 +63,8 @@ copy_run(const RunInfo *run)
 
 /*
  * Probe the cache for rel's data runs as snapshot sees them.  On a hit,
- * returns a copy; on a miss NIL, with *probe set for runcache_store.
+ * returns a copy; on a miss NIL, with *probe set: usable if the version
+ * found names the runs (then runcache_build makes the list).
  */
 List *
 runcache_lookup(Relation rel, Snapshot snapshot, RunCacheProbe *probe)
@@ -86,7 +88,8 @@ runcache_lookup(Relation rel, Snapshot snapshot, RunCacheProbe *probe)
 		probe->snapshot_id = e->snapshot_id;
 	}
 	else if (!cat_table_version(rel->rd_id, snapshot, &probe->xmin,
-								&probe->snapshot_id))
+								&probe->snapshot_id, &probe->data_runs,
+								&probe->ndata_runs))
 		return NIL;				/* nothing committed yet */
 	probe->usable = true;
 	probe->completions = snapshot->snapXactCompletionCount;
@@ -144,12 +147,57 @@ store(Relation rel, TransactionId xmin, int64 snapshot_id, uint64 completions,
 	e->completions = completions;
 }
 
-/* After a miss: keep runs, read from the catalog with the probe's snapshot. */
-void
-runcache_store(Relation rel, const RunCacheProbe *probe, List *runs)
+/* the run among the entry's (sorted by run id) with that id, if any */
+static RunInfo *
+entry_run(CacheEntry *e, int64 run_id)
 {
-	if (probe->usable)
-		store(rel, probe->xmin, probe->snapshot_id, probe->completions, runs);
+	int			lo = 0;
+	int			hi = e ? list_length(e->runs) - 1 : -1;
+
+	while (lo <= hi)
+	{
+		int			mid = (lo + hi) / 2;
+		RunInfo    *r = list_nth(e->runs, mid);
+
+		if (r->run_id == run_id)
+			return r;
+		if (r->run_id < run_id)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return NULL;
+}
+
+/*
+ * After a usable miss: the data runs the probe's version names, as
+ * snapshot sees them.  Runs the previous list of the table had are taken
+ * from it (a committed run's row no longer changes); the others, mostly
+ * one or two new runs, are read by key.  The list is kept for the version.
+ */
+List *
+runcache_build(Relation rel, Snapshot snapshot, const RunCacheProbe *probe)
+{
+	CacheEntry *e = NULL;
+	List	   *runs = NIL;
+
+	if (cache != NULL)
+		e = hash_search(cache, &rel->rd_id, HASH_FIND, NULL);
+	if (e != NULL && e->relfilenode != rel->rd_node.relNode)
+		e = NULL;
+	for (int i = 0; i < probe->ndata_runs; i++)
+	{
+		RunInfo    *known = entry_run(e, probe->data_runs[i]);
+		RunInfo    *r = known ? copy_run(known) :
+			cat_run_get(rel->rd_id, probe->data_runs[i], snapshot);
+
+		/* a TRUNCATE this snapshot does not see has replaced the file */
+		if (r->relfilenode == rel->rd_node.relNode)
+			runs = lappend(runs, r);
+	}
+	list_sort(runs, run_id_cmp);
+	store(rel, probe->xmin, probe->snapshot_id, probe->completions, runs);
+	return runs;
 }
 
 /*

@@ -22,12 +22,15 @@ typedef struct RunCacheProbe
 	TransactionId xmin;			/* the tables row version it sees */
 	int64		snapshot_id;
 	uint64		completions;	/* its snapXactCompletionCount */
+	int64	   *data_runs;		/* on a miss: the runs the version names */
+	int			ndata_runs;
 } RunCacheProbe;
 
 /* runcache.c */
 extern void runcache_init(void);
 extern List *runcache_lookup(Relation rel, Snapshot snapshot, RunCacheProbe *probe);
-extern void runcache_store(Relation rel, const RunCacheProbe *probe, List *runs);
+extern List *runcache_build(Relation rel, Snapshot snapshot,
+						   const RunCacheProbe *probe);
 extern void runcache_store_commit(Relation rel, int64 snapshot_id, List *runs);
 extern void runcache_note_change(Oid relid, bool own_run);
 

@@ -22,8 +22,10 @@
 # complete) for every table: check_changelog (sql/changelog_checker.sql)
 # finds the stream a valid retract stream that replays to the table; a naive
 # downstream SUM(amount)/count GROUP BY grp computed from the stream (+I/+U
-# add, -U/-D subtract) equals the table's; snapshot ids are dense 1..n; and
-# the background worker compacted the table while it was being written.
+# add, -U/-D subtract) equals the table's; snapshot ids are dense 1..n; the
+# table's pkchangelog.tables row names exactly its data runs (readers list
+# them from it; check_data_runs); and the background worker compacted the
+# table while it was being written.
 # After each crash the lookup and input streams are checked as well.
 use strict;
 use warnings;
@@ -223,9 +225,10 @@ SELECT format('%s|%s|%s|%s', count(*), coalesce(min(snapshot_id), 0), coalesce(m
 			  count(DISTINCT snapshot_id))
 FROM pk_snapshots('$t');
 SELECT format('%s|%s', (SELECT count(*) FROM pk_changes('$t')), (SELECT count(*) FROM $t));
+SELECT check_data_runs('$t');
 COMMIT;
 });
-	my ($verdict, $aggdiff, $snaps, $sizes) = split /\n/, $res, -1;
+	my ($verdict, $aggdiff, $snaps, $sizes, $runs) = split /\n/, $res, -1;
 	$aggdiff //= '';
 	is($verdict, 'ok', "$label: $t ($p) stream is a valid retract stream replaying to the table")
 	  or diag("check_changelog('$t'): $verdict\n" . stream_excerpt($t, $verdict));
@@ -235,6 +238,7 @@ COMMIT;
 		"$label: $t snapshot ids are dense 1..n") or diag("count|min|max|distinct = $snaps");
 	my ($nchanges, $nrows) = split /\|/, $sizes;
 	ok($nchanges > $nrows && $nrows > 0, "$label: $t has a stream ($nchanges records) and rows ($nrows)");
+	is($runs, 'ok', "$label: $t: its pkchangelog.tables row names exactly its data runs");
 	return;
 }
 
