@@ -41,6 +41,23 @@
 static Oid	requests[MAX_REQUESTS];
 static int	nrequests = 0;
 
+/* the data runs wb spilled that are still there, into rel's current file */
+static List *
+spilled_runs(Relation rel, WriteBuffer *wb)
+{
+	List	   *runs = NIL;
+	ListCell   *lc;
+
+	foreach(lc, wb->spills)
+	{
+		RunInfo    *r = ((WbSpill *) lfirst(lc))->run;
+
+		if (r->relfilenode == rel->rd_node.relNode)
+			runs = lappend(runs, r);
+	}
+	return runs;
+}
+
 /*
  * Flush one table's buffer.  Runs the buffer spilled (spill.c) take the
  * sequence numbers after the last commit's, in spill order; the buffer's
@@ -88,7 +105,11 @@ commit_table(WriteBuffer *wb)
 	/* one commit of this table at a time, until our commit record is out */
 	cat_commit_lock(wb->relid);
 	/* the runs as the previous commit left them, and the spilled ones */
-	committed = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()), &pending);
+	if (runcache_latest_committed(rel, &committed))
+		pending = spilled_runs(rel, wb);
+	else
+		committed = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()),
+										  &pending);
 	dml_check_conflicts(rel, wb, committed, pending);
 	st = cat_table_state(wb->relid);
 	snapshot_id = st.last_snapshot_id + 1;
@@ -172,15 +193,17 @@ static void
 compact_before_commit(WriteBuffer *wb)
 {
 	Relation	rel;
+	List	   *committed;
 
 	if (wb->truncate_pos >= 0 || (wb->n == 0 && wb->spills == NIL))
 		return;
 	rel = try_table_open(wb->relid, RowExclusiveLock);
 	if (rel == NULL)
 		return;					/* dropped later in this transaction */
-	/* the committed runs, the pending ones, and the run the buffer makes */
-	if (compact_due(rel, lookup_visible_runs(rel, GetLatestSnapshot()),
-					wb->n > 0 ? 1 : 0) == COMPACT_STOP &&
+	/* the committed runs, the spilled ones, and the run the buffer makes */
+	if (runcache_latest_committed(rel, &committed) &&
+		compact_due(rel, committed, list_length(spilled_runs(rel, wb)) +
+					(wb->n > 0 ? 1 : 0)) == COMPACT_STOP &&
 		cat_compaction_trylock(wb->relid))
 		(void) compact_table(rel, false);
 	table_close(rel, NoLock);

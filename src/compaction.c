@@ -189,18 +189,14 @@ pick(const PkOptions *o, List *srs, bool force, int *outlevel)
 /*
  * Is a compaction due: enough sorted runs for one (the compaction trigger),
  * or so many that writers compact first (the stop trigger)?  runs: the
- * table's data runs, when the caller has them; extra: sorted runs about to
- * be added.
+ * table's data runs; extra: level-0 runs about to be added.
  */
 CompactDue
 compact_due(Relation rel, List *runs, int extra)
 {
 	PkTable    *t = pk_table(rel);
-	int			n;
+	int			n = list_length(sorted_runs(runs)) + extra;
 
-	if (runs == NIL)
-		runs = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()), NULL);
-	n = list_length(sorted_runs(runs)) + extra;
 	if (n >= t->opts.num_sorted_run_stop_trigger)
 		return COMPACT_STOP;
 	if (n >= t->opts.num_sorted_run_compaction_trigger)

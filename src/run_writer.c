@@ -331,7 +331,8 @@ run_writer_finish(RunWriter *w, int64 created_snapshot)
 	run->index_offset = hdr.index_offset;
 	run->bloom_offset = hdr.bloom_offset;
 	run->created_snapshot = created_snapshot;
-	run->min_key = w->min_key;
+	/* the RunInfo lives in the caller's context, the writer may not */
+	run->min_key = w->min_key ? pstrdup(w->min_key) : NULL;
 	if (w->last_keytup)
 	{
 		pk_key_deform(w->table, w->last_keytup, keys);

@@ -201,6 +201,39 @@ runcache_build(Relation rel, Snapshot snapshot, const RunCacheProbe *probe)
 }
 
 /*
+ * The data runs committed as of the latest snapshot, for a commit under the
+ * commit lock whose transaction may have added runs of its own (spilled
+ * ones), which the version does not name: NIL and false if the transaction
+ * changed committed runs too, or the table has no row yet.
+ */
+bool
+runcache_latest_committed(Relation rel, List **runs)
+{
+	Snapshot	snapshot = GetLatestSnapshot();
+	CacheEntry *e = NULL;
+	RunCacheProbe probe;
+	ListCell   *lc;
+
+	*runs = NIL;
+	if (list_member_oid(rewriting, rel->rd_id) || IsParallelWorker() ||
+		!cat_table_version(rel->rd_id, snapshot, &probe.xmin, &probe.snapshot_id,
+						   &probe.data_runs, &probe.ndata_runs))
+		return false;
+	probe.completions = 0;
+	if (cache != NULL)
+		e = hash_search(cache, &rel->rd_id, HASH_FIND, NULL);
+	if (e == NULL || e->relfilenode != rel->rd_node.relNode ||
+		e->xmin != probe.xmin || e->snapshot_id != probe.snapshot_id)
+	{
+		*runs = runcache_build(rel, snapshot, &probe);
+		return true;
+	}
+	foreach(lc, e->runs)
+		*runs = lappend(*runs, copy_run(lfirst(lc)));
+	return true;
+}
+
+/*
  * A commit, under the commit lock, has written the tables row version that
  * names its snapshot_id: runs (the data runs committed before it, and its
  * own) are that version's list, unless the transaction also changed runs

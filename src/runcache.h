@@ -31,6 +31,7 @@ extern void runcache_init(void);
 extern List *runcache_lookup(Relation rel, Snapshot snapshot, RunCacheProbe *probe);
 extern List *runcache_build(Relation rel, Snapshot snapshot,
 						   const RunCacheProbe *probe);
+extern bool runcache_latest_committed(Relation rel, List **runs);
 extern void runcache_store_commit(Relation rel, int64 snapshot_id, List *runs);
 extern void runcache_note_change(Oid relid, bool own_run);
 
