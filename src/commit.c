@@ -2,11 +2,14 @@
  *
  * commit.c
  *	  The commit path.  At XACT_EVENT_PRE_COMMIT each table the transaction
- *	  wrote gets, under its commit lock: its buffer folded to one version
- *	  per key, an L0 run holding them, and an APPEND (or, after a TRUNCATE,
- *	  OVERWRITE) snapshot.  Savepoint events are passed to the write buffer.
- *	  After the commit, tables it left due for a compaction are handed to
- *	  the background worker.
+ *	  wrote, in relid order (so committers take the commit locks in one
+ *	  order), gets: a compaction first if the commit would reach the stop
+ *	  trigger; then, under its commit lock, its buffer folded to one
+ *	  version per key, an L0 run holding them, an APPEND (or, after a
+ *	  TRUNCATE, OVERWRITE) snapshot, and the table's row naming its data
+ *	  runs.  Savepoint events are passed to the write buffer.  After the
+ *	  commit, tables it left due for a compaction are handed to the
+ *	  background worker.
  *
  * Ordering: the run's pages are written and WAL-logged before its catalog
  * row; both become visible with the transaction's commit record.  A crash
