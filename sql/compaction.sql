@@ -82,6 +82,16 @@ INSERT INTO l0 VALUES (20005, 'e');
 SELECT pk_compact('l0') IS NOT NULL AS compacted;
 SELECT level, record_count FROM pk_runs('l0') WHERE kind = 'data' ORDER BY level;
 SELECT count(*), max(id) FROM l0;
+-- a compaction can be prepared: it takes effect at COMMIT PREPARED
+INSERT INTO l0 VALUES (20006, 'f');
+INSERT INTO l0 VALUES (20007, 'g');
+BEGIN;
+SELECT pk_compact('l0', true) IS NOT NULL AS compacted;
+PREPARE TRANSACTION 'pk_compact_prepared';
+SELECT count(*) AS runs_before_commit FROM pk_runs('l0') WHERE kind = 'data';
+COMMIT PREPARED 'pk_compact_prepared';
+SELECT level, record_count FROM pk_runs('l0') WHERE kind = 'data';
+SELECT count(*), max(id) FROM l0;
 -- each table's row in pkchangelog.tables names exactly its data runs
 SELECT t, check_data_runs(t) FROM unnest('{c,tb,s,l0}'::regclass[]) t;
 DROP TABLE c, s, tb, l0;
