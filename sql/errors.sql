@@ -27,6 +27,12 @@ SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'pk_prep';
 -- bad options: 42704 unknown, 22023 bad value
 ALTER TABLE t SET (no_such_option = 1);
 ALTER TABLE t SET (compression_level = 99);
+-- a catalog of another build (here: a column gone) is refused, 55000,
+-- never read past a row's end
+BEGIN;
+ALTER TABLE pkchangelog.tables DROP COLUMN data_runs;
+INSERT INTO t VALUES (9, 'other catalog');
+COMMIT;
 -- nothing above changed the table
 \set VERBOSITY default
 SELECT * FROM t ORDER BY id;

@@ -322,13 +322,15 @@ static Relation
 tables_open(LOCKMODE lockmode)
 {
 	Relation	crel = table_open(cat_oid("tables", false), lockmode);
+	TupleDesc	desc = RelationGetDescr(crel);
 
-	if (RelationGetDescr(crel)->natts != Natts_tables)
+	if (desc->natts != Natts_tables ||
+		TupleDescAttr(desc, Anum_tables_data_runs - 1)->attisdropped)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the pkchangelog catalog does not match the pkchangelog library"),
-				 errdetail("pkchangelog.tables has %d columns; this library expects %d.",
-						   RelationGetDescr(crel)->natts, Natts_tables),
+				 errdetail("pkchangelog.tables has other columns than the %d this library reads.",
+						   Natts_tables),
 				 errhint("The extension was created by another build of version %s: drop and create it again.",
 						 PKCHANGELOG_VERSION)));
 	return crel;
