@@ -419,15 +419,14 @@ cat_table_state_peek(Oid relid)
 
 /*
  * Which version of relid's pkchangelog.tables row snapshot sees: the xid
- * that wrote it, its last snapshot id and its data runs.  Every commit and
- * compaction that changes the table's runs writes a new version under the
- * commit lock, so the version names the runs the snapshot sees
- * (runcache.c).  False if the snapshot sees no row (the table has never
- * committed a run).
+ * that wrote it, and its contents.  Every commit and compaction that
+ * changes the table's runs writes a new version under the commit lock, so
+ * the version names the data runs the snapshot sees (runcache.c).  False
+ * if the snapshot sees no row (the table has never committed a run).
  */
 bool
 cat_table_version(Oid relid, Snapshot snapshot, TransactionId *xmin,
-				  int64 *snapshot_id, int64 **data_runs, int *ndata_runs)
+				  TableState *st)
 {
 	Relation	crel = tables_open(AccessShareLock);
 	SysScanDesc scan = cat_scan(crel, "tables", relid, snapshot);
@@ -436,14 +435,8 @@ cat_table_version(Oid relid, Snapshot snapshot, TransactionId *xmin,
 
 	if (found)
 	{
-		TupleDesc	desc = RelationGetDescr(crel);
-		bool		isnull;
-
 		*xmin = HeapTupleHeaderGetRawXmin(tup->t_data);
-		*snapshot_id = DatumGetInt64(heap_getattr(tup, Anum_tables_last_snapshot_id,
-												  desc, &isnull));
-		run_ids_from_datum(heap_getattr(tup, Anum_tables_data_runs, desc, &isnull),
-						   data_runs, ndata_runs);
+		*st = state_from_tuple(crel, tup);
 	}
 	systable_endscan(scan);
 	table_close(crel, AccessShareLock);
@@ -472,7 +465,6 @@ cat_table_state(Oid relid)
 		values[Anum_tables_data_runs - 1] = run_ids_datum(NULL, 0);
 		tup = heap_form_tuple(RelationGetDescr(crel), values, nulls);
 		CatalogTupleInsert(crel, tup);
-		st.data_runs = palloc(sizeof(int64));
 		CommandCounterIncrement();
 	}
 	table_close(crel, RowExclusiveLock);

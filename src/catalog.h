@@ -81,8 +81,7 @@ extern void cat_commit_lock(Oid relid);
 extern TableState cat_table_state(Oid relid);
 extern TableState cat_table_state_peek(Oid relid);
 extern bool cat_table_version(Oid relid, Snapshot snapshot, TransactionId *xmin,
-							  int64 *snapshot_id, int64 **data_runs,
-							  int *ndata_runs);
+							  TableState *st);
 extern void cat_table_state_set_runs(TableState *st, List *runs);
 extern RunInfo *cat_run_get(Oid relid, int64 run_id, Snapshot snapshot);
 extern void cat_table_state_update(Oid relid, const TableState *state);

@@ -44,23 +44,6 @@
 static Oid	requests[MAX_REQUESTS];
 static int	nrequests = 0;
 
-/* the data runs wb spilled that are still there, into rel's current file */
-static List *
-spilled_runs(Relation rel, WriteBuffer *wb)
-{
-	List	   *runs = NIL;
-	ListCell   *lc;
-
-	foreach(lc, wb->spills)
-	{
-		RunInfo    *r = ((WbSpill *) lfirst(lc))->run;
-
-		if (r->relfilenode == rel->rd_node.relNode)
-			runs = lappend(runs, r);
-	}
-	return runs;
-}
-
 /*
  * Flush one table's buffer.  Runs the buffer spilled (spill.c) take the
  * sequence numbers after the last commit's, in spill order; the buffer's
@@ -81,7 +64,7 @@ commit_table(WriteBuffer *wb)
 	uint64		seq;
 	int64		snapshot_id;
 	List	   *committed;
-	List	   *pending = NIL;
+	List	   *pending;
 	RunInfo    *final = NULL;
 	List	   *after = NIL;
 	CompactDue	due;
@@ -108,18 +91,16 @@ commit_table(WriteBuffer *wb)
 	/* one commit of this table at a time, until our commit record is out */
 	cat_commit_lock(wb->relid);
 	/* the runs as the previous commit left them, and the spilled ones */
-	if (runcache_latest_committed(rel, &committed))
-		pending = spilled_runs(rel, wb);
-	else
-		committed = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()),
-										  &pending);
+	if (!runcache_data_runs(rel, GetLatestSnapshot(), true, &committed))
+		committed = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()));
+	pending = spill_runs(rel, wb);
 	dml_check_conflicts(rel, wb, committed, pending);
 	st = cat_table_state(wb->relid);
 	snapshot_id = st.last_snapshot_id + 1;
 
 	/* the spilled runs come first */
 	seq = st.last_seq + 1 +
-		spill_finalize(rel, wb, pending, st.last_seq + 1, snapshot_id,
+		spill_finalize(rel, wb, st.last_seq + 1, snapshot_id,
 					   &spilled_rows, &spilled_changelog);
 
 	w = run_writer_begin(rel, t, 0, RUN_DATA, true);
@@ -204,8 +185,8 @@ compact_before_commit(WriteBuffer *wb)
 	if (rel == NULL)
 		return;					/* dropped later in this transaction */
 	/* the committed runs, the spilled ones, and the run the buffer makes */
-	if (runcache_latest_committed(rel, &committed) &&
-		compact_due(rel, committed, list_length(spilled_runs(rel, wb)) +
+	if (runcache_data_runs(rel, GetLatestSnapshot(), true, &committed) &&
+		compact_due(rel, committed, list_length(spill_runs(rel, wb)) +
 					(wb->n > 0 ? 1 : 0)) == COMPACT_STOP &&
 		cat_compaction_trylock(wb->relid))
 		(void) compact_table(rel, false);

@@ -157,10 +157,8 @@ pick(const PkOptions *o, List *srs, bool force, int *outlevel)
 	 * Output level: just above the first sorted run left out.  Never level
 	 * 0, as in Paimon: a pick that would output there takes in the level-0
 	 * runs after it up to the first run of a higher level, and outputs to
-	 * that level (to the bottom if none is left).  Outputs kept at level 0
-	 * made level-0 runs of every size, which the size ratio then merged
-	 * over and over: a 1-row UPDATE workload rewrote about 350 rows per
-	 * commit, against about 180 this way.
+	 * that level (to the bottom if none is left).  doc/DECISIONS.md has
+	 * what keeping outputs at level 0 cost.
 	 */
 	if (count == n)
 		*outlevel = maxlevel;
@@ -273,7 +271,7 @@ compact_table(Relation rel, bool full)
 	 * After the lock: runs committed before now, none being compacted.  Runs
 	 * this transaction spilled are not committed yet: they are not touched.
 	 */
-	srs = sorted_runs(lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()), NULL));
+	srs = sorted_runs(lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot())));
 	count = pick(&t->opts, srs, full, &outlevel);
 	if (count == 0)
 		return 0;

@@ -66,7 +66,7 @@ latest_runs(Relation rel, CommandId cid, PkRead *read)
 	MemoryContextReset(latest.cxt);
 	old = MemoryContextSwitchTo(latest.cxt);
 	latest.runs = lookup_visible_runs(rel, GetLatestSnapshot());
-	latest.committed = lookup_committed_runs(latest.runs, NULL);
+	latest.committed = lookup_committed_runs(latest.runs);
 	MemoryContextSwitchTo(old);
 	latest.max_seq = 0;
 	latest.max_snapshot = 0;

@@ -27,21 +27,15 @@
 List *
 lookup_visible_runs(Relation rel, Snapshot snapshot)
 {
-	List	   *all;
-	List	   *runs = NIL;
+	List	   *runs;
 	ListCell   *lc;
-	RunCacheProbe probe;
 
 	if (snapshot == NULL || (!IsMVCCSnapshot(snapshot) && snapshot != SnapshotAny))
 		snapshot = GetLatestSnapshot();
-	runs = runcache_lookup(rel, snapshot, &probe);
-	if (probe.hit)
+	if (runcache_data_runs(rel, snapshot, false, &runs))
 		return runs;
-	if (probe.usable)
-		return runcache_build(rel, snapshot, &probe);
 	/* the transaction's own changes, or no cacheable snapshot: the catalog */
-	all = cat_runs_visible(RelationGetRelid(rel), snapshot, true);
-	foreach(lc, all)
+	foreach(lc, cat_runs_visible(RelationGetRelid(rel), snapshot, true))
 	{
 		RunInfo    *r = lfirst(lc);
 
@@ -51,25 +45,16 @@ lookup_visible_runs(Relation rel, Snapshot snapshot)
 	return runs;
 }
 
-/*
- * The committed runs among runs; the transaction's own pending ones
- * (spill.c) go to *pending when asked for.
- */
+/* the committed runs among runs, without the transaction's pending ones */
 List *
-lookup_committed_runs(List *runs, List **pending)
+lookup_committed_runs(List *runs)
 {
 	List	   *committed = NIL;
 	ListCell   *lc;
 
 	foreach(lc, runs)
-	{
-		RunInfo    *r = lfirst(lc);
-
-		if (!run_is_pending(r))
-			committed = lappend(committed, r);
-		else if (pending)
-			*pending = lappend(*pending, r);
-	}
+		if (!run_is_pending(lfirst(lc)))
+			committed = lappend(committed, lfirst(lc));
 	return committed;
 }
 

@@ -61,48 +61,6 @@ copy_run(const RunInfo *run)
 	return r;
 }
 
-/*
- * Probe the cache for rel's data runs as snapshot sees them.  On a hit,
- * returns a copy; on a miss NIL, with *probe set: usable if the version
- * found names the runs (then runcache_build makes the list).
- */
-List *
-runcache_lookup(Relation rel, Snapshot snapshot, RunCacheProbe *probe)
-{
-	CacheEntry *e = NULL;
-	List	   *runs = NIL;
-	ListCell   *lc;
-
-	probe->usable = false;
-	probe->hit = false;
-	if (snapshot == NULL || !IsMVCCSnapshot(snapshot) || IsParallelWorker() ||
-		list_member_oid(changing, rel->rd_id))
-		return NIL;
-	if (cache != NULL)
-		e = hash_search(cache, &rel->rd_id, HASH_FIND, NULL);
-	if (e != NULL && e->relfilenode == rel->rd_node.relNode &&
-		snapshot->snapXactCompletionCount != 0 &&
-		snapshot->snapXactCompletionCount == e->completions)
-	{
-		probe->xmin = e->xmin;
-		probe->snapshot_id = e->snapshot_id;
-	}
-	else if (!cat_table_version(rel->rd_id, snapshot, &probe->xmin,
-								&probe->snapshot_id, &probe->data_runs,
-								&probe->ndata_runs))
-		return NIL;				/* nothing committed yet */
-	probe->usable = true;
-	probe->completions = snapshot->snapXactCompletionCount;
-	if (e == NULL || e->relfilenode != rel->rd_node.relNode ||
-		e->xmin != probe->xmin || e->snapshot_id != probe->snapshot_id)
-		return NIL;
-	e->completions = probe->completions;
-	foreach(lc, e->runs)
-		runs = lappend(runs, copy_run(lfirst(lc)));
-	probe->hit = true;
-	return runs;
-}
-
 static int
 run_id_cmp(const ListCell *a, const ListCell *b)
 {
@@ -170,63 +128,61 @@ entry_run(CacheEntry *e, int64 run_id)
 }
 
 /*
- * After a usable miss: the data runs the probe's version names, as
- * snapshot sees them.  Runs the previous list of the table had are taken
- * from it (a committed run's row no longer changes); the others, mostly
- * one or two new runs, are read by key.  The list is kept for the version.
+ * The data runs of rel's current file that the version of its tables row
+ * seen by snapshot names, in run id order, into *runs (a copy).  False,
+ * for the caller to read the catalog, when the cache cannot answer: a
+ * snapshot that is not MVCC, a parallel worker (its leader may have
+ * pending runs), a table without a row yet, or a transaction that changed
+ * the table's runs itself.  committed_only: the caller wants the committed
+ * runs alone, so runs the transaction added (spilled ones, which no
+ * version names) do not stand in the way, only other changes do.
+ *
+ * A new version's list takes the runs the table's previous list had (a
+ * committed run's row no longer changes) and reads the others, mostly one
+ * or two new runs, by key.
  */
-List *
-runcache_build(Relation rel, Snapshot snapshot, const RunCacheProbe *probe)
+bool
+runcache_data_runs(Relation rel, Snapshot snapshot, bool committed_only,
+				   List **runs)
 {
 	CacheEntry *e = NULL;
-	List	   *runs = NIL;
+	TransactionId xmin;
+	TableState	st;
+	uint64		completions;
+	ListCell   *lc;
 
+	*runs = NIL;
+	if (snapshot == NULL || !IsMVCCSnapshot(snapshot) || IsParallelWorker() ||
+		list_member_oid(committed_only ? rewriting : changing, rel->rd_id))
+		return false;
 	if (cache != NULL)
 		e = hash_search(cache, &rel->rd_id, HASH_FIND, NULL);
 	if (e != NULL && e->relfilenode != rel->rd_node.relNode)
 		e = NULL;
-	for (int i = 0; i < probe->ndata_runs; i++)
+	completions = snapshot->snapXactCompletionCount;
+
+	/* the version: remembered for snapshots taken since it was found */
+	if (e == NULL || completions == 0 || completions != e->completions)
 	{
-		RunInfo    *known = entry_run(e, probe->data_runs[i]);
-		RunInfo    *r = known ? copy_run(known) :
-			cat_run_get(rel->rd_id, probe->data_runs[i], snapshot);
+		if (!cat_table_version(rel->rd_id, snapshot, &xmin, &st))
+			return false;		/* nothing committed yet */
+		if (e == NULL || e->xmin != xmin || e->snapshot_id != st.last_snapshot_id)
+		{
+			for (int i = 0; i < st.ndata_runs; i++)
+			{
+				RunInfo    *known = entry_run(e, st.data_runs[i]);
+				RunInfo    *r = known ? copy_run(known) :
+					cat_run_get(rel->rd_id, st.data_runs[i], snapshot);
 
-		/* a TRUNCATE this snapshot does not see has replaced the file */
-		if (r->relfilenode == rel->rd_node.relNode)
-			runs = lappend(runs, r);
-	}
-	list_sort(runs, run_id_cmp);
-	store(rel, probe->xmin, probe->snapshot_id, probe->completions, runs);
-	return runs;
-}
-
-/*
- * The data runs committed as of the latest snapshot, for a commit under the
- * commit lock whose transaction may have added runs of its own (spilled
- * ones), which the version does not name: NIL and false if the transaction
- * changed committed runs too, or the table has no row yet.
- */
-bool
-runcache_latest_committed(Relation rel, List **runs)
-{
-	Snapshot	snapshot = GetLatestSnapshot();
-	CacheEntry *e = NULL;
-	RunCacheProbe probe;
-	ListCell   *lc;
-
-	*runs = NIL;
-	if (list_member_oid(rewriting, rel->rd_id) || IsParallelWorker() ||
-		!cat_table_version(rel->rd_id, snapshot, &probe.xmin, &probe.snapshot_id,
-						   &probe.data_runs, &probe.ndata_runs))
-		return false;
-	probe.completions = 0;
-	if (cache != NULL)
-		e = hash_search(cache, &rel->rd_id, HASH_FIND, NULL);
-	if (e == NULL || e->relfilenode != rel->rd_node.relNode ||
-		e->xmin != probe.xmin || e->snapshot_id != probe.snapshot_id)
-	{
-		*runs = runcache_build(rel, snapshot, &probe);
-		return true;
+				/* a TRUNCATE this snapshot does not see has replaced the file */
+				if (r->relfilenode == rel->rd_node.relNode)
+					*runs = lappend(*runs, r);
+			}
+			list_sort(*runs, run_id_cmp);
+			store(rel, xmin, st.last_snapshot_id, completions, *runs);
+			return true;
+		}
+		e->completions = completions;
 	}
 	foreach(lc, e->runs)
 		*runs = lappend(*runs, copy_run(lfirst(lc)));

@@ -394,64 +394,63 @@ spill_lookup_since(Relation rel, PkTable *t, WriteBuffer *wb, CommandId cid,
 	return found;
 }
 
-static int
-pending_cmp(const ListCell *a, const ListCell *b)
+/*
+ * The data runs the transaction spilled and still has (ROLLBACK TO takes a
+ * savepoint's out of wb->spills), in rel's current file (a TRUNCATE since
+ * gave the table a new one), oldest first.
+ */
+List *
+spill_runs(Relation rel, WriteBuffer *wb)
 {
-	int64		sa = ((RunInfo *) lfirst(a))->min_seq;
-	int64		sb = ((RunInfo *) lfirst(b))->min_seq;
+	List	   *runs = NIL;
+	ListCell   *lc;
 
-	return (sa > sb) - (sa < sb);
+	foreach(lc, wb->spills)
+	{
+		RunInfo    *r = ((WbSpill *) lfirst(lc))->run;
+
+		if (r->relfilenode == rel->rd_node.relNode)
+			runs = lappend(runs, r);
+	}
+	return runs;
 }
 
 /*
- * At commit, under the commit lock: the pending runs the transaction still
- * has (pending: its data runs; their changelog runs are the spills') take
- * the sequence numbers from first_seq on, in the order they were spilled,
- * and the snapshot id; the RunInfos in pending are renumbered too.  Returns
- * how many sequence numbers were used; *rows and *changelog_rows count
- * their records.
+ * At commit, under the commit lock: the spills the transaction still has
+ * (spill_runs) take the sequence numbers from first_seq on, in the order
+ * they were made, and the snapshot id; each spill's data run and the input
+ * producer's changelog run share one.  Their RunInfos are renumbered too.
+ * Returns how many sequence numbers were used; *rows and *changelog_rows
+ * count their records.
  */
 int
-spill_finalize(Relation rel, WriteBuffer *wb, List *pending, uint64 first_seq,
+spill_finalize(Relation rel, WriteBuffer *wb, uint64 first_seq,
 			   int64 snapshot_id, int64 *rows, int64 *changelog_rows)
 {
 	Oid			relid = RelationGetRelid(rel);
-	List	   *all = NIL;
 	ListCell   *lc;
-	int64		prev = -1;
 	int			used = 0;
 
 	*rows = 0;
 	*changelog_rows = 0;
-	if (pending == NIL)
-		return 0;
-	all = list_copy(pending);
-	/* those rolled back to a savepoint are gone from wb->spills */
 	foreach(lc, wb->spills)
 	{
-		RunInfo    *r = ((WbSpill *) lfirst(lc))->changelog;
+		WbSpill    *sp = lfirst(lc);
+		int64		seq = (int64) first_seq + used;
 
-		/* a TRUNCATE since gave the table a new file: not those */
-		if (r && r->relfilenode == rel->rd_node.relNode)
-			all = lappend(all, r);
+		if (sp->run->relfilenode != rel->rd_node.relNode)
+			continue;
+		*rows += sp->run->record_count;
+		cat_run_finalize(relid, sp->run->run_id, seq, snapshot_id);
+		sp->run->min_seq = sp->run->max_seq = seq;
+		sp->run->created_snapshot = snapshot_id;
+		if (sp->changelog)
+		{
+			*changelog_rows += sp->changelog->record_count;
+			cat_run_finalize(relid, sp->changelog->run_id, seq, snapshot_id);
+		}
+		used++;
 	}
-	list_sort(all, pending_cmp);
-	foreach(lc, all)
-	{
-		RunInfo    *r = lfirst(lc);
-
-		if (r->min_seq != prev)
-			used++;
-		prev = r->min_seq;
-		if (r->kind == RUN_CHANGELOG)
-			*changelog_rows += r->record_count;
-		else
-			*rows += r->record_count;
-		cat_run_finalize(relid, r->run_id, (int64) first_seq + used - 1, snapshot_id);
-		r->min_seq = r->max_seq = (int64) first_seq + used - 1;
-		r->created_snapshot = snapshot_id;
-	}
-	list_free(all);
 	return used;
 }
 

@@ -19,9 +19,9 @@ extern bool spill_lookup_since(Relation rel, PkTable *t, WriteBuffer *wb,
 							   CommandId cid, const Datum *key, uint32 hash,
 							   PkVersion *v);
 extern void spill_decode_read(uint64 stored, PkRead *read);
-extern int	spill_finalize(Relation rel, WriteBuffer *wb, List *pending,
-						   uint64 first_seq, int64 snapshot_id, int64 *rows,
-						   int64 *changelog_rows);
+extern List *spill_runs(Relation rel, WriteBuffer *wb);
+extern int	spill_finalize(Relation rel, WriteBuffer *wb, uint64 first_seq,
+						   int64 snapshot_id, int64 *rows, int64 *changelog_rows);
 extern void spill_xact_end(void);
 extern void spill_subxact_abort(void);
 
