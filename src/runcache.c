@@ -19,7 +19,8 @@
  *
  *	  A transaction that changed the table's runs itself (its pending runs
  *	  are visible to it alone) and parallel workers (whose leader may have)
- *	  read the catalog.  Hot standbys use the cache like primaries: replay
+ *	  read the catalog; a commit whose only changes are its spilled runs
+ *	  still takes the committed ones from the cache (committed_only).  Hot standbys use the cache like primaries: replay
  *	  writes the same versions.
  *
  *-------------------------------------------------------------------------
