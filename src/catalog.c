@@ -677,12 +677,16 @@ cat_run_delete(Oid relid, int64 run_id)
 	table_close(crel, RowExclusiveLock);
 }
 
-/* TRUNCATE: the table's runs are gone with its old storage */
+/*
+ * TRUNCATE: the table's runs are gone with its old storage, and with them
+ * the changes of every snapshot so far, which therefore expire.
+ */
 void
-cat_runs_delete_all(Oid relid)
+cat_truncate(Oid relid)
 {
 	runcache_note_change(relid, false);
 	delete_rows("runs", relid, false);
+	delete_rows("snapshots", relid, false);
 	CommandCounterIncrement();
 }
 

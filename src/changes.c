@@ -47,11 +47,16 @@ init_to_jsonb(FmgrInfo *flinfo, Relation rel)
 	fmgr_info_set_expr((Node *) call, flinfo);
 }
 
+/*
+ * Does the snapshot's change stream consist of run r?  For producer none,
+ * the data run a commit wrote (after a TRUNCATE in it too: OVERWRITE), also
+ * once compaction made it a delta run.
+ */
 static bool
 snapshot_uses(const SnapshotInfo *si, const RunInfo *r)
 {
 	if (strcmp(si->producer, "none") == 0)
-		return si->kind == COMMIT_APPEND && r->from_commit && r->kind != RUN_CHANGELOG;
+		return si->kind != COMMIT_COMPACT && r->from_commit && r->kind != RUN_CHANGELOG;
 	return r->kind == RUN_CHANGELOG;
 }
 
@@ -100,8 +105,9 @@ pk_changes(PG_FUNCTION_ARGS)
 			sc = lnext(snaps, sc);
 		if (sc == NULL)
 			break;
+		/* runs of a storage a TRUNCATE replaced are not in rel's file */
 		if (((SnapshotInfo *) lfirst(sc))->snapshot_id != r->created_snapshot ||
-			!snapshot_uses(lfirst(sc), r))
+			!snapshot_uses(lfirst(sc), r) || r->relfilenode != rel->rd_node.relNode)
 			continue;
 
 		run_cursor_open(&cur, rel, t, r, NULL);

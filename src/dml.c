@@ -43,6 +43,16 @@ static struct
 }			latest;
 
 /*
+ * A savepoint rolled back: the list may name pending runs the savepoint
+ * spilled, and the command counter does not go back.
+ */
+void
+dml_subxact_abort(void)
+{
+	latest.lxid = InvalidLocalTransactionId;
+}
+
+/*
  * The latest runs, and a PkRead for a read made against them (base_seq to
  * be filled by the caller).  latest.committed has the committed ones.
  */
@@ -180,18 +190,25 @@ dml_insert(Relation rel, TupleTableSlot *slot, CommandId cid, bool speculative)
 	 * ON CONFLICT found the key absent (base_seq 0).  The runs that date
 	 * the read must agree: a version committed between the arbiter's look
 	 * and now would otherwise pass the commit check as "older than the read".
+	 * Unless the transaction's own writes hold the key (it deleted it, or
+	 * moved it away by a key update): then they made it absent, and the
+	 * committed version under them is no news.
 	 */
 	if (speculative)
 	{
+		WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), true);
 		Datum		key[INDEX_MAX_KEYS];
+		uint32		hash;
 		PkVersion	v;
 
 		/* the command checks its proposed rows against each other: no spill */
-		wbuf_get(RelationGetRelid(rel), true)->nospill_cid = cid;
+		wb->nospill_cid = Min(wb->nospill_cid, cid);
 		(void) latest_runs(rel, cid, &read);
 		pk_row_key(t, tup, key);
-		if (lookup_committed(rel, t, latest.committed, key, pk_key_hash(t, key), &v) &&
-			PK_KIND_IS_ADD(v.kind))
+		hash = pk_key_hash(t, key);
+		if (!lookup_buffered(wb, t, key, hash, InvalidCommandId, &v) &&
+			lookup_committed(rel, t, latest.runs, key, hash, &v) &&
+			v.seq < PK_PENDING_SEQ && PK_KIND_IS_ADD(v.kind))
 			ereport(ERROR,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("could not serialize access due to concurrent update"),
@@ -232,7 +249,9 @@ check_current(Relation rel, PkTable *t, ItemPointer tid, CommandId cid,
 	Datum		key[INDEX_MAX_KEYS];
 	uint32		hash;
 	PkVersion	v;
+	PkVersion	spilled;
 	bool		found;
+	bool		self;
 
 	memset(tmfd, 0, sizeof(TM_FailureData));
 	runs = latest_runs(rel, cid, read);
@@ -252,10 +271,23 @@ check_current(Relation rel, PkTable *t, ItemPointer tid, CommandId cid,
 	hash = pk_key_hash(t, key);
 	read->base_seq = old->seq;
 
-	/* a newer version of our own: in the buffer, or spilled by this command */
-	if ((lookup_buffered(wb, t, key, hash, InvalidCommandId, &v) ||
-		 spill_lookup_since(rel, t, wb, cid, key, hash, &v)) &&
-		!ItemPointerEquals(&v.tid, &old->tid))
+	/*
+	 * A newer version of our own: in the buffer, or spilled by this command.
+	 * Unless the newer version is another row this command moved onto the
+	 * key (a key update) and the command has not taken the old version away
+	 * yet: a statement shifting keys acts on every row it matched.  (A
+	 * command that moves keys does not spill while it runs, so the moved
+	 * row is in the buffer.)
+	 */
+	if (lookup_buffered(wb, t, key, hash, InvalidCommandId, &v))
+		self = !ItemPointerEquals(&v.tid, &old->tid) &&
+			!(v.cid == cid && PK_KIND_IS_ADD(v.kind) &&
+			  !wbuf_retracted_by(wb, t, key, cid) &&
+			  !spill_lookup_since(rel, t, wb, cid, key, hash, &spilled));
+	else
+		self = spill_lookup_since(rel, t, wb, cid, key, hash, &v) &&
+			!ItemPointerEquals(&v.tid, &old->tid);
+	if (self)
 	{
 		tmfd->ctid = v.tid;
 		tmfd->xmax = GetCurrentTransactionId();
@@ -324,7 +356,15 @@ dml_update(Relation rel, ItemPointer otid, TupleTableSlot *slot, CommandId cid,
 	}
 	else
 	{
-		/* a key change is a delete of the old key and an insert of the new */
+		/*
+		 * A key change is a delete of the old key and an insert of the new.
+		 * Another row of this command may move onto the old key later, or
+		 * has already (wbuf_fold orders the two): the command's records
+		 * stay in the buffer until it ends, where both are seen.
+		 */
+		WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), true);
+
+		wb->nospill_cid = Min(wb->nospill_cid, cid);
 		append(rel, t, PK_DELETE, old.tup, cid, &read, false, NULL);
 		append(rel, t, PK_INSERT, tup, cid, NULL, true, &slot->tts_tid);
 	}
@@ -384,14 +424,15 @@ dml_lock(Relation rel, ItemPointer tid, Snapshot snapshot, TupleTableSlot *slot,
 
 /*
  * TRUNCATE (a new relfilenode for an existing table): its runs go with the
- * old storage, in this transaction; rows written before it are hidden.
+ * old storage, in this transaction, and the snapshots whose changes they
+ * held expire; rows written before it are hidden.
  */
 void
 dml_truncate(Relation rel)
 {
 	PkTable    *t = pk_table(rel);
 
-	cat_runs_delete_all(RelationGetRelid(rel));
+	cat_truncate(RelationGetRelid(rel));
 	append(rel, t, WB_TRUNCATE, NULL, GetCurrentCommandId(true), NULL, false, NULL);
 }
 

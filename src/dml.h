@@ -27,6 +27,7 @@ extern TM_Result dml_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 						  TM_FailureData *tmfd);
 extern void dml_write(Relation rel, PkRowKind kind, MinimalTuple tup);
 extern void dml_truncate(Relation rel);
+extern void dml_subxact_abort(void);
 extern void dml_check_conflicts(Relation rel, WriteBuffer *wb, List *committed,
 								List *pending);
 

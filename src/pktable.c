@@ -8,7 +8,10 @@
  *
  * Descriptors are cached by relation OID and dropped by a relcache
  * invalidation callback, so ALTER TABLE ... SET and column changes are seen
- * at the next use.
+ * at the next use.  Callers keep the pointer across calls that may process
+ * invalidations (taking a lock, opening a relation: a GRANT or ANALYZE in
+ * another session is enough), so a dropped descriptor's memory lives on
+ * until the end of the transaction.
  *
  *-------------------------------------------------------------------------
  */
@@ -44,7 +47,12 @@ static Oid	pkmerge_am_oid = InvalidOid;
 static void
 drop_entry(PkTableEntry *e)
 {
-	if (e->table)
+	if (e->table == NULL)
+		return;
+	/* in use until the transaction ends, if one runs */
+	if (TopTransactionContext != NULL)
+		MemoryContextSetParent(e->table->mcxt, TopTransactionContext);
+	else
 		MemoryContextDelete(e->table->mcxt);
 	e->table = NULL;
 }
