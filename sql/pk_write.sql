@@ -49,6 +49,11 @@ BEGIN
 	IF TG_WHEN = 'BEFORE' AND TG_OP = 'UPDATE' AND NEW.v = 2000 THEN
 		INSERT INTO pw_t VALUES (NEW.k + 100, 1);
 	END IF;
+	-- or calls pk_write itself, while pk_write's statement runs
+	IF TG_WHEN = 'BEFORE' AND TG_OP = 'INSERT' AND NEW.v = 3000 THEN
+		PERFORM pk_write('pw_t', '+I', ROW(NEW.k + 200, 2)::pw_t);
+		PERFORM pk_write('pw_t', '-U', ROW(NEW.k + 200, 2)::pw_t);
+	END IF;
 	RETURN NEW;
 END $$;
 CREATE TRIGGER pw_before_stmt BEFORE INSERT OR UPDATE OR DELETE ON pw_t
@@ -63,20 +68,23 @@ SELECT pk_write('pw_t', '+U', ROW(2, 1000)::pw_t);
 SELECT pk_write('pw_t', '+U', ROW(2, 2000)::pw_t);
 SELECT pk_write('pw_t', '-U', ROW(1, 11)::pw_t);
 SELECT pk_write('pw_t', '-D', ROW(7, 0)::pw_t);
+SELECT pk_write('pw_t', '+I', ROW(4, 3000)::pw_t);
 SELECT * FROM pw_t ORDER BY k;
 -- the input stream: pk_write's RowKinds as given (no -U before its +U,
 -- -U and -D with the row given, the -D of a key without a row kept), the
--- trigger's INSERT as an INSERT
+-- trigger's INSERT as an INSERT, the trigger's pk_writes as they say
 SELECT snapshot_id, rowkind, "row" FROM pk_changes('pw_t');
 -- the same writes in one transaction keep their order
+SELECT max(snapshot_id) AS mark FROM pk_snapshots('pw_t') \gset
 BEGIN;
 SELECT pk_write('pw_t', '+U', ROW(3, 30)::pw_t);
 SELECT pk_write('pw_t', '+U', ROW(3, 31)::pw_t);
 SELECT pk_write('pw_t', '-U', ROW(3, 31)::pw_t);
 SELECT pk_write('pw_t', '+I', ROW(3, 32)::pw_t);
 COMMIT;
-SELECT rowkind, "row" FROM pk_changes('pw_t', 6);
+SELECT rowkind, "row" FROM pk_changes('pw_t', :mark);
 -- a trigger that skips the row: nothing is written, nothing recorded
+SELECT max(snapshot_id) AS mark FROM pk_snapshots('pw_t') \gset
 CREATE FUNCTION pw_skip() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
 	RETURN NULL;
@@ -86,7 +94,42 @@ CREATE TRIGGER pw_skip BEFORE INSERT OR UPDATE OR DELETE ON pw_t
 SELECT pk_write('pw_t', '+U', ROW(3, 99)::pw_t);
 SELECT pk_write('pw_t', '-D', ROW(3, 99)::pw_t);
 SELECT * FROM pw_t WHERE k = 3;
-SELECT count(*) AS changes_since FROM pk_changes('pw_t', 7);
+SELECT count(*) AS changes_since FROM pk_changes('pw_t', :mark);
+
+-- pk_write's statements follow the table's changes (they are prepared once
+-- per table and RowKind: the text names the schema and the columns)
+CREATE SCHEMA pw_s;
+CREATE TABLE pw_s.d (k int PRIMARY KEY, v int) USING pkmerge
+	WITH (changelog_producer = 'input');
+SELECT pk_write('pw_s.d', '+I', ROW(1, 1)::pw_s.d);
+SELECT pk_write('pw_s.d', '+U', ROW(1, 2)::pw_s.d);
+SELECT pk_write('pw_s.d', '-D', ROW(1, 2)::pw_s.d);
+ALTER TABLE pw_s.d ADD COLUMN w text;
+SELECT pk_write('pw_s.d', '+I', ROW(2, 1, 'added')::pw_s.d);
+ALTER TABLE pw_s.d RENAME COLUMN v TO vv;
+SELECT pk_write('pw_s.d', '+U', ROW(2, 2, 'renamed column')::pw_s.d);
+ALTER SCHEMA pw_s RENAME TO pw_s2;
+SELECT pk_write('pw_s2.d', '+U', ROW(2, 3, 'renamed schema')::pw_s2.d);
+ALTER TABLE pw_s2.d RENAME TO d2;
+ALTER TABLE pw_s2.d2 DROP COLUMN vv;
+SELECT pk_write('pw_s2.d2', '+U', ROW(2, 'dropped column')::pw_s2.d2);
+SELECT pk_write('pw_s2.d2', '-D', ROW(2, 'dropped column')::pw_s2.d2);
+SELECT rowkind, "row" FROM pk_changes('pw_s2.d2');
+-- a statement that goes stale while it runs (a trigger's GRANT) is left to
+-- finish; the trigger's own pk_write runs its statement unprepared
+CREATE FUNCTION pw_s2.regrant() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF NEW.w = 'regrant' THEN
+		GRANT SELECT ON pw_s2.d2 TO PUBLIC;
+		PERFORM pk_write('pw_s2.d2', '+I', ROW(NEW.k + 300, 'by the trigger')::pw_s2.d2);
+	END IF;
+	RETURN NEW;
+END $$;
+CREATE TRIGGER regrant BEFORE INSERT ON pw_s2.d2 FOR EACH ROW EXECUTE FUNCTION pw_s2.regrant();
+SELECT pk_write('pw_s2.d2', '+I', ROW(3, 'regrant')::pw_s2.d2);
+SELECT pk_write('pw_s2.d2', '+I', ROW(4, 'prepared again')::pw_s2.d2);
+SELECT * FROM pw_s2.d2 ORDER BY k;
+DROP SCHEMA pw_s2 CASCADE;
 
 -- row-level security: each role may change only its own rows
 CREATE ROLE regress_pw_alice;

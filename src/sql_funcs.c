@@ -28,7 +28,10 @@
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
@@ -50,6 +53,36 @@ static ExecutorStart_hook_type prev_executor_start = NULL;
  */
 static DmlRecordAs *starting = NULL;
 static const char *starting_sql = NULL;
+
+/*
+ * pk_write's statements, prepared once per table and RowKind for the
+ * backend: parsing and planning a statement per call cost as much as
+ * running it.  The text names the table, its schema and its columns, so an
+ * entry goes stale when the table's relcache entry is invalidated (or its
+ * schema is renamed, which invalidates nothing of the table's) and is
+ * prepared again at its next use, unless a pk_write of it is still running
+ * (one called by a trigger of its own statement): that call runs its
+ * statement unprepared.
+ */
+typedef struct WritePlanKey
+{
+	Oid			relid;
+	PkRowKind	kind;
+} WritePlanKey;
+
+typedef struct WritePlan
+{
+	WritePlanKey key;			/* hash key */
+	char	   *sql;			/* in TopMemoryContext */
+	char	   *nspname;		/* the schema the text names */
+	SPIPlanPtr	plan;			/* saved */
+	bool		valid;
+	int			running;		/* pk_write calls executing plan */
+} WritePlan;
+
+#define WRITE_PLANS_SWEEP 64	/* entries kept before stale ones are freed */
+
+static HTAB *write_plans = NULL;
 
 /*
  * pkchangelog.pkmerge_relid(rel regclass) -> oid: rel, after checking that
@@ -271,6 +304,105 @@ write_statement(Relation rel, PkTable *t, PkRowKind kind)
 	return sql.data;
 }
 
+static void
+write_plan_release(WritePlan *wp)
+{
+	if (wp->plan)
+		SPI_freeplan(wp->plan);
+	if (wp->sql)
+		pfree(wp->sql);
+	if (wp->nspname)
+		pfree(wp->nspname);
+	wp->plan = NULL;
+	wp->sql = NULL;
+	wp->nspname = NULL;
+}
+
+/* relcache invalidation: the statements of the table (or of all) go stale */
+static void
+write_plans_invalidate(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	WritePlan  *wp;
+
+	if (write_plans == NULL)
+		return;
+	hash_seq_init(&status, write_plans);
+	while ((wp = hash_seq_search(&status)) != NULL)
+		if (!OidIsValid(relid) || wp->key.relid == relid)
+			wp->valid = false;
+}
+
+/* free the stale entries nobody runs (dropped tables leave theirs) */
+static void
+write_plans_sweep(void)
+{
+	HASH_SEQ_STATUS status;
+	WritePlan  *wp;
+
+	hash_seq_init(&status, write_plans);
+	while ((wp = hash_seq_search(&status)) != NULL)
+		if (!wp->valid && wp->running == 0)
+		{
+			write_plan_release(wp);
+			hash_search(write_plans, &wp->key, HASH_REMOVE, NULL);
+		}
+}
+
+/*
+ * The prepared statement of pk_write for rel and kind, or NULL when a
+ * stale one is still running (the caller then runs the text once).
+ * Called inside the SPI connection.
+ */
+static WritePlan *
+write_plan(Relation rel, PkTable *t, PkRowKind kind, Oid reltype)
+{
+	WritePlanKey key;
+	WritePlan  *wp;
+	bool		found;
+	char	   *nspname = get_namespace_name(RelationGetNamespace(rel));
+
+	if (write_plans == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(WritePlanKey);
+		ctl.entrysize = sizeof(WritePlan);
+		write_plans = hash_create("pk_write statements", 16, &ctl,
+								  HASH_ELEM | HASH_BLOBS);
+	}
+	memset(&key, 0, sizeof(key));
+	key.relid = RelationGetRelid(rel);
+	key.kind = kind;
+	wp = hash_search(write_plans, &key, HASH_FIND, NULL);
+	if (wp && wp->valid && strcmp(wp->nspname, nspname) == 0)
+		return wp;
+	if (wp && wp->running > 0)
+		return NULL;
+	if (wp == NULL && hash_get_num_entries(write_plans) >= WRITE_PLANS_SWEEP)
+		write_plans_sweep();
+	wp = hash_search(write_plans, &key, HASH_ENTER, &found);
+	if (!found)
+	{
+		wp->sql = NULL;
+		wp->nspname = NULL;
+		wp->plan = NULL;
+		wp->running = 0;
+	}
+	wp->valid = false;
+	write_plan_release(wp);
+	wp->sql = MemoryContextStrdup(TopMemoryContext, write_statement(rel, t, kind));
+	wp->nspname = MemoryContextStrdup(TopMemoryContext, nspname);
+	wp->plan = SPI_prepare(wp->sql, 1, &reltype);
+	if (wp->plan == NULL)
+		elog(ERROR, "could not prepare pk_write statement: %s",
+			 SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(wp->plan) != 0)
+		elog(ERROR, "could not keep pk_write statement");
+	wp->valid = true;
+	return wp;
+}
+
 /*
  * pk_write(rel regclass, rowkind text, r anyelement): one record with an
  * explicit RowKind, as a CDC pipeline hands rows over.  r must be a row of
@@ -296,7 +428,8 @@ pk_write(PG_FUNCTION_ARGS)
 	DmlRecordAs *outer;
 	DmlRecordAs *outer_starting = starting;
 	const char *outer_sql = starting_sql;
-	char	   *sql;
+	WritePlan  *wp;
+	const char *sql = NULL;
 	uint64		processed = 0;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
@@ -325,7 +458,6 @@ pk_write(PG_FUNCTION_ARGS)
 
 	/* the statement locks the table as well: the caller may write it */
 	rel = pk_open_table(relid, RowExclusiveLock, 0);
-	sql = write_statement(rel, pk_table(rel), kind);
 
 	ra.relid = relid;
 	ra.cid = InvalidCommandId;
@@ -340,13 +472,22 @@ pk_write(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	wp = write_plan(rel, pk_table(rel), kind, reltype);
+	if (wp == NULL)
+		sql = write_statement(rel, pk_table(rel), kind);
 	outer = dml_record_as(&ra);
 	starting = &ra;
-	starting_sql = sql;
+	starting_sql = wp ? wp->sql : sql;
+	if (wp)
+		wp->running++;
 	PG_TRY();
 	{
-		int			rc = SPI_execute_with_args(sql, 1, &reltype, &row, NULL, false, 0);
+		int			rc;
 
+		if (wp)
+			rc = SPI_execute_plan(wp->plan, &row, NULL, false, 0);
+		else
+			rc = SPI_execute_with_args(sql, 1, &reltype, &row, NULL, false, 0);
 		if (rc < 0)
 			elog(ERROR, "pk_write statement failed: %s", SPI_result_code_string(rc));
 		processed = SPI_processed;
@@ -356,6 +497,8 @@ pk_write(PG_FUNCTION_ARGS)
 		(void) dml_record_as(outer);
 		starting = outer_starting;
 		starting_sql = outer_sql;
+		if (wp)
+			wp->running--;
 	}
 	PG_END_TRY();
 	SPI_finish();
@@ -390,6 +533,7 @@ sqlfuncs_init(void)
 {
 	prev_executor_start = ExecutorStart_hook;
 	ExecutorStart_hook = sqlfuncs_executor_start;
+	CacheRegisterRelcacheCallback(write_plans_invalidate, (Datum) 0);
 }
 
 /*
