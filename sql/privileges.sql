@@ -73,10 +73,15 @@ SELECT pk_expire_snapshots('secret');
 SELECT min_key FROM pkchangelog.runs;
 RESET ROLE;
 
--- SELECT on the key column alone: the runs' keys, not the rows
+-- SELECT on the key column alone: the runs' keys, not the rows; on every
+-- column: the rows too
 SET ROLE regress_keyreader;
 SELECT level, kind, min_key, max_key FROM pk_runs('secret');
 SELECT * FROM pk_changes('secret');
+RESET ROLE;
+GRANT SELECT (v) ON secret TO regress_keyreader;
+SET ROLE regress_keyreader;
+SELECT count(*) FROM pk_changes('secret');
 RESET ROLE;
 
 -- pk_write needs the privileges of its statement: +I an INSERT; +U an
