@@ -20,6 +20,7 @@
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
 #include "commands/defrem.h"
+#include "commands/tablecmds.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "tcop/utility.h"
@@ -274,6 +275,15 @@ handle_alter(AlterTableStmt *stmt)
 	ListCell   *lc;
 	bool		pkmerge = relid_is_pkmerge(relid);
 
+	/*
+	 * ALTER TABLE needs ownership, which PostgreSQL checks before it locks
+	 * the table; the subcommands below open it first, so check here, or a
+	 * caller without the right would queue its lock behind the table's
+	 * users (and everyone after it behind that) before being refused.
+	 */
+	if (pkmerge && !pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, relname);
+
 	foreach(lc, stmt->cmds)
 	{
 		AlterTableCmd *cmd = lfirst(lc);
@@ -290,8 +300,8 @@ handle_alter(AlterTableStmt *stmt)
 			case AT_SetRelOptions:
 			case AT_ResetRelOptions:
 				{
-					Relation	rel = table_open(relid, AccessExclusiveLock);
-					PkTable    *t = pk_table(rel);
+					Relation	rel;
+					PkTable    *t;
 					bool		isnull;
 					HeapTuple	tup;
 					Datum		old;
@@ -299,8 +309,11 @@ handle_alter(AlterTableStmt *stmt)
 					List	   *reset = NIL;
 					const char *newkey;
 
-					if (!pg_class_ownercheck(relid, GetUserId()))
-						aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, relname);
+					/* ownership checked before the lock, and again under it */
+					relid = RangeVarGetRelidExtended(stmt->relation, AccessExclusiveLock, 0,
+													 RangeVarCallbackOwnsTable, NULL);
+					rel = table_open(relid, NoLock);
+					t = pk_table(rel);
 					if (cmd->subtype == AT_SetRelOptions)
 						set = pkopt_validate((List *) cmd->def, true);
 					else
