@@ -13,7 +13,11 @@
  * a series of them, a batch of snapshots each, so that memory and lost
  * work stay bounded whatever the backlog; a table some other session holds
  * a conflicting lock on is skipped until the next round, and an error on
- * one table is logged and does not stop the others.
+ * one table is logged and does not stop the others.  The worker connects
+ * as the bootstrap superuser but works on a table as its owner, inside a
+ * security-restricted operation (as autovacuum's ANALYZE does), since key
+ * comparisons may run the owner's code.  Other sessions' temporary tables
+ * are out of its reach and left to their sessions.
  *
  * Writers need not wait for the naptime: a commit that leaves a table at
  * the compaction trigger asks for its compaction (worker_request), which
@@ -231,6 +235,17 @@ worker_init(void)
 	shmem_startup_hook = worker_shmem_startup;
 }
 
+/* settings changed by a reload (worker_enabled = off stops the work) */
+static void
+reload_config(void)
+{
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+}
+
 /* wait up to timeout ms for the latch; true if it was set */
 static bool
 wait_latch(long timeout)
@@ -241,11 +256,7 @@ wait_latch(long timeout)
 	if (rc & WL_LATCH_SET)
 		ResetLatch(MyLatch);
 	CHECK_FOR_INTERRUPTS();
-	if (ConfigReloadPending)
-	{
-		ConfigReloadPending = false;
-		ProcessConfigFile(PGC_SIGHUP);
-	}
+	reload_config();
 	return (rc & WL_LATCH_SET) != 0;
 }
 
@@ -453,7 +464,12 @@ pk_launcher_main(Datum arg)
 	}
 }
 
-/* the pkmerge tables of the worker's database */
+/*
+ * The pkmerge tables of the worker's database.  Other sessions' temporary
+ * tables are left out: their pages are in those sessions' local buffers,
+ * out of any other backend's reach (their own sessions compact them at the
+ * stop trigger and expire every 64 commits).
+ */
 static List *
 pkmerge_tables(void)
 {
@@ -471,7 +487,8 @@ pkmerge_tables(void)
 	{
 		Form_pg_class c = (Form_pg_class) GETSTRUCT(tup);
 
-		if (c->relkind == RELKIND_RELATION && c->relam == am)
+		if (c->relkind == RELKIND_RELATION && c->relam == am &&
+			c->relpersistence != RELPERSISTENCE_TEMP)
 			result = lappend_oid(result, c->oid);
 	}
 	table_endscan(scan);
@@ -490,12 +507,21 @@ typedef enum MaintainStep
  * One step of a table's maintenance, in the current transaction.  Returns
  * the snapshots expired (STEP_EXPIRE), 0 for a compaction, -1 when the
  * table was skipped.
+ *
+ * The work runs as the table's owner, in a security-restricted operation
+ * with its GUC changes undone at the end, as autovacuum's ANALYZE does: key
+ * comparisons, hashes and output functions of the key's types may be user
+ * code, which must never run with the worker's rights.  An error unwinds
+ * both with the transaction.
  */
 static int64
 maintain_step(Oid relid, MaintainStep step)
 {
 	Relation	rel;
 	PkTable    *t;
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
 	int64		result = 0;
 
 	/* skip a table being dropped, altered or truncated: next round */
@@ -506,12 +532,22 @@ maintain_step(Oid relid, MaintainStep step)
 	if (rel == NULL)
 		return -1;
 
-	/* not ours (the OID of a dropped table reused), or a compaction running */
-	if (!pk_is_pkmerge(rel) || !cat_compaction_trylock(relid))
+	/*
+	 * Not ours (the OID of a dropped table reused), another session's
+	 * temporary table (a writer's request can name one), or a compaction
+	 * running.
+	 */
+	if (!pk_is_pkmerge(rel) || rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP ||
+		!cat_compaction_trylock(relid))
 	{
 		table_close(rel, NoLock);
 		return -1;
 	}
+
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(rel->rd_rel->relowner,
+						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	save_nestlevel = NewGUCNestLevel();
 
 	t = pk_table(rel);
 	if (step == STEP_EXPIRE)
@@ -523,6 +559,8 @@ maintain_step(Oid relid, MaintainStep step)
 	else
 		(void) compact_table(rel, false);	/* nothing if not due */
 
+	AtEOXact_GUC(false, save_nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
 	table_close(rel, NoLock);
 	return result;
 }
@@ -582,6 +620,7 @@ maintain_tables(List *tables, bool expire, MemoryContext round)
 		TimestampTz start;
 
 		CHECK_FOR_INTERRUPTS();
+		reload_config();
 		if (!pk_worker_enabled)
 			break;
 		(void) maintain_in_xact(relid, STEP_COMPACT, round);
@@ -593,6 +632,7 @@ maintain_tables(List *tables, bool expire, MemoryContext round)
 			   !TimestampDifferenceExceeds(start, GetCurrentTimestamp(), WORKER_EXPIRE_MS))
 		{
 			CHECK_FOR_INTERRUPTS();
+			reload_config();
 			if (!pk_worker_enabled)
 				break;
 		}

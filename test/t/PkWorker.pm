@@ -1,10 +1,26 @@
-# PkWorker.pm: what the background worker tests (t/014, t/018, t/020) do to
-# the workers: change their settings at run time, wait until none runs, and
-# watch processes' memory.
+# PkWorker.pm: what the background worker tests (t/014, t/018, t/020,
+# t/021) do with the workers: start a node with them on, change their
+# settings at run time, wait until none runs, and watch processes' memory.
 package PkWorker;
 
 use strict;
 use warnings;
+use PostgreSQL::Test::Cluster;
+
+# start_node($name, $conf): a started node whose workers are on, with a
+# naptime of 100 ms, and the postgresql.conf lines $conf
+sub start_node
+{
+	my ($name, $conf) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf('postgresql.conf', q{
+pkchangelog.worker_enabled = on
+pkchangelog.worker_naptime = 100ms
+} . ($conf // ''));
+	$node->start;
+	return $node;
+}
 
 # set($node, $name, $value): ALTER SYSTEM SET pkchangelog.$name, and reload
 sub set
