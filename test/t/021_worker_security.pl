@@ -66,7 +66,8 @@ CREATE OPERATOR CLASS pair_ops DEFAULT FOR TYPE pair USING pkmerge_key AS
 	FUNCTION 1 pair_cmp(pair, pair);
 });
 
-# a table of alice's that the worker compacts: its merge compares keys
+# tables of alice's that the worker compacts (its merge compares keys),
+# one of them with the full-compaction producer (whose changelog does too)
 my $offset = -s $node->logfile;
 $node->safe_psql('postgres', q{
 SET ROLE alice;
@@ -74,12 +75,19 @@ CREATE TABLE s (k pair PRIMARY KEY, v int) USING pkmerge
 	WITH (num_sorted_run_compaction_trigger = 2, num_sorted_run_stop_trigger = 50);
 INSERT INTO s VALUES (ROW(1, 1), 1), (ROW(3, 3), 3);
 INSERT INTO s VALUES (ROW(2, 2), 2), (ROW(1, 1), 10);
+CREATE TABLE f (k pair PRIMARY KEY, v int) USING pkmerge
+	WITH (changelog_producer = 'full-compaction', full_compaction_delta_commits = 2,
+		  num_sorted_run_compaction_trigger = 50, num_sorted_run_stop_trigger = 60);
+INSERT INTO f VALUES (ROW(1, 1), 1), (ROW(3, 3), 3);
+INSERT INTO f VALUES (ROW(2, 2), 2), (ROW(1, 1), 10);
 });
 ok($node->poll_query_until('postgres',
 		q{SELECT count(*) = 1 FROM pk_runs('s') WHERE kind = 'data'}),
 	'the worker compacted the table');
 is($node->safe_psql('postgres', q{SELECT string_agg(v::text, ',' ORDER BY k) FROM s}),
 	'10,2,3', 'with its rows');
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 3 FROM pk_changes('f')}),
+	"the worker ran the full-compaction producer's compaction");
 my $log = slurp_file($node->logfile, $offset);
 my @calls = $log =~ /pair_cmp in the worker as (\w+), security-restricted (\w+)/g;
 ok(@calls > 0, "the worker ran alice's comparison function");
@@ -88,8 +96,10 @@ $seen{"$calls[$_] $calls[$_ + 1]"}++ for grep { $_ % 2 == 0 } 0 .. $#calls;
 is(join(',', sort keys %seen), 'alice t',
 	'always as alice, in a security-restricted operation that refused a temporary table');
 is($node->safe_psql('postgres',
-		q{SELECT string_agg(DISTINCT commit_user, ',') FROM pk_snapshots('s') WHERE commit_kind = 'COMPACT'}),
-	'alice', "the compaction's snapshot names alice as its user");
+		q{SELECT string_agg(DISTINCT commit_user, ',')
+		  FROM (SELECT * FROM pk_snapshots('s') UNION ALL SELECT * FROM pk_snapshots('f')) x
+		  WHERE commit_kind = 'COMPACT'}),
+	'alice', "the compactions' snapshots name alice as their user");
 
 # another session's temporary pkmerge table: the worker skips it, even
 # when its commits ask for a compaction, and logs nothing about it
