@@ -76,8 +76,8 @@ SELECT (SELECT count(*) FROM pk_snapshots('$name')) || ' snapshot, ' ||
 }
 
 # pk_expire_snapshots over a backlog, in one transaction
-my $before = backlog('fn_none', 'none', 25000);
-ok($before > 25000, "a backlog of $before snapshots");
+my $before = backlog('fn_none', 'none', 20000);
+ok($before > 20000, "a backlog of $before snapshots");
 my ($out, $err) = ('', '');
 my $h = IPC::Run::start(
 	[
@@ -101,11 +101,11 @@ is($expired, $before - 1, 'pk_expire_snapshots expired the backlog in one call')
 $peak = $hwm if defined $hwm && $hwm =~ /^\d+$/ && $hwm > $peak;
 cmp_ok($peak, '<', $limit_kb, "its backend's peak memory stayed below the bound");
 diag("pk_expire_snapshots of $before snapshots: backend peak ${peak} kB");
-is(left_after('fn_none'), '1 snapshot, 0 runs of expired snapshots, 100 rows, sum 25000',
+is(left_after('fn_none'), '1 snapshot, 0 runs of expired snapshots, 100 rows, sum 20000',
 	'the snapshots went with their delta runs, the rows stayed');
 
 # the background worker, over a backlog in a none and a lookup table
-my $total = backlog('w_none', 'none', 20000) + backlog('w_lookup', 'lookup', 15000);
+my $total = backlog('w_none', 'none', 15000) + backlog('w_lookup', 'lookup', 12000);
 $node->safe_psql('postgres', q{
 CREATE FUNCTION watch_drain(total bigint) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
@@ -156,9 +156,9 @@ is($out, 'steps several, killed t, kept after kill t, end 2',
   or diag($err);
 cmp_ok($peak, '<', $limit_kb, "the workers' peak memory stayed below the bound");
 diag("workers draining $total snapshots: peak ${peak} kB");
-is(left_after('w_none'), '1 snapshot, 0 runs of expired snapshots, 100 rows, sum 20000',
+is(left_after('w_none'), '1 snapshot, 0 runs of expired snapshots, 100 rows, sum 15000',
 	'none: the snapshots went with their delta runs');
-is(left_after('w_lookup'), '1 snapshot, 0 runs of expired snapshots, 100 rows, sum 15000',
+is(left_after('w_lookup'), '1 snapshot, 0 runs of expired snapshots, 100 rows, sum 12000',
 	'lookup: the snapshots went with their changelog runs');
 PkWorker::set($node, 'worker_enabled', 'off');
 
