@@ -96,6 +96,12 @@ CREATE TABLE pkchangelog.runs (
 -- (_bt_killitems cannot mark part of a posting list dead).
 CREATE INDEX runs_kind ON pkchangelog.runs (relid, kind, run_id);
 
+-- expiration and the change stream look up the runs of a few snapshots:
+-- without this index each lookup reads every run of the table (a 'none'
+-- table keeps a delta run per retained commit, so expiring a backlog would
+-- read them all once per expired snapshot).  run_id keeps entries distinct.
+CREATE INDEX runs_snapshot ON pkchangelog.runs (relid, created_snapshot, run_id);
+
 -- Every commit inserts runs and snapshot rows and updates its tables row;
 -- every compaction deletes runs rows.  Vacuum them early, so that readers
 -- do not step over many dead entries (runs_kind has one key per table and
@@ -254,8 +260,11 @@ CREATE FUNCTION pk_changes(rel regclass, from_snapshot bigint DEFAULT 0,
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'pk_changes' LANGUAGE C STABLE;
 
-CREATE FUNCTION pk_expire_snapshots(rel regclass) RETURNS bigint
-	AS 'MODULE_PATHNAME', 'pk_expire_snapshots' LANGUAGE C STRICT VOLATILE;
+-- max_snapshots: expire at most that many (the oldest), so that a backlog
+-- can be drained in transactions of bounded size; NULL: all that are due
+CREATE FUNCTION pk_expire_snapshots(rel regclass, max_snapshots bigint DEFAULT NULL)
+	RETURNS bigint
+	AS 'MODULE_PATHNAME', 'pk_expire_snapshots' LANGUAGE C VOLATILE;
 
 CREATE FUNCTION pkchangelog.block_cache_stats(OUT hits bigint, OUT misses bigint)
 	AS 'MODULE_PATHNAME', 'pk_block_cache_stats' LANGUAGE C STRICT VOLATILE;

@@ -161,14 +161,20 @@ commit_table(WriteBuffer *wb)
 	/*
 	 * Enough sorted runs for a compaction (compact_before_commit compacted
 	 * at the stop trigger, if it could): the background worker is asked for
-	 * one once this commit is visible.
+	 * one once this commit is visible.  Not for a temporary table, which
+	 * the worker cannot read.
 	 */
 	due = compact_due(rel, after, 0);
-	if (due != COMPACT_NOT_DUE && nrequests < MAX_REQUESTS)
+	if (due != COMPACT_NOT_DUE && nrequests < MAX_REQUESTS &&
+		rel->rd_rel->relpersistence != RELPERSISTENCE_TEMP)
 		requests[nrequests++] = wb->relid;
-	/* until a background worker does it: expire every 64 commits */
+	/*
+	 * Expire every 64 commits too (the worker may be off), under the commit
+	 * lock: at most 256 snapshots, more than 64 commits and their
+	 * compactions add, so a backlog drains without stalling one commit.
+	 */
 	if (snapshot_id % 64 == 0 && cat_compaction_trylock(wb->relid))
-		(void) expire_snapshots(rel);
+		(void) expire_snapshots(rel, 256);
 	table_close(rel, NoLock);
 }
 

@@ -561,18 +561,30 @@ pk_compact(PG_FUNCTION_ARGS)
 }
 
 /*
- * pk_expire_snapshots(rel regclass) -> bigint: expires the snapshots beyond
- * the table's retention options; returns how many.
+ * pk_expire_snapshots(rel regclass, max_snapshots bigint DEFAULT NULL) ->
+ * bigint: expires the snapshots beyond the table's retention options, the
+ * oldest first and at most max_snapshots of them (NULL: all); returns how
+ * many.
  */
 PG_FUNCTION_INFO_V1(pk_expire_snapshots);
 Datum
 pk_expire_snapshots(PG_FUNCTION_ARGS)
 {
-	Oid			relid = PG_GETARG_OID(0);
-	Relation	rel = pk_open_table(relid, RowExclusiveLock, ACL_DELETE);
+	Oid			relid;
+	int64		max_snapshots = PG_ARGISNULL(1) ? -1 : PG_GETARG_INT64(1);
+	Relation	rel;
 	int64		n;
 
-	n = expire_snapshots(rel);
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	if (!PG_ARGISNULL(1) && max_snapshots < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_snapshots must not be negative"),
+				 errhint("Pass NULL to expire every snapshot that is due.")));
+	relid = PG_GETARG_OID(0);
+	rel = pk_open_table(relid, RowExclusiveLock, ACL_DELETE);
+	n = expire_snapshots(rel, max_snapshots);
 	table_close(rel, NoLock);
 	PG_RETURN_INT64(n);
 }
