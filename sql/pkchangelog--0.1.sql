@@ -230,16 +230,23 @@ CREATE FUNCTION pk_options(rel regclass, OUT key text, OUT value text)
 CREATE FUNCTION pk_snapshots(rel regclass,
 	OUT snapshot_id bigint, OUT commit_kind text, OUT commit_time timestamptz,
 	OUT commit_user name, OUT commit_xid xid8, OUT total_record_count bigint,
-	OUT delta_record_count bigint, OUT changelog_record_count bigint)
+	OUT delta_record_count bigint, OUT changelog_record_count bigint,
+	OUT producer text)
 	RETURNS SETOF record LANGUAGE sql STABLE STRICT
 	SET search_path = pg_catalog, pg_temp
 AS $$
 	WITH t AS MATERIALIZED (SELECT pkchangelog.pkmerge_relid(rel) AS relid)
 	SELECT s.snapshot_id, s.commit_kind, s.commit_time, s.commit_user, s.commit_xid,
-		   s.total_record_count, s.delta_record_count, s.changelog_record_count
+		   s.total_record_count, s.delta_record_count, s.changelog_record_count,
+		   s.producer
 	FROM pkchangelog.snapshots s JOIN t ON s.relid = t.relid
 	ORDER BY s.snapshot_id
 $$;
+
+-- the newest snapshot id the caller's MVCC snapshot sees (0: none yet), to
+-- poll pk_changes from
+CREATE FUNCTION pk_current_snapshot(rel regclass) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'pk_current_snapshot' LANGUAGE C STABLE STRICT;
 
 CREATE FUNCTION pk_runs(rel regclass,
 	OUT run_id bigint, OUT level int, OUT kind text, OUT record_count bigint,
@@ -254,9 +261,11 @@ CREATE FUNCTION pk_write(rel regclass, rowkind text, r anyelement) RETURNS void
 CREATE FUNCTION pk_compact(rel regclass, "full" boolean DEFAULT false) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'pk_compact' LANGUAGE C VOLATILE;
 
-CREATE FUNCTION pk_changes(rel regclass, from_snapshot bigint DEFAULT 0,
+-- from_snapshot NULL: from the oldest retained snapshot on; to_snapshot
+-- NULL: up to the newest
+CREATE FUNCTION pk_changes(rel regclass, from_snapshot bigint DEFAULT NULL,
 	to_snapshot bigint DEFAULT NULL,
-	OUT snapshot_id bigint, OUT rowkind text, OUT "row" jsonb)
+	OUT snapshot_id bigint, OUT rowkind text, OUT "row" jsonb, OUT producer text)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'pk_changes' LANGUAGE C STABLE;
 
