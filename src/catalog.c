@@ -109,6 +109,66 @@ cat_scan(Relation crel, const char *relname, Oid relid, Snapshot snapshot)
 }
 
 /*
+ * The columns of each catalog table, as the extension script creates them
+ * and this library reads and writes them.  The catalog of an unreleased
+ * build may differ; rows are unpacked into arrays of these sizes, so a
+ * table of another shape is refused before any row is read.
+ */
+typedef enum CatTable
+{
+	CAT_TABLES,
+	CAT_SNAPSHOTS,
+	CAT_RUNS
+} CatTable;
+
+static const Oid tables_types[Natts_tables] = {
+	OIDOID, INT8OID, INT8OID, INT8OID, INT8OID, INT8ARRAYOID
+};
+static const Oid snapshots_types[Natts_snapshots] = {
+	OIDOID, INT8OID, TEXTOID, TIMESTAMPTZOID, NAMEOID, XID8OID, INT8OID,
+	INT8OID, INT8OID, TEXTOID, FLOAT8OID
+};
+static const Oid runs_types[Natts_runs] = {
+	OIDOID, INT8OID, OIDOID, INT4OID, TEXTOID, BOOLOID, INT8OID, INT4OID,
+	INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID,
+	TEXTOID, TEXTOID
+};
+
+static const struct
+{
+	const char *name;
+	int			natts;
+	const Oid  *types;
+}			cat_shapes[] = {
+	[CAT_TABLES] = {"tables", Natts_tables, tables_types},
+	[CAT_SNAPSHOTS] = {"snapshots", Natts_snapshots, snapshots_types},
+	[CAT_RUNS] = {"runs", Natts_runs, runs_types},
+};
+
+/* open a catalog table, checked to have the columns this library reads */
+static Relation
+cat_open(CatTable which, LOCKMODE lockmode)
+{
+	const char *name = cat_shapes[which].name;
+	Relation	crel = table_open(cat_oid(name, false), lockmode);
+	TupleDesc	desc = RelationGetDescr(crel);
+	bool		match = desc->natts == cat_shapes[which].natts;
+
+	for (int i = 0; match && i < desc->natts; i++)
+		match = !TupleDescAttr(desc, i)->attisdropped &&
+			TupleDescAttr(desc, i)->atttypid == cat_shapes[which].types[i];
+	if (!match)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the pkchangelog catalog does not match the pkchangelog library"),
+				 errdetail("pkchangelog.%s has other columns than the %d this library reads.",
+						   name, cat_shapes[which].natts),
+				 errhint("The extension was created by another build of version %s: drop and create it again.",
+						 PKCHANGELOG_VERSION)));
+	return crel;
+}
+
+/*
  * Lock held from a table's commit until transaction end: snapshot ids,
  * sequence numbers, the lookup producer and conflict checks all see the
  * previous commit complete.  A heavyweight lock, so the deadlock detector
@@ -203,7 +263,7 @@ static RunInfo *run_from_tuple(Relation crel, HeapTuple tup);
 RunInfo *
 cat_run_get(Oid relid, int64 run_id, Snapshot snapshot)
 {
-	Relation	crel = table_open(cat_oid("runs", false), AccessShareLock);
+	Relation	crel = cat_open(CAT_RUNS, AccessShareLock);
 	HeapTuple	tup;
 	SysScanDesc scan = run_row_as(crel, relid, run_id, snapshot, &tup);
 	RunInfo    *r = run_from_tuple(crel, tup);
@@ -226,7 +286,7 @@ run_update(Oid relid, int64 run_id, int ncols, const int *attnums,
 	bool		replace[Natts_runs] = {0};
 
 	runcache_note_change(relid, own_run);
-	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	crel = cat_open(CAT_RUNS, RowExclusiveLock);
 	scan = run_row(crel, relid, run_id, &tup);
 	for (int i = 0; i < ncols; i++)
 	{
@@ -278,7 +338,7 @@ cat_run_retire(Oid relid, int64 run_id)
 	HeapTuple	delta;
 
 	runcache_note_change(relid, false);
-	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	crel = cat_open(CAT_RUNS, RowExclusiveLock);
 	scan = run_row(crel, relid, run_id, &tup);
 	values[Anum_runs_kind - 1] = CStringGetTextDatum("delta");
 	replace[Anum_runs_kind - 1] = true;
@@ -311,29 +371,6 @@ cat_runs_of_snapshots(Oid relid, int64 from, int64 to, Snapshot snapshot)
 	}
 	list_sort(result, run_snapshot_cmp);
 	return result;
-}
-
-/*
- * pkchangelog.tables, checked to have the columns this library reads: the
- * catalog of an unreleased version may differ, and reading past a row's
- * end would crash.
- */
-static Relation
-tables_open(LOCKMODE lockmode)
-{
-	Relation	crel = table_open(cat_oid("tables", false), lockmode);
-	TupleDesc	desc = RelationGetDescr(crel);
-
-	if (desc->natts != Natts_tables ||
-		TupleDescAttr(desc, Anum_tables_data_runs - 1)->attisdropped)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the pkchangelog catalog does not match the pkchangelog library"),
-				 errdetail("pkchangelog.tables has other columns than the %d this library reads.",
-						   Natts_tables),
-				 errhint("The extension was created by another build of version %s: drop and create it again.",
-						 PKCHANGELOG_VERSION)));
-	return crel;
 }
 
 /* the data_runs column: an int8[] of run ids */
@@ -407,7 +444,7 @@ state_from_tuple(Relation crel, HeapTuple tup)
 TableState
 cat_table_state_peek(Oid relid)
 {
-	Relation	crel = tables_open(AccessShareLock);
+	Relation	crel = cat_open(CAT_TABLES, AccessShareLock);
 	HeapTuple	tup = table_state_tuple(crel, relid);
 	TableState	st = {0};
 
@@ -428,7 +465,7 @@ bool
 cat_table_version(Oid relid, Snapshot snapshot, TransactionId *xmin,
 				  TableState *st)
 {
-	Relation	crel = tables_open(AccessShareLock);
+	Relation	crel = cat_open(CAT_TABLES, AccessShareLock);
 	SysScanDesc scan = cat_scan(crel, "tables", relid, snapshot);
 	HeapTuple	tup = systable_getnext(scan);
 	bool		found = HeapTupleIsValid(tup);
@@ -450,7 +487,7 @@ cat_table_version(Oid relid, Snapshot snapshot, TransactionId *xmin,
 TableState
 cat_table_state(Oid relid)
 {
-	Relation	crel = tables_open(RowExclusiveLock);
+	Relation	crel = cat_open(CAT_TABLES, RowExclusiveLock);
 	HeapTuple	tup = table_state_tuple(crel, relid);
 	TableState	st = {0};
 
@@ -474,7 +511,7 @@ cat_table_state(Oid relid)
 void
 cat_table_state_update(Oid relid, const TableState *st)
 {
-	Relation	crel = tables_open(RowExclusiveLock);
+	Relation	crel = cat_open(CAT_TABLES, RowExclusiveLock);
 	HeapTuple	tup = table_state_tuple(crel, relid);
 	Datum		values[Natts_tables];
 	bool		nulls[Natts_tables] = {0};
@@ -500,7 +537,7 @@ cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 					int64 total, int64 delta, int64 changelog,
 					const char *producer, double duration_ms)
 {
-	Relation	crel = table_open(cat_oid("snapshots", false), RowExclusiveLock);
+	Relation	crel = cat_open(CAT_SNAPSHOTS, RowExclusiveLock);
 	Datum		values[Natts_snapshots];
 	bool		nulls[Natts_snapshots] = {0};
 	static const char *const kinds[] = {"APPEND", "COMPACT", "OVERWRITE"};
@@ -575,7 +612,7 @@ inserter_aborted(HeapTuple tup)
 List *
 cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only)
 {
-	Relation	crel = table_open(cat_oid("runs", false), AccessShareLock);
+	Relation	crel = cat_open(CAT_RUNS, AccessShareLock);
 	SysScanDesc scan;
 	HeapTuple	tup;
 	List	   *runs = NIL;
@@ -610,7 +647,7 @@ cat_run_insert(Oid relid, const RunInfo *r)
 	bool		n[Natts_runs] = {0};
 
 	runcache_note_change(relid, true);
-	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	crel = cat_open(CAT_RUNS, RowExclusiveLock);
 	v[Anum_runs_relid - 1] = ObjectIdGetDatum(relid);
 	v[Anum_runs_run_id - 1] = Int64GetDatum(r->run_id);
 	v[Anum_runs_relfilenode - 1] = ObjectIdGetDatum(r->relfilenode);
@@ -669,7 +706,7 @@ cat_run_delete(Oid relid, int64 run_id)
 	SysScanDesc scan;
 
 	runcache_note_change(relid, false);
-	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	crel = cat_open(CAT_RUNS, RowExclusiveLock);
 	scan = run_row(crel, relid, run_id, &tup);
 
 	CatalogTupleDelete(crel, &tup->t_self);
@@ -771,7 +808,7 @@ cat_snapshots_range(Oid relid, int64 from, int64 to, Snapshot snapshot)
 List *
 cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit, Snapshot snapshot)
 {
-	Relation	crel = table_open(cat_oid("snapshots", false), AccessShareLock);
+	Relation	crel = cat_open(CAT_SNAPSHOTS, AccessShareLock);
 	Relation	irel = index_open(cat_index_oid("snapshots"), AccessShareLock);
 	ScanKeyData key[3];
 	SysScanDesc scan;
