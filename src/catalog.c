@@ -18,6 +18,7 @@
 #include "access/genam.h"
 #include "access/heapam.h"
 #include "access/htup_details.h"
+#include "access/relscan.h"
 #include "access/table.h"
 #include "access/transam.h"
 #include "access/xact.h"
@@ -754,14 +755,24 @@ cat_next_run_id(void)
  * catalog (dead rows too: a standby or an old snapshot may read them until
  * VACUUM removes the row), except rows of transactions that aborted or
  * crashed, which nobody ever saw.  List of (start, nblocks) int lists.
+ *
+ * The scan must not skip index entries marked killed: an index scan of
+ * the primary marks an entry so once no snapshot *of the primary* can see
+ * its row, without any WAL record a standby would resolve a conflict by,
+ * while a standby query may still be reading the run.  Only removing the
+ * row (VACUUM, pruning) or the entry (btree deletion) tells the standby,
+ * by a conflict that cancels such queries first.
  */
 List *
 cat_used_extents(Oid relid, Oid relfilenode)
 {
-	Relation	crel = table_open(cat_oid("runs", false), AccessShareLock);
+	Relation	crel = cat_open(CAT_RUNS, AccessShareLock);
 	SysScanDesc scan = cat_scan(crel, "runs", relid, SnapshotAny);
 	HeapTuple	tup;
 	List	   *extents = NIL;
+
+	if (scan->iscan)
+		scan->iscan->ignore_killed_tuples = false;
 
 	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
