@@ -8,7 +8,12 @@
  *
  * Runs are immutable and their blocks are reused only after the catalog
  * row of the run is gone, so cached copies never go stale while a snapshot
- * can see the run.  Caches are keyed by run id, which is never reused.
+ * can see the run.  Caches are keyed by the run's relfilenode and run id:
+ * run ids come from the extension's sequence and start again at 1 when
+ * the extension is created again, relfilenodes are not reused while a
+ * file of that name exists.  Both caches are emptied besides when the
+ * catalog itself is another one (pkchangelog.runs has another OID), so
+ * nothing of a dropped extension's tables is ever decoded for a new one.
  *
  * Nothing read from a run is trusted before it is checked: every part's
  * CRC first, and no length is allocated by before its CRC matched and it
@@ -26,6 +31,7 @@
 #include "port/pg_crc32c.h"
 #include "storage/bufmgr.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/memutils.h"
 
 #include "pkchangelog.h"
@@ -39,6 +45,7 @@
 typedef struct BlockKey
 {
 	int64		run_id;
+	Oid			relfilenode;
 	uint32		blockno;
 } BlockKey;
 
@@ -50,9 +57,16 @@ typedef struct BlockCacheEntry
 	dlist_node	lru;
 } BlockCacheEntry;
 
-typedef struct IndexCacheEntry
+typedef struct IndexKey
 {
 	int64		run_id;
+	Oid			relfilenode;
+	uint32		unused;			/* zero: the key is hashed as bytes */
+} IndexKey;
+
+typedef struct IndexCacheEntry
+{
+	IndexKey	key;
 	RunIndex   *index;
 } IndexCacheEntry;
 
@@ -66,6 +80,10 @@ static int	block_pins = 0;		/* pins held on cached blocks */
 static int64 cache_hits = 0;
 static ZSTD_DCtx *zstd_dctx = NULL;
 static int64 cache_misses = 0;
+
+/* the OID of the pkchangelog.runs the cached runs are of, when checked */
+static Oid	cache_catalog = InvalidOid;
+static bool cache_catalog_checked = false;
 
 static void
 reader_xact_callback(XactEvent event, void *arg)
@@ -93,6 +111,14 @@ reader_xact_callback(XactEvent event, void *arg)
 	}
 }
 
+/* pkchangelog.runs may have been dropped (or all caches are being reset) */
+static void
+reader_relcache_callback(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == cache_catalog)
+		cache_catalog_checked = false;
+}
+
 static void
 reader_init(void)
 {
@@ -110,6 +136,49 @@ reader_init(void)
 	block_cache = hash_create("pkmerge block cache", 1024, &ctl,
 							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	RegisterXactCallback(reader_xact_callback, NULL);
+	CacheRegisterRelcacheCallback(reader_relcache_callback, (Datum) 0);
+}
+
+/* an unpinned block leaves the cache */
+static void
+drop_cached_block(BlockCacheEntry *e)
+{
+	dlist_delete(&e->lru);
+	block_cache_bytes -= e->bytes;
+	pfree(e->block->raw);
+	pfree(e->block->offsets);
+	pfree(e->block);
+	hash_search(block_cache, &e->key, HASH_REMOVE, NULL);
+}
+
+/*
+ * Empty both caches when the catalog is not the one their runs are of
+ * (DROP EXTENSION and CREATE EXTENSION: run ids start again).  No cursor
+ * can be open then: dropping the extension dropped every pkmerge table,
+ * which PostgreSQL refuses while a query of this backend uses it.  Pinned
+ * blocks (none expected) are left to their holders.
+ */
+static void
+reader_check_catalog(void)
+{
+	Oid			catalog;
+	dlist_mutable_iter it;
+
+	/* first: an invalidation while looking it up makes the next call look again */
+	cache_catalog_checked = true;
+	catalog = cat_runs_relid();
+	if (catalog == cache_catalog)
+		return;
+	cache_catalog = catalog;
+	dlist_foreach_modify(it, &block_lru)
+	{
+		BlockCacheEntry *e = dlist_container(BlockCacheEntry, lru, it.cur);
+
+		if (e->block->pins == 0)
+			drop_cached_block(e);
+	}
+	MemoryContextReset(index_cxt);
+	index_cache = NULL;
 }
 
 static void
@@ -296,24 +365,30 @@ run_index_get(Relation rel, PkTable *t, const RunInfo *run)
 {
 	IndexCacheEntry *e;
 	bool		found;
+	IndexKey	key;
 	RunIndex   *idx;
 
 	reader_init();
+	if (!cache_catalog_checked)
+		reader_check_catalog();
 	if (index_cache == NULL)
 	{
 		HASHCTL		ctl;
 
-		ctl.keysize = sizeof(int64);
+		ctl.keysize = sizeof(IndexKey);
 		ctl.entrysize = sizeof(IndexCacheEntry);
 		ctl.hcxt = index_cxt;
 		index_cache = hash_create("pkmerge run index cache", 256, &ctl,
 								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
-	e = hash_search(index_cache, &run->run_id, HASH_FIND, NULL);
+	memset(&key, 0, sizeof(key));
+	key.run_id = run->run_id;
+	key.relfilenode = run->relfilenode;
+	e = hash_search(index_cache, &key, HASH_FIND, NULL);
 	if (e)
 		return e->index;
 	idx = load_index(rel, t, run);
-	e = hash_search(index_cache, &run->run_id, HASH_ENTER, &found);
+	e = hash_search(index_cache, &key, HASH_ENTER, &found);
 	e->index = idx;
 	return e->index;
 }
@@ -443,14 +518,8 @@ evict_blocks(Size need)
 
 		if (block_cache_bytes + need <= BLOCK_CACHE_BYTES)
 			break;
-		if (e->block->pins > 0)
-			continue;
-		dlist_delete(&e->lru);
-		block_cache_bytes -= e->bytes;
-		pfree(e->block->raw);
-		pfree(e->block->offsets);
-		pfree(e->block);
-		hash_search(block_cache, &e->key, HASH_REMOVE, NULL);
+		if (e->block->pins == 0)
+			drop_cached_block(e);
 	}
 }
 
@@ -482,6 +551,7 @@ run_block_get(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
 
 	memset(&key, 0, sizeof(key));
 	key.run_id = run->run_id;
+	key.relfilenode = run->relfilenode;
 	key.blockno = blockno;
 	e = hash_search(block_cache, &key, HASH_FIND, NULL);
 	if (e)
