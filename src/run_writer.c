@@ -150,10 +150,12 @@ spool_rewind(Spool *s)
 static const char *
 spool_read(Spool *s, Size n, char *buf)
 {
-	const char *p = s->mem + s->pos;
+	const char *p = buf;
 
 	Assert(s->pos + n <= s->total);
-	if (s->file)
+	if (s->file == NULL)
+		p = s->mem + s->pos;
+	else
 	{
 		size_t		got = BufFileRead(s->file, buf, n);
 
@@ -162,7 +164,6 @@ spool_read(Spool *s, Size n, char *buf)
 					(errcode_for_file_access(),
 					 errmsg("could not read a temporary file of a pkmerge run: read only %zu of %zu bytes",
 							got, n)));
-		p = buf;
 	}
 	s->pos += n;
 	return p;
@@ -210,7 +211,7 @@ run_writer_begin(Relation rel, PkTable *t, int level, RunKind kind,
 	w->from_commit = from_commit;
 	w->method = t->opts.compression;
 	w->clevel = t->opts.compression_level;
-	spool_init(&w->stream, 2 * RUN_BLOCK_TARGET);
+	spool_init(&w->stream, BLCKSZ);
 	initStringInfo(&w->raw);
 	spool_init(&w->index, 1024);
 	INIT_CRC32C(w->index_crc);
