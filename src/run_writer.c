@@ -262,7 +262,8 @@ close_block(RunWriter *w)
 				ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY),
 								errmsg("out of memory creating zstd context")));
 		}
-		cbuf = palloc(cap);
+		/* a row may be up to 1 GB: so may its block, and more its bound */
+		cbuf = MemoryContextAllocHuge(CurrentMemoryContext, cap);
 		clen = ZSTD_compressCCtx(zstd_cctx, cbuf, cap, w->raw.data, w->raw.len, w->clevel);
 		if (ZSTD_isError(clen))
 			elog(ERROR, "zstd compression failed: %s", ZSTD_getErrorName(clen));
@@ -318,6 +319,9 @@ run_writer_add(RunWriter *w, uint64 seq, PkRowKind kind, MinimalTuple tup,
 	RunRowHeader rh = {0};
 	Size		start;
 
+	/* a block is one allocation: a row near 1 GB starts a block of its own */
+	if (w->blk_nrows > 0 && w->raw.len + RUN_ROW_SIZE(tup->t_len) > MaxAllocSize)
+		close_block(w);
 	if (w->blk_nrows == 0)
 	{
 		w->blk_first_row = w->nrows;
