@@ -72,7 +72,7 @@ space_reserve(Relation rel, RunInfo *run)
 
 	cat_space_lock(relid);
 	nblocks = RelationGetNumberOfBlocks(rel);
-	used_end = hints_file_end(rel->rd_node.relNode);
+	used_end = hints_file_end(&rel->rd_node);
 	if (used_end == InvalidBlockNumber || used_end > nblocks)
 		used_end = nblocks;
 	start = used_end;
@@ -114,7 +114,7 @@ space_reserve(Relation rel, RunInfo *run)
 	end = run->start_block + run->nblocks;
 	if (end > nblocks)
 		extend(rel, end, nblocks);
-	hints_set_file_end(rel->rd_node.relNode, Max(end, used_end));
+	hints_set_file_end(&rel->rd_node, Max(end, used_end));
 	cat_space_unlock(relid);
 }
 
@@ -143,7 +143,7 @@ space_truncate(Relation rel)
 	}
 	if (end < RelationGetNumberOfBlocks(rel))
 		RelationTruncate(rel, end);
-	hints_set_file_end(rel->rd_node.relNode, end);
+	hints_set_file_end(&rel->rd_node, end);
 	/* gaps inside the file: writers look for them again */
 	hints_set_free_space(RelationGetRelid(rel), used < end);
 	cat_space_unlock(RelationGetRelid(rel));
