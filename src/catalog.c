@@ -376,7 +376,7 @@ end_runs_of_snapshots(SysScanDesc scan, Relation irel)
 List *
 cat_runs_of_snapshots(Oid relid, int64 from, int64 to, Snapshot snapshot)
 {
-	Relation	crel = table_open(cat_oid("runs", false), AccessShareLock);
+	Relation	crel = cat_open(CAT_RUNS, AccessShareLock);
 	Relation	irel;
 	SysScanDesc scan = begin_runs_of_snapshots(crel, &irel, relid, from, to, snapshot);
 	HeapTuple	tup;
@@ -887,7 +887,7 @@ cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit, Snapshot snapsh
 void
 cat_snapshot_expire(Oid relid, int64 snapshot_id)
 {
-	Relation	crel = table_open(cat_oid("snapshots", false), RowExclusiveLock);
+	Relation	crel = cat_open(CAT_SNAPSHOTS, RowExclusiveLock);
 	Relation	irel;
 	ScanKeyData key[2];
 	SysScanDesc scan;
@@ -902,7 +902,7 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id)
 	table_close(crel, RowExclusiveLock);
 
 	runcache_note_change(relid, false);
-	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	crel = cat_open(CAT_RUNS, RowExclusiveLock);
 	scan = begin_runs_of_snapshots(crel, &irel, relid, snapshot_id - 1, snapshot_id,
 								   GetLatestSnapshot());
 	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))

@@ -19,6 +19,7 @@
 #include "executor/tuptable.h"
 #include "utils/tuplestore.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "storage/predicate.h"
 #include "storage/proc.h"
 #include "utils/memutils.h"
@@ -305,6 +306,8 @@ dml_insert(Relation rel, TupleTableSlot *slot, CommandId cid, bool speculative)
 	/* pk_write's +U that found no row to update inserts a +U */
 	append(rel, t, ra ? ra->kind : PK_INSERT, tup, cid,
 		   absent_read ? &read : NULL, true, &slot->tts_tid);
+	/* the cumulative statistics' n_tup_ins (an upsert counts as an insert) */
+	pgstat_count_heap_insert(rel, 1);
 	slot->tts_tableOid = RelationGetRelid(rel);
 }
 
@@ -431,6 +434,7 @@ dml_delete(Relation rel, ItemPointer tid, CommandId cid, Snapshot snapshot,
 		append(rel, t, ra->kind, ra->row, cid, &read, false, NULL);
 	else
 		append(rel, t, PK_DELETE, old.tup, cid, &read, false, NULL);
+	pgstat_count_heap_delete(rel);
 	return TM_Ok;
 }
 
@@ -476,6 +480,7 @@ dml_update(Relation rel, ItemPointer otid, TupleTableSlot *slot, CommandId cid,
 		append(rel, t, PK_INSERT, tup, cid, rls ? &newread : NULL, true,
 			   &slot->tts_tid);
 	}
+	pgstat_count_heap_update(rel, false);
 	slot->tts_tableOid = RelationGetRelid(rel);
 	return TM_Ok;
 }

@@ -124,6 +124,7 @@ run_cursor_row(RunCursor *c)
 
 /* space.c */
 extern void space_reserve(Relation rel, RunInfo *run);
-extern void space_truncate(Relation rel);
+extern void space_truncate(Relation rel, BlockNumber *before,
+						   BlockNumber *after, BlockNumber *used);
 
 #endif							/* PK_RUN_H */
