@@ -38,7 +38,8 @@ CREATE TABLE pkchangelog.tables (
 	last_seq bigint NOT NULL DEFAULT 0,			-- sequence numbers of rows
 	total_record_count bigint NOT NULL DEFAULT 0,	-- records in live data runs
 	last_full_compaction bigint NOT NULL DEFAULT 0,	-- snapshot of the last compaction into the bottom
-	data_runs bigint[] NOT NULL DEFAULT '{}'	-- run_id of every data run
+	data_runs bigint[] NOT NULL DEFAULT '{}',	-- run_id of every data run
+	commits bigint NOT NULL DEFAULT 0	-- APPEND and OVERWRITE snapshots ever
 );
 
 -- One row per table snapshot (one per committing transaction).
@@ -266,37 +267,44 @@ CREATE FUNCTION pk_expire_snapshots(rel regclass, max_snapshots bigint DEFAULT N
 	RETURNS bigint
 	AS 'MODULE_PATHNAME', 'pk_expire_snapshots' LANGUAGE C VOLATILE;
 
-CREATE FUNCTION pkchangelog.block_cache_stats(OUT hits bigint, OUT misses bigint)
-	AS 'MODULE_PATHNAME', 'pk_block_cache_stats' LANGUAGE C STRICT VOLATILE;
+CREATE FUNCTION pkchangelog.lookup_cache_stats(relid oid, OUT hits bigint, OUT misses bigint)
+	AS 'MODULE_PATHNAME', 'pk_lookup_cache_stats' LANGUAGE C STRICT VOLATILE;
 
+-- Counts over the table's life come from its tables row (compactions are
+-- the snapshots that are not commits), durations from the retained
+-- snapshots; milliseconds are rounded to microseconds, the precision
+-- they are measured with.
 CREATE FUNCTION pk_stats(rel regclass,
-	OUT commits bigint, OUT commit_latency_p50_ms float8,
-	OUT commit_latency_p95_ms float8, OUT commit_latency_p99_ms float8,
-	OUT compactions bigint, OUT compaction_avg_ms float8, OUT compaction_max_ms float8,
+	OUT commits bigint, OUT commit_latency_p50_ms numeric,
+	OUT commit_latency_p95_ms numeric, OUT commit_latency_p99_ms numeric,
+	OUT compactions bigint, OUT compaction_avg_ms numeric, OUT compaction_max_ms numeric,
 	OUT runs_per_level jsonb, OUT changelog_records bigint,
 	OUT lookup_cache_hits bigint, OUT lookup_cache_misses bigint,
-	OUT bytes_on_disk bigint)
+	OUT bytes_on_disk bigint, OUT runs_per_kind jsonb)
 	LANGUAGE sql STABLE STRICT
 	SET search_path = pg_catalog, pg_temp
 AS $$
 	WITH t AS MATERIALIZED (SELECT pkchangelog.pkmerge_relid(rel) AS relid),
+	tb AS (SELECT tb.commits, tb.last_snapshot_id FROM pkchangelog.tables tb JOIN t USING (relid)),
 	s AS (SELECT s.* FROM pkchangelog.snapshots s JOIN t USING (relid)),
 	c AS (SELECT * FROM s WHERE commit_kind <> 'COMPACT'),
 	k AS (SELECT * FROM s WHERE commit_kind = 'COMPACT'),
-	r AS (SELECT r.level FROM pkchangelog.runs r JOIN t USING (relid) WHERE r.kind = 'data')
-	SELECT (SELECT count(*) FROM c),
-		   (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) FROM c),
-		   (SELECT percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) FROM c),
-		   (SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ms) FROM c),
-		   (SELECT count(*) FROM k),
-		   (SELECT avg(duration_ms) FROM k),
-		   (SELECT max(duration_ms) FROM k),
+	r AS (SELECT r.level, r.kind FROM pkchangelog.runs r JOIN t USING (relid))
+	SELECT coalesce((SELECT commits FROM tb), 0),
+		   (SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms)::numeric, 3) FROM c),
+		   (SELECT round(percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms)::numeric, 3) FROM c),
+		   (SELECT round(percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ms)::numeric, 3) FROM c),
+		   coalesce((SELECT last_snapshot_id - commits FROM tb), 0),
+		   (SELECT round(avg(duration_ms)::numeric, 3) FROM k),
+		   (SELECT round(max(duration_ms)::numeric, 3) FROM k),
 		   (SELECT coalesce(jsonb_object_agg(level, n), '{}')
-			FROM (SELECT level, count(*) AS n FROM r GROUP BY level) l),
+			FROM (SELECT level, count(*) AS n FROM r WHERE kind = 'data' GROUP BY level) l),
 		   (SELECT coalesce(sum(changelog_record_count), 0)::bigint FROM s),
 		   b.hits, b.misses,
-		   pg_relation_size(rel)
-	FROM pkchangelog.block_cache_stats() b
+		   pg_relation_size(rel),
+		   (SELECT jsonb_build_object('data', count(*) FILTER (WHERE kind = 'data'),
+									  'changelog', count(*) FILTER (WHERE kind = 'changelog'),
+									  'delta', count(*) FILTER (WHERE kind = 'delta'))
+			FROM r)
+	FROM t, pkchangelog.lookup_cache_stats(t.relid) b
 $$;
-COMMENT ON FUNCTION pk_stats(regclass) IS
-	'statistics of a pkmerge table over its retained snapshots; the lookup cache counters are the calling backend''s';
