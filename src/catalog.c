@@ -44,13 +44,14 @@
 #include "runcache.h"
 
 /* pkchangelog.tables */
-#define Natts_tables 6
+#define Natts_tables 7
 #define Anum_tables_relid 1
 #define Anum_tables_last_snapshot_id 2
 #define Anum_tables_last_seq 3
 #define Anum_tables_total_record_count 4
 #define Anum_tables_last_full_compaction 5
 #define Anum_tables_data_runs 6
+#define Anum_tables_commits 7
 
 /* pkchangelog.snapshots */
 #define Natts_snapshots 11
@@ -123,7 +124,7 @@ typedef enum CatTable
 } CatTable;
 
 static const Oid tables_types[Natts_tables] = {
-	OIDOID, INT8OID, INT8OID, INT8OID, INT8OID, INT8ARRAYOID
+	OIDOID, INT8OID, INT8OID, INT8OID, INT8OID, INT8ARRAYOID, INT8OID
 };
 static const Oid snapshots_types[Natts_snapshots] = {
 	OIDOID, INT8OID, TEXTOID, TIMESTAMPTZOID, NAMEOID, XID8OID, INT8OID,
@@ -458,6 +459,7 @@ state_from_tuple(Relation crel, HeapTuple tup)
 	st.total_record_count = DatumGetInt64(values[Anum_tables_total_record_count - 1]);
 	st.last_full_compaction = DatumGetInt64(values[Anum_tables_last_full_compaction - 1]);
 	run_ids_from_datum(values[Anum_tables_data_runs - 1], &st.data_runs, &st.ndata_runs);
+	st.commits = DatumGetInt64(values[Anum_tables_commits - 1]);
 	return st;
 }
 
@@ -546,6 +548,7 @@ cat_table_state_update(Oid relid, const TableState *st)
 	values[Anum_tables_total_record_count - 1] = Int64GetDatum(st->total_record_count);
 	values[Anum_tables_last_full_compaction - 1] = Int64GetDatum(st->last_full_compaction);
 	values[Anum_tables_data_runs - 1] = run_ids_datum(st->data_runs, st->ndata_runs);
+	values[Anum_tables_commits - 1] = Int64GetDatum(st->commits);
 	newtup = heap_form_tuple(RelationGetDescr(crel), values, nulls);
 	CatalogTupleUpdate(crel, &tup->t_self, newtup);
 	table_close(crel, RowExclusiveLock);

@@ -141,6 +141,7 @@ commit_table(WriteBuffer *wb)
 	changelog = prod_commit(rel, t, wb, committed, pending, snapshot_id, seq);
 
 	st.last_snapshot_id = snapshot_id;
+	st.commits++;
 	st.last_seq = seq;
 	nrows += spilled_rows;
 	st.total_record_count = (truncated ? 0 : st.total_record_count) + nrows;

@@ -3,8 +3,9 @@
  * run_reader.c
  *	  Reads sorted runs: a run's block index and bloom filter (cached per
  *	  backend), its data blocks (CRC-checked, decompressed; cached for point
- *	  lookups in a bounded LRU block cache), cursors that walk or seek a run
- *	  in key order, and point lookups by key or by row number.
+ *	  lookups in a bounded LRU block cache, counted per table by
+ *	  cachestats.c), cursors that walk or seek a run in key order, and
+ *	  point lookups by key or by row number.
  *
  * Runs are immutable and their blocks are reused only after the catalog
  * row of the run is gone, so cached copies never go stale while a snapshot
@@ -34,6 +35,7 @@
 #include "utils/inval.h"
 #include "utils/memutils.h"
 
+#include "cachestats.h"
 #include "pkchangelog.h"
 #include "run.h"
 
@@ -77,9 +79,7 @@ static HTAB *index_cache = NULL;
 static dlist_head block_lru = DLIST_STATIC_INIT(block_lru);
 static Size block_cache_bytes = 0;
 static int	block_pins = 0;		/* pins held on cached blocks */
-static int64 cache_hits = 0;
 static ZSTD_DCtx *zstd_dctx = NULL;
-static int64 cache_misses = 0;
 
 /* the OID of the pkchangelog.runs the cached runs are of, when checked */
 static Oid	cache_catalog = InvalidOid;
@@ -556,13 +556,13 @@ run_block_get(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
 	e = hash_search(block_cache, &key, HASH_FIND, NULL);
 	if (e)
 	{
-		cache_hits++;
+		cachestats_count(RelationGetRelid(rel), true);
 		dlist_move_tail(&block_lru, &e->lru);
 		e->block->pins++;
 		block_pins++;
 		return e->block;
 	}
-	cache_misses++;
+	cachestats_count(RelationGetRelid(rel), false);
 	b = decode_block(rel, run, idx, blockno, NULL, reader_cxt, NULL);
 	e = hash_search(block_cache, &key, HASH_ENTER, &found);
 	e->block = b;
@@ -593,13 +593,6 @@ run_block_release(RunBlock *b)
 		b->pins--;
 		block_pins--;
 	}
-}
-
-void
-run_reader_get_stats(int64 *hits, int64 *misses)
-{
-	*hits = cache_hits;
-	*misses = cache_misses;
 }
 
 /*
