@@ -127,6 +127,7 @@ CREATE TABLE plain_opts WITH ("snapshot.time-retained" = '1h') AS SELECT 1 AS a;
 ALTER TABLE plain SET (changelog_producer = 'lookup');
 ALTER TABLE plain SET (fillfactor = 50);
 ALTER TABLE IF EXISTS no_such_table SET (changelog_producer = 'lookup');
+CREATE TABLE IF NOT EXISTS plain (a int) WITH (changelog_producer = 'lookup');
 DROP VIEW plain_view;
 DROP TABLE plain;
 

@@ -671,10 +671,13 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 
 				foreach(lc, create_constraints(stmt))
 					refuse_fk_to_pkmerge(lfirst(lc));
+				/* IF NOT EXISTS of an existing table: PostgreSQL skips it */
+				if (stmt->if_not_exists &&
+					OidIsValid(RangeVarGetRelid(stmt->relation, NoLock, true)))
+					break;
 				if (!is_pkmerge_am(stmt->accessMethod))
 					pkopt_refuse_elsewhere(stmt->options, stmt->relation->relname, true);
-				else if (!(stmt->if_not_exists &&
-						   OidIsValid(RangeVarGetRelid(stmt->relation, NoLock, true))))
+				else
 				{
 					create_defs = prepare_create(stmt);
 					create = stmt;
