@@ -213,6 +213,34 @@ pk_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 }
 
 /*
+ * The records and pages of the table's data runs, for VACUUM's statistics.
+ * Not through the active snapshot, which vacuum_rel took before the
+ * catalog was vacuumed: a lazy VACUUM runs with PROC_IN_VACUUM, so its
+ * xmin holds back nobody's pruning, its own included, and the runs a
+ * compaction replaced since that snapshot may have lost their rows.  A
+ * snapshot taken now, reading the data runs' rows directly, misses at most
+ * a run retired meanwhile: the figures are an estimate anyway.
+ */
+static double
+vacuum_count_rows(Relation rel, BlockNumber *pages)
+{
+	double		n = 0;
+	ListCell   *lc;
+
+	*pages = 0;
+	foreach(lc, cat_runs_visible(RelationGetRelid(rel), GetLatestSnapshot(), true))
+	{
+		RunInfo    *r = lfirst(lc);
+
+		if (r->relfilenode != rel->rd_node.relNode)
+			continue;
+		n += r->record_count;
+		*pages += r->nblocks;
+	}
+	return n;
+}
+
+/*
  * VACUUM: remove the catalog rows of runs no snapshot can see any more
  * (which frees their blocks for new runs), then give the unused blocks at
  * the end of the file back to the operating system.
@@ -234,7 +262,7 @@ pk_relation_vacuum(Relation rel, struct VacuumParams *params,
 	heap_vacuum_rel(runs, &catparams, bstrategy);
 	table_close(runs, ShareUpdateExclusiveLock);
 	space_truncate(rel, &before, &after, &used);
-	records = scan_count_rows(rel, &data_pages);
+	records = vacuum_count_rows(rel, &data_pages);
 
 	/*
 	 * The cumulative statistics: last_vacuum and vacuum_count, and the
