@@ -6,7 +6,8 @@
  *	  with heap's list) and stores them in pg_class.reloptions, makes the
  *	  primary key a pkmerge_key index, and refuses what pkmerge does not
  *	  support with a clear error.  An object access hook removes a dropped
- *	  table's catalog rows.
+ *	  table's catalog rows, and refuses table rewrites other than VACUUM
+ *	  FULL's.
  *
  *-------------------------------------------------------------------------
  */
@@ -39,6 +40,14 @@
 
 static ProcessUtility_hook_type prev_utility = NULL;
 static object_access_hook_type prev_object_access = NULL;
+
+/*
+ * Is the utility statement running now a VACUUM FULL (and is it VERBOSE)?
+ * Statements it runs in turn (an index expression's function calling SQL)
+ * are not: each utility statement sets these for its own run.
+ */
+static bool in_vacuum_full = false;
+static bool vacuum_full_verbose = false;
 
 static bool
 relid_is_pkmerge(Oid relid)
@@ -518,6 +527,48 @@ finish_rename(RenameStmt *stmt)
 													 NIL));
 }
 
+/* VACUUM with the FULL option (its VERBOSE option in *verbose) */
+static bool
+is_vacuum_full(Node *parsetree, bool *verbose)
+{
+	VacuumStmt *stmt = (VacuumStmt *) parsetree;
+	bool		full = false;
+	ListCell   *lc;
+
+	*verbose = false;
+	if (!IsA(parsetree, VacuumStmt) || !stmt->is_vacuumcmd)
+		return false;
+	foreach(lc, stmt->options)
+	{
+		DefElem    *opt = lfirst(lc);
+
+		if (strcmp(opt->defname, "full") == 0)
+			full = defGetBoolean(opt);
+		else if (strcmp(opt->defname, "verbose") == 0)
+			*verbose = defGetBoolean(opt);
+	}
+	return full;
+}
+
+/* what VACUUM FULL reports of a pkmerge table: INFO under VERBOSE */
+int
+ddl_vacuum_full_elevel(void)
+{
+	return in_vacuum_full && vacuum_full_verbose ? INFO : DEBUG2;
+}
+
+/*
+ * CLUSTER orders a heap by an index; a pkmerge table's rows are always in
+ * key order within each run, and VACUUM FULL merges the runs into one.
+ */
+static void
+refuse_cluster(ClusterStmt *stmt)
+{
+	if (rangevar_is_pkmerge(stmt->relation))
+		not_supported("CLUSTER", stmt->relation->relname,
+					  "A pkmerge table keeps its rows in key order; VACUUM FULL merges its runs into one and rewrites its file compactly.");
+}
+
 static void
 pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		   ProcessUtilityContext context, ParamListInfo params,
@@ -527,6 +578,8 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	List	   *create_defs = NIL;
 	CreateStmt *create = NULL;
 	RenameStmt *rename = NULL;
+	bool		save_full;
+	bool		save_verbose;
 
 	/* statements are changed in place below: work on a copy */
 	if (readOnlyTree)
@@ -584,14 +637,29 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 			if (((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN)
 				rename = (RenameStmt *) parsetree;
 			break;
+		case T_ClusterStmt:
+			refuse_cluster((ClusterStmt *) parsetree);
+			break;
 		default:
 			break;
 	}
 
-	if (prev_utility)
-		prev_utility(pstmt, queryString, false, context, params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, false, context, params, queryEnv, dest, qc);
+	save_full = in_vacuum_full;
+	save_verbose = vacuum_full_verbose;
+	in_vacuum_full = is_vacuum_full(parsetree, &vacuum_full_verbose);
+	PG_TRY();
+	{
+		if (prev_utility)
+			prev_utility(pstmt, queryString, false, context, params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, false, context, params, queryEnv, dest, qc);
+	}
+	PG_FINALLY();
+	{
+		in_vacuum_full = save_full;
+		vacuum_full_verbose = save_verbose;
+	}
+	PG_END_TRY();
 
 	if (create)
 		finish_create(create, create_defs);
@@ -606,8 +674,10 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
  * the table AM under the new relation's OID, then swap the files.  A
  * pkmerge table keeps its runs' catalog rows under its own OID, so neither
  * direction can work: refuse, before a row is copied.  Commands known to
- * rewrite are refused earlier with more precise messages (handle_alter);
- * this catches every other way there, present or future.
+ * rewrite are refused earlier with more precise messages (handle_alter,
+ * refuse_cluster); this catches every other way there, present or future.
+ * VACUUM FULL is the exception: its copy (pk_relation_copy_for_cluster)
+ * moves the table's runs into the new storage under the table's own OID.
  */
 static void
 refuse_rewrite(Oid relid)
@@ -623,11 +693,13 @@ refuse_rewrite(Oid relid)
 	RelationClose(rel);
 	if (!OidIsValid(old))
 		return;
+	if (in_vacuum_full && to_pkmerge && relid_is_pkmerge(old))
+		return;
 	if (relid_is_pkmerge(old))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("rewriting pkmerge table \"%s\" is not supported", get_rel_name(old)),
-				 errdetail("Commands that compute every row again are refused: adding a column whose value is computed per row (serial, a volatile default, a domain with constraints), changing a column's type or the table's access method or persistence, VACUUM FULL, CLUSTER."),
+				 errdetail("Commands that compute every row again are refused: adding a column whose value is computed per row (serial, a volatile default, a domain with constraints), changing a column's type or the table's access method or persistence, CLUSTER."),
 				 errhint("Add a column without a default, then set its values with UPDATE and its default with ALTER TABLE ... ALTER COLUMN ... SET DEFAULT.")));
 	if (to_pkmerge)
 		ereport(ERROR,

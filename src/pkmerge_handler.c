@@ -25,8 +25,11 @@
 #include "storage/smgr.h"
 #include "utils/backend_status.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "catalog.h"
+#include "compaction.h"
+#include "ddl.h"
 #include "dml.h"
 #include "lookup.h"
 #include "run.h"
@@ -199,6 +202,32 @@ pk_relation_copy_data(Relation rel, const RelFileNode *newrnode)
 	not_supported(rel, "ALTER TABLE ... SET TABLESPACE", NULL);
 }
 
+/* records and pages of the data runs the transaction sees now */
+static double
+data_runs_size(Relation rel, BlockNumber *pages)
+{
+	ListCell   *lc;
+	double		records = 0;
+
+	*pages = 0;
+	foreach(lc, lookup_visible_runs(rel, GetLatestSnapshot()))
+	{
+		records += ((RunInfo *) lfirst(lc))->record_count;
+		*pages += ((RunInfo *) lfirst(lc))->nblocks;
+	}
+	return records;
+}
+
+/*
+ * VACUUM FULL (CLUSTER is refused in ddl.c, which lets only VACUUM FULL's
+ * new storage be created): a full compaction, as pk_compact(rel, true)
+ * does (its COMPACT snapshot, and the full-compaction producer's
+ * changelog), then every run the table still has (the compaction's
+ * output, the changelog and delta runs of retained snapshots) is copied
+ * into NewTable's file from its first block on.  PostgreSQL swaps that
+ * file in when the command commits and removes the old one; an abort or
+ * a crash leaves the table as it was.
+ */
 static void
 pk_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 							 Relation OldIndex, bool use_sort,
@@ -208,8 +237,31 @@ pk_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 							 double *num_tuples, double *tups_vacuumed,
 							 double *tups_recently_dead)
 {
-	not_supported(OldTable, "VACUUM FULL or CLUSTER",
-				  "Use VACUUM; runs are merged by compaction.");
+	BlockNumber before = RelationGetNumberOfBlocks(OldTable);
+	BlockNumber data_pages;
+	BlockNumber pages;
+	double		records_before;
+	int			nruns;
+
+	if (OldIndex != NULL)
+		not_supported(OldTable, "CLUSTER", NULL);
+	records_before = data_runs_size(OldTable, &data_pages);
+	(void) compact_table(OldTable, true);
+	CommandCounterIncrement();
+	*num_tuples = data_runs_size(OldTable, &data_pages);
+	*tups_vacuumed = Max(records_before - *num_tuples, 0);
+	*tups_recently_dead = 0;
+	space_rewrite(OldTable, NewTable, &nruns, &pages);
+
+	/* no xids are stored in the relation's pages: nothing to freeze */
+	*xid_cutoff = InvalidTransactionId;
+	*multi_cutoff = InvalidMultiXactId;
+
+	ereport(ddl_vacuum_full_elevel(),
+			(errmsg("pkmerge table \"%s\": rewritten from %u to %u pages",
+					RelationGetRelationName(OldTable), before, pages),
+			 errdetail("%d runs hold %u pages, %u of them data runs with %.0f records.",
+					   nruns, pages, data_pages, *num_tuples)));
 }
 
 /*
