@@ -202,7 +202,15 @@ pk_relation_copy_data(Relation rel, const RelFileNode *newrnode)
 	not_supported(rel, "ALTER TABLE ... SET TABLESPACE", NULL);
 }
 
-/* records and pages of the data runs the transaction sees now */
+/*
+ * Records and pages of the data runs, as a snapshot taken now sees them
+ * (with the transaction's own changes).  A scan of the catalog, not a
+ * lookup of the runs the table's row names: a plain VACUUM's transaction
+ * does not hold back the removal of dead rows (PROC_IN_VACUUM), so the
+ * catalog VACUUM it has just run (or another one) may have removed rows
+ * that its older snapshot, or the table's row version that snapshot sees,
+ * still names.
+ */
 static double
 data_runs_size(Relation rel, BlockNumber *pages)
 {
@@ -210,10 +218,14 @@ data_runs_size(Relation rel, BlockNumber *pages)
 	double		records = 0;
 
 	*pages = 0;
-	foreach(lc, lookup_visible_runs(rel, GetLatestSnapshot()))
+	foreach(lc, cat_runs_visible(RelationGetRelid(rel), GetLatestSnapshot(), true))
 	{
-		records += ((RunInfo *) lfirst(lc))->record_count;
-		*pages += ((RunInfo *) lfirst(lc))->nblocks;
+		RunInfo    *r = lfirst(lc);
+
+		if (r->relfilenode != rel->rd_node.relNode)
+			continue;
+		records += r->record_count;
+		*pages += r->nblocks;
 	}
 	return records;
 }
@@ -286,7 +298,7 @@ pk_relation_vacuum(Relation rel, struct VacuumParams *params,
 	heap_vacuum_rel(runs, &catparams, bstrategy);
 	table_close(runs, ShareUpdateExclusiveLock);
 	space_truncate(rel, &before, &after, &used);
-	records = scan_count_rows(rel, &data_pages);
+	records = data_runs_size(rel, &data_pages);
 
 	/*
 	 * The cumulative statistics: last_vacuum and vacuum_count, and the
