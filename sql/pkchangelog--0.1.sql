@@ -216,6 +216,13 @@ GRANT SELECT (relid, run_id, relfilenode, level, kind, from_commit, start_block,
 	nblocks, record_count, size_bytes, row_base, min_seq, max_seq, index_offset,
 	bloom_offset, created_snapshot) ON pkchangelog.runs TO PUBLIC;
 
+-- NULL arguments: a function is STRICT (NULL in, NULL or no rows out, as
+-- PostgreSQL's own functions) unless NULL means something for one of its
+-- arguments: pk_changes' from_snapshot (from the oldest retained snapshot)
+-- and to_snapshot (to the latest), pk_expire_snapshots' max_snapshots (all
+-- that are due); a NULL table then still gives no rows or NULL.  pk_write refuses every NULL
+-- argument: a record dropped without an error would be lost.
+
 -- SQL-language functions run with search_path pinned to pg_catalog: an
 -- unqualified call (percentile_cont, jsonb_object_agg, an operator) must
 -- never resolve to another role's object in a schema on the caller's
@@ -260,7 +267,7 @@ CREATE FUNCTION pk_write(rel regclass, rowkind text, r anyelement) RETURNS void
 	AS 'MODULE_PATHNAME', 'pk_write' LANGUAGE C VOLATILE;
 
 CREATE FUNCTION pk_compact(rel regclass, "full" boolean DEFAULT false) RETURNS bigint
-	AS 'MODULE_PATHNAME', 'pk_compact' LANGUAGE C VOLATILE;
+	AS 'MODULE_PATHNAME', 'pk_compact' LANGUAGE C STRICT VOLATILE;
 
 -- from_snapshot NULL: from the oldest retained snapshot on; to_snapshot
 -- NULL: up to the newest

@@ -5,7 +5,7 @@
 -- snapshot's changes stay; the file is exactly its runs' pages.  Plain
 -- VACUUM gives back only the free space at the file's end.  CLUSTER is
 -- refused.  (Crashes during and after VACUUM FULL, a standby:
--- t/023_vacuum_full.pl; snapshots taken before it: isolation vacuum_full.)
+-- t/024_vacuum_full.pl; snapshots taken before it: isolation vacuum_full.)
 
 -- after a full compaction, expiration and VACUUM, the compacted run sits
 -- after the space its inputs had and keeps the file long

@@ -211,6 +211,45 @@ check_value(const OptDef *d, const char *value)
 	return NULL;				/* keep compiler quiet */
 }
 
+/* "a, b, c": every option's canonical name */
+static char *
+option_names(void)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < NUM_OPTS; i++)
+		appendStringInfo(&buf, "%s%s", i ? ", " : "", opt_defs[i].name);
+	return buf.data;
+}
+
+/*
+ * Options given to a table of another access method (relname): heap would
+ * reject ours as bare "unrecognized parameter"; say that it is a pkmerge
+ * option instead (creating: in a CREATE TABLE).  Other names are left to
+ * PostgreSQL.
+ */
+void
+pkopt_refuse_elsewhere(List *defs, const char *relname, bool creating)
+{
+	ListCell   *lc;
+
+	foreach(lc, defs)
+	{
+		DefElem    *def = lfirst_node(DefElem, lc);
+		char	   *name = def_full_name(def);
+
+		if (find_opt(name))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("\"%s\" is an option of pkmerge tables, and table \"%s\" is not a pkmerge table",
+							name, relname),
+					 creating ?
+					 errhint("Create the table with CREATE TABLE ... USING pkmerge, with a primary key.") :
+					 errhint("pkmerge options apply only to tables created with CREATE TABLE ... USING pkmerge; to use them, create such a table and copy the rows into it.")));
+	}
+}
+
 /*
  * Validate a list of DefElems naming our options.  Returns new DefElems with
  * canonical names and normalized string values (names alone for RESET,
@@ -235,11 +274,14 @@ pkopt_validate(List *defs, bool with_values)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("unrecognized parameter \"%s\" for table access method \"pkmerge\"", name),
-					 errhint("Valid options are listed by pk_options(); heap storage parameters do not apply to pkmerge tables.")));
+					 errhint("Valid options are %s (or Paimon's spellings of them, such as \"changelog-producer\"); heap storage parameters do not apply to pkmerge tables.",
+							 option_names())));
 		if (seen[d - opt_defs])
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("pkmerge option \"%s\" specified more than once", d->name)));
+					 errmsg("pkmerge option \"%s\" specified more than once", d->name),
+					 errhint("Give each option once; \"%s\" and \"%s\" are spellings of the same option.",
+							 d->name, d->alias)));
 		seen[d - opt_defs] = true;
 		if (!with_values)
 			value = NULL;
@@ -360,17 +402,20 @@ check_combination(const PkOptions *o)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("num_sorted_run_stop_trigger (%d) must not be less than num_sorted_run_compaction_trigger (%d)",
-						o->num_sorted_run_stop_trigger, o->num_sorted_run_compaction_trigger)));
+						o->num_sorted_run_stop_trigger, o->num_sorted_run_compaction_trigger),
+				 errhint("Raise num_sorted_run_stop_trigger or lower num_sorted_run_compaction_trigger.")));
 	if (o->snapshot_num_retained_max < o->snapshot_num_retained_min)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("snapshot_num_retained_max (%d) must not be less than snapshot_num_retained_min (%d)",
-						o->snapshot_num_retained_max, o->snapshot_num_retained_min)));
+						o->snapshot_num_retained_max, o->snapshot_num_retained_min),
+				 errhint("Raise snapshot_num_retained_max or lower snapshot_num_retained_min.")));
 	if (o->changelog_num_retained_max < o->changelog_num_retained_min)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("changelog_num_retained_max (%d) must not be less than changelog_num_retained_min (%d)",
-						o->changelog_num_retained_max, o->changelog_num_retained_min)));
+						o->changelog_num_retained_max, o->changelog_num_retained_min),
+				 errhint("Raise changelog_num_retained_max or lower changelog_num_retained_min (each defaults to its snapshot_ counterpart).")));
 }
 
 /*

@@ -51,6 +51,8 @@ typedef struct PkOptions
 
 /* options.c */
 extern List *pkopt_validate(List *defs, bool with_values);
+extern void pkopt_refuse_elsewhere(List *defs, const char *relname,
+								   bool creating);
 extern void pkopt_parse(Datum reloptions, PkOptions *opts);
 extern Datum pkopt_merge_reloptions(Datum oldopts, List *set_defs,
 									List *reset_names);

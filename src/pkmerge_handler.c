@@ -203,19 +203,20 @@ pk_relation_copy_data(Relation rel, const RelFileNode *newrnode)
 }
 
 /*
- * Records and pages of the data runs, as a snapshot taken now sees them
- * (with the transaction's own changes).  A scan of the catalog, not a
- * lookup of the runs the table's row names: a plain VACUUM's transaction
- * does not hold back the removal of dead rows (PROC_IN_VACUUM), so the
- * catalog VACUUM it has just run (or another one) may have removed rows
- * that its older snapshot, or the table's row version that snapshot sees,
- * still names.
+ * The records and pages of the table's data runs, for VACUUM's statistics.
+ * Not through the active snapshot, which vacuum_rel took before the
+ * catalog was vacuumed: a lazy VACUUM runs with PROC_IN_VACUUM, so its
+ * xmin holds back nobody's pruning, its own included, and the runs a
+ * compaction replaced since that snapshot may have lost their rows.  A
+ * snapshot taken now, reading the data runs' rows directly, misses at most
+ * a run retired meanwhile: the figures are an estimate anyway.  VACUUM
+ * FULL counts with it too (its own compaction included).
  */
 static double
-data_runs_size(Relation rel, BlockNumber *pages)
+vacuum_count_rows(Relation rel, BlockNumber *pages)
 {
+	double		n = 0;
 	ListCell   *lc;
-	double		records = 0;
 
 	*pages = 0;
 	foreach(lc, cat_runs_visible(RelationGetRelid(rel), GetLatestSnapshot(), true))
@@ -224,10 +225,10 @@ data_runs_size(Relation rel, BlockNumber *pages)
 
 		if (r->relfilenode != rel->rd_node.relNode)
 			continue;
-		records += r->record_count;
+		n += r->record_count;
 		*pages += r->nblocks;
 	}
-	return records;
+	return n;
 }
 
 /*
@@ -257,10 +258,10 @@ pk_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 
 	if (OldIndex != NULL)
 		not_supported(OldTable, "CLUSTER", NULL);
-	records_before = data_runs_size(OldTable, &data_pages);
+	records_before = vacuum_count_rows(OldTable, &data_pages);
 	(void) compact_table(OldTable, true);
 	CommandCounterIncrement();
-	*num_tuples = data_runs_size(OldTable, &data_pages);
+	*num_tuples = vacuum_count_rows(OldTable, &data_pages);
 	*tups_vacuumed = Max(records_before - *num_tuples, 0);
 	*tups_recently_dead = 0;
 	space_rewrite(OldTable, NewTable, &nruns, &pages);
@@ -298,7 +299,7 @@ pk_relation_vacuum(Relation rel, struct VacuumParams *params,
 	heap_vacuum_rel(runs, &catparams, bstrategy);
 	table_close(runs, ShareUpdateExclusiveLock);
 	space_truncate(rel, &before, &after, &used);
-	records = data_runs_size(rel, &data_pages);
+	records = vacuum_count_rows(rel, &data_pages);
 
 	/*
 	 * The cumulative statistics: last_vacuum and vacuum_count, and the

@@ -159,6 +159,8 @@ pk_runs(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+#define ROWKIND_HINT "Use one of '+I', '-U', '+U', '-D'."
+
 static PkRowKind
 parse_rowkind(const char *s)
 {
@@ -173,7 +175,7 @@ parse_rowkind(const char *s)
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("invalid RowKind \"%s\"", s),
-			 errhint("Use one of '+I', '-U', '+U', '-D'.")));
+			 errhint(ROWKIND_HINT)));
 	return PK_INSERT;			/* keep compiler quiet */
 }
 
@@ -433,10 +435,16 @@ pk_write(PG_FUNCTION_ARGS)
 	const char *sql = NULL;
 	uint64		processed = 0;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+	/* a NULL is a mistake here: ignoring it would lose a record */
+	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("pk_write needs a table and a RowKind")));
+				 errmsg("pk_write needs a table, not NULL")));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("pk_write needs a RowKind, not NULL"),
+				 errhint(ROWKIND_HINT)));
 	relid = PG_GETARG_OID(0);
 	kind = parse_rowkind(text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	pk_check_table(relid);
@@ -541,14 +549,15 @@ sqlfuncs_init(void)
  * pk_compact(rel regclass, full boolean DEFAULT false) -> bigint: waits for
  * a running compaction of the table, then compacts: everything into the
  * bottom level when full, else what universal compaction picks.  Returns
- * the COMPACT snapshot's id, NULL when there was nothing to do.
+ * the COMPACT snapshot's id, NULL when there was nothing to do.  STRICT:
+ * a NULL argument compacts nothing.
  */
 PG_FUNCTION_INFO_V1(pk_compact);
 Datum
 pk_compact(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
-	bool		full = PG_ARGISNULL(1) ? false : PG_GETARG_BOOL(1);
+	bool		full = PG_GETARG_BOOL(1);
 	Relation	rel = pk_open_table(relid, RowExclusiveLock, ACL_UPDATE);
 	int64		snapshot_id;
 

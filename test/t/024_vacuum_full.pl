@@ -1,4 +1,4 @@
-# 023_vacuum_full.pl: VACUUM FULL of a pkmerge table is crash-safe and
+# 024_vacuum_full.pl: VACUUM FULL of a pkmerge table is crash-safe and
 # replicates.  Its backend is killed (SIGKILL: the postmaster restarts
 # every backend and recovers) at two points: while its full compaction
 # waits to commit its runs (the catalog row of the table is locked by
