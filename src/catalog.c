@@ -301,6 +301,22 @@ cat_run_set_snapshot(Oid relid, int64 run_id, int64 snapshot_id)
 	run_update(relid, run_id, 1, &attnum, &value, false);
 }
 
+/*
+ * VACUUM FULL copied a run into the table's new storage (space_rewrite):
+ * its row names the new file and place; the run id stays, as it is in the
+ * run's header and in the table's list of data runs.
+ */
+void
+cat_run_move(Oid relid, int64 run_id, Oid relfilenode, BlockNumber start_block,
+			 int64 row_base)
+{
+	int			attnums[3] = {Anum_runs_relfilenode, Anum_runs_start_block, Anum_runs_row_base};
+	Datum		values[3] = {ObjectIdGetDatum(relfilenode), Int64GetDatum((int64) start_block),
+	Int64GetDatum(row_base)};
+
+	run_update(relid, run_id, 3, attnums, values, false);
+}
+
 /* a spilled run joins its commit: its sequence number and snapshot id */
 void
 cat_run_finalize(Oid relid, int64 run_id, int64 seq, int64 snapshot_id)

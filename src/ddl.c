@@ -8,7 +8,8 @@
  *	  the primary_key option, LIKE ... INCLUDING INDEXES; a pkmerge key
  *	  copied into another table becomes a btree), and refuses what pkmerge
  *	  does not support with a clear error.  An object access hook removes a
- *	  dropped table's catalog rows.
+ *	  dropped table's catalog rows, and refuses table rewrites other than
+ *	  VACUUM FULL's.
  *
  *-------------------------------------------------------------------------
  */
@@ -49,6 +50,14 @@
 static ProcessUtility_hook_type prev_utility = NULL;
 static object_access_hook_type prev_object_access = NULL;
 
+/*
+ * Is the utility statement running now a VACUUM FULL (and is it VERBOSE)?
+ * Statements it runs in turn (an index expression's function calling SQL)
+ * are not: each utility statement sets these for its own run.
+ */
+static bool in_vacuum_full = false;
+static bool vacuum_full_verbose = false;
+
 static bool
 rangevar_is_pkmerge(RangeVar *rv)
 {
@@ -67,7 +76,7 @@ not_supported(const char *what, const char *relname, const char *hint)
 #define KEY_CHANGE_HINT "The primary key of a pkmerge table cannot be changed: create a new table and copy the rows."
 
 /* CLUSTER and ALTER TABLE ... CLUSTER ON */
-#define CLUSTER_HINT "A pkmerge table's runs are always sorted by its primary key; pk_compact(table, true) merges them into one run."
+#define CLUSTER_HINT "A pkmerge table's runs are always sorted by its primary key; VACUUM FULL merges them into one run and rewrites the file compactly."
 
 static void
 refuse_fk_to_pkmerge(Constraint *c)
@@ -673,6 +682,36 @@ finish_rename(RenameStmt *stmt)
 													 NIL));
 }
 
+/* VACUUM with the FULL option (its VERBOSE option in *verbose) */
+static bool
+is_vacuum_full(Node *parsetree, bool *verbose)
+{
+	VacuumStmt *stmt = (VacuumStmt *) parsetree;
+	bool		full = false;
+	ListCell   *lc;
+
+	*verbose = false;
+	if (!IsA(parsetree, VacuumStmt) || !stmt->is_vacuumcmd)
+		return false;
+	foreach(lc, stmt->options)
+	{
+		DefElem    *opt = lfirst(lc);
+
+		if (strcmp(opt->defname, "full") == 0)
+			full = defGetBoolean(opt);
+		else if (strcmp(opt->defname, "verbose") == 0)
+			*verbose = defGetBoolean(opt);
+	}
+	return full;
+}
+
+/* what VACUUM FULL reports of a pkmerge table: INFO under VERBOSE */
+int
+ddl_vacuum_full_elevel(void)
+{
+	return in_vacuum_full && vacuum_full_verbose ? INFO : DEBUG2;
+}
+
 static void
 pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		   ProcessUtilityContext context, ParamListInfo params,
@@ -682,6 +721,8 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	List	   *create_defs = NIL;
 	CreateStmt *create = NULL;
 	RenameStmt *rename = NULL;
+	bool		save_full;
+	bool		save_verbose;
 
 	/* statements are changed in place below: work on a copy */
 	if (readOnlyTree)
@@ -782,10 +823,22 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 			break;
 	}
 
-	if (prev_utility)
-		prev_utility(pstmt, queryString, false, context, params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, false, context, params, queryEnv, dest, qc);
+	save_full = in_vacuum_full;
+	save_verbose = vacuum_full_verbose;
+	in_vacuum_full = is_vacuum_full(parsetree, &vacuum_full_verbose);
+	PG_TRY();
+	{
+		if (prev_utility)
+			prev_utility(pstmt, queryString, false, context, params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, false, context, params, queryEnv, dest, qc);
+	}
+	PG_FINALLY();
+	{
+		in_vacuum_full = save_full;
+		vacuum_full_verbose = save_verbose;
+	}
+	PG_END_TRY();
 
 	if (create)
 		finish_create(create, create_defs);
@@ -800,8 +853,10 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
  * the table AM under the new relation's OID, then swap the files.  A
  * pkmerge table keeps its runs' catalog rows under its own OID, so neither
  * direction can work: refuse, before a row is copied.  Commands known to
- * rewrite are refused earlier with more precise messages (handle_alter);
- * this catches every other way there, present or future.
+ * rewrite are refused earlier with more precise messages (handle_alter,
+ * CLUSTER); this catches every other way there, present or future.
+ * VACUUM FULL is the exception: its copy (pk_relation_copy_for_cluster)
+ * moves the table's runs into the new storage under the table's own OID.
  */
 static void
 refuse_rewrite(Oid relid)
@@ -817,11 +872,13 @@ refuse_rewrite(Oid relid)
 	RelationClose(rel);
 	if (!OidIsValid(old))
 		return;
+	if (in_vacuum_full && to_pkmerge && pk_relid_is_pkmerge(old))
+		return;
 	if (pk_relid_is_pkmerge(old))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("rewriting pkmerge table \"%s\" is not supported", get_rel_name(old)),
-				 errdetail("Commands that compute every row again are refused: adding a column whose value is computed per row (serial, a volatile default, a domain with constraints), changing a column's type or the table's access method or persistence, VACUUM FULL, CLUSTER."),
+				 errdetail("Commands that compute every row again are refused: adding a column whose value is computed per row (serial, a volatile default, a domain with constraints), changing a column's type or the table's access method or persistence, CLUSTER."),
 				 errhint("Add a column without a default, then set its values with UPDATE and its default with ALTER TABLE ... ALTER COLUMN ... SET DEFAULT.")));
 	if (to_pkmerge)
 		ereport(ERROR,

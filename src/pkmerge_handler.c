@@ -25,8 +25,11 @@
 #include "storage/smgr.h"
 #include "utils/backend_status.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "catalog.h"
+#include "compaction.h"
+#include "ddl.h"
 #include "dml.h"
 #include "lookup.h"
 #include "run.h"
@@ -199,19 +202,6 @@ pk_relation_copy_data(Relation rel, const RelFileNode *newrnode)
 	not_supported(rel, "ALTER TABLE ... SET TABLESPACE", NULL);
 }
 
-static void
-pk_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
-							 Relation OldIndex, bool use_sort,
-							 TransactionId OldestXmin,
-							 TransactionId *xid_cutoff,
-							 MultiXactId *multi_cutoff,
-							 double *num_tuples, double *tups_vacuumed,
-							 double *tups_recently_dead)
-{
-	not_supported(OldTable, "VACUUM FULL or CLUSTER",
-				  "Use VACUUM; runs are merged by compaction.");
-}
-
 /*
  * The records and pages of the table's data runs, for VACUUM's statistics.
  * Not through the active snapshot, which vacuum_rel took before the
@@ -219,7 +209,8 @@ pk_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
  * xmin holds back nobody's pruning, its own included, and the runs a
  * compaction replaced since that snapshot may have lost their rows.  A
  * snapshot taken now, reading the data runs' rows directly, misses at most
- * a run retired meanwhile: the figures are an estimate anyway.
+ * a run retired meanwhile: the figures are an estimate anyway.  VACUUM
+ * FULL counts with it too (its own compaction included).
  */
 static double
 vacuum_count_rows(Relation rel, BlockNumber *pages)
@@ -238,6 +229,52 @@ vacuum_count_rows(Relation rel, BlockNumber *pages)
 		*pages += r->nblocks;
 	}
 	return n;
+}
+
+/*
+ * VACUUM FULL (CLUSTER is refused in ddl.c, which lets only VACUUM FULL's
+ * new storage be created): a full compaction, as pk_compact(rel, true)
+ * does (its COMPACT snapshot, and the full-compaction producer's
+ * changelog), then every run the table still has (the compaction's
+ * output, the changelog and delta runs of retained snapshots) is copied
+ * into NewTable's file from its first block on.  PostgreSQL swaps that
+ * file in when the command commits and removes the old one; an abort or
+ * a crash leaves the table as it was.
+ */
+static void
+pk_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
+							 Relation OldIndex, bool use_sort,
+							 TransactionId OldestXmin,
+							 TransactionId *xid_cutoff,
+							 MultiXactId *multi_cutoff,
+							 double *num_tuples, double *tups_vacuumed,
+							 double *tups_recently_dead)
+{
+	BlockNumber before = RelationGetNumberOfBlocks(OldTable);
+	BlockNumber data_pages;
+	BlockNumber pages;
+	double		records_before;
+	int			nruns;
+
+	if (OldIndex != NULL)
+		not_supported(OldTable, "CLUSTER", NULL);
+	records_before = vacuum_count_rows(OldTable, &data_pages);
+	(void) compact_table(OldTable, true);
+	CommandCounterIncrement();
+	*num_tuples = vacuum_count_rows(OldTable, &data_pages);
+	*tups_vacuumed = Max(records_before - *num_tuples, 0);
+	*tups_recently_dead = 0;
+	space_rewrite(OldTable, NewTable, &nruns, &pages);
+
+	/* no xids are stored in the relation's pages: nothing to freeze */
+	*xid_cutoff = InvalidTransactionId;
+	*multi_cutoff = InvalidMultiXactId;
+
+	ereport(ddl_vacuum_full_elevel(),
+			(errmsg("pkmerge table \"%s\": rewritten from %u to %u pages",
+					RelationGetRelationName(OldTable), before, pages),
+			 errdetail("%d runs hold %u pages, %u of them data runs with %.0f records.",
+					   nruns, pages, data_pages, *num_tuples)));
 }
 
 /*
