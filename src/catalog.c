@@ -41,7 +41,7 @@
 
 #include "catalog.h"
 #include "pkchangelog.h"
-#include "runcache.h"
+#include "run_cache.h"
 
 /* pkchangelog.tables */
 #define Natts_tables 7
@@ -497,7 +497,7 @@ cat_table_state_peek(Oid relid)
  * Which version of relid's pkchangelog.tables row snapshot sees: the xid
  * that wrote it, and its contents.  Every commit and compaction that
  * changes the table's runs writes a new version under the commit lock, so
- * the version names the data runs the snapshot sees (runcache.c).  False
+ * the version names the data runs the snapshot sees (run_cache.c).  False
  * if the snapshot sees no row (the table has never committed a run).
  */
 bool

@@ -10,8 +10,8 @@
 #ifndef PK_CATALOG_H
 #define PK_CATALOG_H
 
-#include "storage/block.h"
 #include "datatype/timestamp.h"
+#include "storage/block.h"
 #include "utils/snapshot.h"
 
 typedef enum RunKind

@@ -15,14 +15,14 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
-#include "cachestats.h"
-#include "commit.h"
-#include "ddl.h"
+#include "am_scan.h"
 #include "pkchangelog.h"
-#include "pktable.h"
-#include "hints.h"
-#include "runcache.h"
-#include "scan.h"
+#include "run_cache.h"
+#include "run_cache_stats.h"
+#include "shmem.h"
+#include "sql_ddl.h"
+#include "table_desc.h"
+#include "write_commit.h"
 
 PG_MODULE_MAGIC;
 

@@ -21,7 +21,7 @@ extern void pk_guc_init(void);
 /* sql_funcs.c */
 extern void sqlfuncs_init(void);
 
-/* worker.c */
+/* maint_worker.c */
 extern void worker_init(void);
 extern void worker_request(Oid relid);
 

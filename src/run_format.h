@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * run_format.h
- *	  On-disk format of a sorted run, shared by run_writer.c (which writes
- *	  it) and run_reader.c (which reads it).
+ *	  On-disk format of a sorted run, shared by run_write.c (which writes
+ *	  it) and run_read.c (which reads it).
  *
  * A run occupies the contiguous blocks [start_block, start_block + nblocks)
  * of the relation's main fork.  Each block is a standard page (PageInit,
@@ -34,7 +34,7 @@
  *
  * Format 2 (RUN_MAGIC "KMRGRUN2").  Format 1 ("KMRGRUN1", unreleased
  * builds of 0.1) left the index header and the block header's lengths out
- * of its CRCs; it is not read (run_reader.c says so).
+ * of its CRCs; it is not read (run_read.c says so).
  *
  *-------------------------------------------------------------------------
  */

@@ -3,14 +3,14 @@
  * sql_funcs.c
  *	  SQL-callable functions in C that are not part of an access method:
  *	  pk_write, pk_runs, pk_compact, pk_expire_snapshots, and the helpers
- *	  the SQL-language functions use.  (pk_options is in options.c, next to
- *	  the option table; pk_changes in changes.c.)
+ *	  the SQL-language functions use.  (pk_options is in table_options.c, next to
+ *	  the option table; pk_changes in changelog_read.c.)
  *
  * Every function checks the caller's privileges before it asks for a lock
  * on the table (pk_open_table).  pk_write runs the SQL statement that does
  * what its RowKind says (INSERT, INSERT ... ON CONFLICT DO UPDATE, DELETE),
  * so that privileges, constraints, row-level security and triggers apply
- * as to that statement; dml.c records the statement's write with the
+ * as to that statement; am_dml.c records the statement's write with the
  * RowKind pk_write was given.
  *
  *-------------------------------------------------------------------------
@@ -37,14 +37,14 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
-#include "cachestats.h"
+#include "am_dml.h"
 #include "catalog.h"
-#include "compaction.h"
-#include "dml.h"
-#include "expire.h"
+#include "maint_compaction.h"
+#include "maint_expire.h"
 #include "pkchangelog.h"
-#include "pktable.h"
 #include "run.h"
+#include "run_cache_stats.h"
+#include "table_desc.h"
 
 static ExecutorStart_hook_type prev_executor_start = NULL;
 
