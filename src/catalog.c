@@ -234,7 +234,7 @@ run_row_as(Relation crel, Oid relid, int64 run_id, Snapshot snapshot, HeapTuple 
 	scan = systable_beginscan(crel, cat_index_oid("runs"), true, snapshot, 2, key);
 	*tup = systable_getnext(scan);
 	if (!HeapTupleIsValid(*tup))
-		elog(ERROR, "run " INT64_FORMAT " of relation %u is gone", run_id, relid);
+		elog(ERROR, "run %lld of relation %u is gone", (long long) run_id, relid);
 	return scan;
 }
 
