@@ -3,6 +3,11 @@
 -- after, tombstones dropped only into the bottom level, output runs split at
 -- target_run_size, writers compacting inline at num_sorted_run_stop_trigger.
 -- (The background worker: t/014_worker.pl.)
+\set ECHO none
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set checker :abs_srcdir '/setup/changelog_checker.sql'
+\i :checker
+\set ECHO all
 CREATE TABLE c (id int PRIMARY KEY, v text) USING pkmerge
 	WITH (num_sorted_run_compaction_trigger = 3, num_sorted_run_stop_trigger = 4,
 		  num_levels = 3, changelog_producer = 'lookup');

@@ -6,6 +6,11 @@
 -- the row there (the upsert rule); and every producer's change stream
 -- agrees with the result.  The same statements run on a heap twin with a
 -- deferrable key and on a table of each producer.
+\set ECHO none
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set checker :abs_srcdir '/setup/changelog_checker.sql'
+\i :checker
+\set ECHO all
 CREATE TABLE ku_heap (k int PRIMARY KEY DEFERRABLE INITIALLY IMMEDIATE, g int, pad text);
 CREATE TABLE ku_none (k int PRIMARY KEY, g int, pad text) USING pkmerge;
 CREATE TABLE ku_input (k int PRIMARY KEY, g int, pad text) USING pkmerge
