@@ -12,7 +12,8 @@
 EXTENSION = pkchangelog
 MODULE_big = pkchangelog
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
-DATA = sql/pkchangelog--0.1.sql
+# The base script and the update scripts (doc/DECISIONS.md, "Upgrades")
+DATA = $(wildcard sql/pkchangelog--*.sql)
 PGFILEDESC = "pkchangelog - merge-tree primary-key tables with complete changelogs"
 
 PG_CONFIG ?= pg_config
@@ -72,7 +73,7 @@ pkchangelog.exports: $(wildcard src/*.c)
 	   sed -n 's/^PGDLLEXPORT [a-z]* \([a-z_0-9]*\)(.*/  \1;/p' $^; \
 	   echo 'local: *; };'; } > $@
 
-.PHONY: test demo bench deps test-lists
+.PHONY: test demo bench deps test-lists freeze-baseline
 
 # the lists above, for test/run-tests.sh
 test-lists:
@@ -81,6 +82,12 @@ test-lists:
 
 deps:
 	@bash test/setup-deps.sh
+
+# The base script as released, which t/030_upgrade.pl installs and
+# updates: frozen once, at the release of its version; afterwards a
+# catalog change is an update script (README, "Upgrading").
+freeze-baseline:
+	cp sql/pkchangelog--0.1.sql test/upgrade/
 
 test: deps
 	@PG_CONFIG="$(PG_CONFIG)" bash test/run-tests.sh

@@ -160,13 +160,21 @@ cat_open(CatTable which, LOCKMODE lockmode)
 		match = !TupleDescAttr(desc, i)->attisdropped &&
 			TupleDescAttr(desc, i)->atttypid == cat_shapes[which].types[i];
 	if (!match)
+	{
+		/* a catalog this library updates from is not to be dropped */
+		char	   *old_version = pk_catalog_to_update();
+
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the pkchangelog catalog does not match the pkchangelog library"),
 				 errdetail("pkchangelog.%s has other columns than the %d this library reads.",
 						   name, cat_shapes[which].natts),
+				 old_version ?
+				 errhint("The extension is at version %s: update it to version %s with ALTER EXTENSION pkchangelog UPDATE.",
+						 old_version, PKCHANGELOG_VERSION) :
 				 errhint("The extension was created by another build of version %s: drop and create it again.",
 						 PKCHANGELOG_VERSION)));
+	}
 	return crel;
 }
 
