@@ -2,10 +2,12 @@
  *
  * pkchangelog.c
  *	  Module initialization: refuses to load unless preloaded, defines the
- *	  GUCs, and wires every part's hooks and callbacks into the server.
+ *	  GUCs, and wires every part's hooks and callbacks into the server; and
+ *	  the library's version: which catalog versions it works with.
  *
- * This file owns _PG_init and nothing else of substance: each part
- * registers what it needs through a *_init function declared in its header.
+ * This file owns _PG_init and the version checks and nothing else of
+ * substance: each part registers what it needs through a *_init function
+ * declared in its header.
  *
  *-------------------------------------------------------------------------
  */
