@@ -83,7 +83,7 @@ test-lists:
 deps:
 	@bash test/setup-deps.sh
 
-# The base script as released, which t/030_upgrade.pl installs and
+# The base script as released, which t/024_upgrade.pl installs and
 # updates: frozen once, at the release of its version; afterwards a
 # catalog change is an update script (README, "Upgrading").
 freeze-baseline:

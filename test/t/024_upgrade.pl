@@ -1,4 +1,4 @@
-# 030_upgrade.pl: a catalog made by the base script survives ALTER
+# 024_upgrade.pl: a catalog made by the base script survives ALTER
 # EXTENSION pkchangelog UPDATE to the control file's default_version.
 #
 # The base script (sql/pkchangelog--0.1.sql) is frozen as released in
