@@ -160,13 +160,21 @@ cat_open(CatTable which, LOCKMODE lockmode)
 		match = !TupleDescAttr(desc, i)->attisdropped &&
 			TupleDescAttr(desc, i)->atttypid == cat_shapes[which].types[i];
 	if (!match)
+	{
+		/* a catalog this library updates from is not to be dropped */
+		char	   *old_version = pk_catalog_to_update();
+
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the pkchangelog catalog does not match the pkchangelog library"),
 				 errdetail("pkchangelog.%s has other columns than the %d this library reads.",
 						   name, cat_shapes[which].natts),
+				 old_version ?
+				 errhint("The extension is at version %s: update it to version %s with ALTER EXTENSION pkchangelog UPDATE.",
+						 old_version, PKCHANGELOG_VERSION) :
 				 errhint("The extension was created by another build of version %s: drop and create it again.",
 						 PKCHANGELOG_VERSION)));
+	}
 	return crel;
 }
 
@@ -234,7 +242,7 @@ run_row_as(Relation crel, Oid relid, int64 run_id, Snapshot snapshot, HeapTuple 
 	scan = systable_beginscan(crel, cat_index_oid("runs"), true, snapshot, 2, key);
 	*tup = systable_getnext(scan);
 	if (!HeapTupleIsValid(*tup))
-		elog(ERROR, "run " INT64_FORMAT " of relation %u is gone", run_id, relid);
+		elog(ERROR, "run %lld of relation %u is gone", (long long) run_id, relid);
 	return scan;
 }
 

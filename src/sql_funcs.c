@@ -2,9 +2,9 @@
  *
  * sql_funcs.c
  *	  SQL-callable functions in C that are not part of an access method:
- *	  pk_write, pk_runs, pk_compact, pk_expire_snapshots, and the helpers
- *	  the SQL-language functions use.  (pk_options is in table_options.c, next to
- *	  the option table; pk_changes in changelog_read.c.)
+ *	  pk_write, pk_runs, pk_options, pk_compact, pk_expire_snapshots, and
+ *	  the helpers the SQL-language functions use.  (pk_changes is in
+ *	  changelog_read.c.)
  *
  * Every function checks the caller's privileges before it asks for a lock
  * on the table (pk_open_table).  pk_write runs the SQL statement that does
@@ -20,6 +20,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_operator.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
@@ -45,6 +46,7 @@
 #include "run.h"
 #include "run_cache_stats.h"
 #include "table_desc.h"
+#include "table_options.h"
 
 static ExecutorStart_hook_type prev_executor_start = NULL;
 
@@ -156,6 +158,46 @@ pk_runs(PG_FUNCTION_ARGS)
 		values[7] = Int64GetDatum(r->created_snapshot);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
+	PG_RETURN_VOID();
+}
+
+/*
+ * pk_options(rel regclass) -> (key text, value text): every option with its
+ * value, defaults included, in the order of DESIGN §8 (table_options.c).
+ */
+PG_FUNCTION_INFO_V1(pk_options);
+Datum
+pk_options(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Datum		reloptions;
+	bool		isnull;
+	HeapTuple	tuple;
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, 0);
+	/* table-level metadata, public as pg_class.reloptions: no lock either */
+	pk_check_table(relid);
+
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tuple))	/* dropped since the check */
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	reloptions = SysCacheGetAttr(RELOID, tuple, Anum_pg_class_reloptions, &isnull);
+	foreach(lc, pkopt_show(isnull ? (Datum) 0 : reloptions))
+	{
+		PkOptionShown *shown = lfirst(lc);
+		Datum		values[2];
+		bool		nulls[2] = {false, shown->value == NULL};
+
+		values[0] = CStringGetTextDatum(shown->name);
+		if (shown->value)
+			values[1] = CStringGetTextDatum(shown->value);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	ReleaseSysCache(tuple);
 	PG_RETURN_VOID();
 }
 

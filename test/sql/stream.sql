@@ -6,6 +6,12 @@
 -- stream: the -D of every row it removed for the producers that retract
 -- (lookup, full-compaction: as their stream told the rows), one TRUNCATE
 -- record for none and input; rows show in the table's current shape.
+\set ECHO none
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set checker :abs_srcdir '/setup/changelog_checker.sql'
+\i :checker
+\set ECHO all
+
 -- producer switches keep every listed snapshot's changes
 CREATE TABLE sw (k int PRIMARY KEY, v int) USING pkmerge;
 INSERT INTO sw VALUES (1, 1);
@@ -15,11 +21,6 @@ ALTER TABLE sw SET (changelog_producer = 'lookup');
 INSERT INTO sw VALUES (4, 4);
 INSERT INTO sw VALUES (1, 10);
 SELECT pk_compact('sw', true) IS NOT NULL AS compacted;
- compacted 
------------
- t
-(1 row)
-
 -- into full-compaction and out again: each switch compacts fully under the
 -- producer it leaves, so nothing is lost or told twice
 ALTER TABLE sw SET (changelog_producer = 'full-compaction');
@@ -30,115 +31,32 @@ DELETE FROM sw WHERE k = 3;
 ALTER TABLE sw SET (changelog_producer = 'none');
 INSERT INTO sw VALUES (5, 5);
 SELECT pk_compact('sw', true) IS NOT NULL AS compacted;
- compacted 
------------
- t
-(1 row)
-
 SELECT snapshot_id, commit_kind, producer, changelog_record_count FROM pk_snapshots('sw');
- snapshot_id | commit_kind |    producer     | changelog_record_count 
--------------+-------------+-----------------+------------------------
-           1 | APPEND      | none            |                      0
-           2 | APPEND      | none            |                      0
-           3 | APPEND      | none            |                      0
-           4 | APPEND      | lookup          |                      1
-           5 | APPEND      | lookup          |                      2
-           6 | COMPACT     | lookup          |                      0
-           7 | APPEND      | full-compaction |                      0
-           8 | APPEND      | full-compaction |                      0
-           9 | COMPACT     | full-compaction |                      2
-          10 | APPEND      | input           |                      1
-          11 | APPEND      | none            |                      0
-          12 | COMPACT     | none            |                      0
-(12 rows)
-
 SELECT * FROM pk_changes('sw');
- snapshot_id | rowkind |        row        |    producer     
--------------+---------+-------------------+-----------------
-           1 | +I      | {"k": 1, "v": 1}  | none
-           2 | +I      | {"k": 2, "v": 2}  | none
-           3 | +I      | {"k": 3, "v": 3}  | none
-           4 | +I      | {"k": 4, "v": 4}  | lookup
-           5 | -U      | {"k": 1, "v": 1}  | lookup
-           5 | +U      | {"k": 1, "v": 10} | lookup
-           9 | -U      | {"k": 2, "v": 2}  | full-compaction
-           9 | +U      | {"k": 2, "v": 21} | full-compaction
-          10 | -D      | {"k": 3, "v": 3}  | input
-          11 | +I      | {"k": 5, "v": 5}  | none
-(10 rows)
 
 -- ranges: (from, to]; NULL from: from the oldest retained; NULL to: up to
 -- the newest (pk_current_snapshot)
 SELECT pk_current_snapshot('sw');
- pk_current_snapshot 
----------------------
-                  12
-(1 row)
-
 SELECT count(*) FROM pk_changes('sw', 3, 5);
- count 
--------
-     3
-(1 row)
-
 SELECT count(*) FROM pk_changes('sw', NULL, 2);
- count 
--------
-     2
-(1 row)
-
 SELECT count(*) FROM pk_changes('sw', pk_current_snapshot('sw'));
- count 
--------
-     0
-(1 row)
-
 SELECT * FROM pk_changes('sw', 5, 4);
-ERROR:  to_snapshot 4 is before from_snapshot 5
-HINT:  pk_changes returns the changes of the snapshots after from_snapshot, up to to_snapshot.
 SELECT * FROM pk_changes('sw', -1);
-ERROR:  snapshot ids are not negative
-HINT:  Snapshot ids start at 1; from_snapshot 0 reads from the first one.
 SELECT * FROM pk_changes('sw', 0, -2);
-ERROR:  snapshot ids are not negative
-HINT:  Snapshot ids start at 1; from_snapshot 0 reads from the first one.
 -- a position beyond the newest snapshot: another numbering (the table was
 -- created anew, e.g. restored from a dump)
 SELECT * FROM pk_changes('sw', 99);
-ERROR:  from_snapshot 99 is beyond the newest snapshot 12 of table "sw"
-DETAIL:  Snapshot ids are numbered from 1 for each table as created: a table created anew, for example by a restore from a dump, starts again at 1.
-HINT:  Read the newest snapshot id with pk_current_snapshot(); a consumer whose position is beyond it must read the table again from its oldest snapshot.
 -- expired snapshots: a range reaching into them is refused, never cut
 ALTER TABLE sw SET (snapshot_num_retained_min = 1, snapshot_num_retained_max = 3,
 					snapshot_time_retained = '1ms');
 SELECT pk_expire_snapshots('sw') > 0 AS expired;
- expired 
----------
- t
-(1 row)
-
 SELECT min(snapshot_id) AS oldest FROM pk_snapshots('sw') \gset
 SELECT count(*) AS changes FROM pk_changes('sw', :oldest - 1);
- changes 
----------
-       0
-(1 row)
-
 SELECT * FROM pk_changes('sw', :oldest - 2);
-ERROR:  the changes after snapshot 10 of table "sw" are no longer retained
-DETAIL:  The oldest snapshot retained is 12: snapshot 11 has expired, or went with a TRUNCATE.
-HINT:  Read the stream more often than the table's retention options (snapshot_time_retained, changelog_time_retained and the *_num_retained_* ones) keep it, or read it again from snapshot 11 after taking the table's rows afresh.
 SELECT * FROM pk_changes('sw', 0);
-ERROR:  the changes after snapshot 0 of table "sw" are no longer retained
-DETAIL:  The oldest snapshot retained is 12: snapshots 1 to 11 have expired, or went with a TRUNCATE.
-HINT:  Read the stream more often than the table's retention options (snapshot_time_retained, changelog_time_retained and the *_num_retained_* ones) keep it, or read it again from snapshot 11 after taking the table's rows afresh.
 SELECT count(*) AS changes FROM pk_changes('sw');
- changes 
----------
-       0
-(1 row)
-
 DROP TABLE sw;
+
 -- TRUNCATE, for every producer, with rows written before and after it in
 -- its transaction, and a spill after it
 CREATE TABLE tr_none (k int PRIMARY KEY, v int, pad text) USING pkmerge
@@ -158,104 +76,29 @@ BEGIN
 	END LOOP;
 END $$;
 SELECT tr_all('INSERT INTO %I VALUES (1, 1, ''a''), (2, 2, ''a''), (3, 3, ''a'')');
- tr_all 
---------
- 
-(1 row)
-
 SELECT pk_compact('tr_fc', true) IS NOT NULL AS compacted;
- compacted 
------------
- t
-(1 row)
-
 -- full-compaction has told (2, 2); (2, 22) is not told yet
 SELECT tr_all('UPDATE %I SET v = 22 WHERE k = 2');
- tr_all 
---------
- 
-(1 row)
-
 BEGIN;
 SELECT tr_all('INSERT INTO %I VALUES (4, 4, ''before'')');
- tr_all 
---------
- 
-(1 row)
-
 SELECT tr_all('TRUNCATE %I');
- tr_all 
---------
- 
-(1 row)
-
 SELECT tr_all('INSERT INTO %I VALUES (2, 200, ''after'')');
- tr_all 
---------
- 
-(1 row)
-
 SELECT tr_all('INSERT INTO %I SELECT i, i, repeat(''s'', 1000) FROM generate_series(10, 2000) i');
- tr_all 
---------
- 
-(1 row)
-
 SELECT count(*) > 0 AS spilled FROM pk_runs('tr_lookup') WHERE created_snapshot = 0 AND kind = 'data';
- spilled 
----------
- t
-(1 row)
-
 COMMIT;
 SELECT snapshot_id, rowkind, row->>'k' AS k, row->>'v' AS v
 FROM pk_changes('tr_lookup', (SELECT min(snapshot_id) - 1 FROM pk_snapshots('tr_lookup')))
 WHERE (row->>'k')::int < 10 OR row IS NULL ORDER BY 1, 2 DESC, 3;
- snapshot_id | rowkind | k |  v  
--------------+---------+---+-----
-           3 | -D      | 1 | 1
-           3 | -D      | 2 | 22
-           3 | -D      | 3 | 3
-           3 | +I      | 2 | 200
-(4 rows)
-
 SELECT snapshot_id, rowkind, row->>'k' AS k, row->>'v' AS v
 FROM pk_changes('tr_fc', (SELECT min(snapshot_id) - 1 FROM pk_snapshots('tr_fc')))
 WHERE (row->>'k')::int < 10 OR row IS NULL;
- snapshot_id | rowkind | k | v 
--------------+---------+---+---
-           4 | -D      | 1 | 1
-           4 | -D      | 2 | 2
-           4 | -D      | 3 | 3
-(3 rows)
-
 SELECT t, (SELECT string_agg(rowkind, ',') FROM (SELECT rowkind FROM pk_changes(t::regclass)
 		   WHERE row IS NULL OR (row->>'k')::int < 10) x) AS first_changes
 FROM unnest(ARRAY['tr_none', 'tr_input']) t;
-    t     | first_changes 
-----------+---------------
- tr_none  | TRUNCATE,+I
- tr_input | TRUNCATE,+I
-(2 rows)
-
 SELECT pk_compact('tr_fc', true) IS NOT NULL AS compacted;
- compacted 
------------
- t
-(1 row)
-
 SELECT check_changelog('tr_input') AS input, check_changelog('tr_lookup') AS lookup,
 	   check_changelog('tr_fc') AS full_compaction;
- input | lookup | full_compaction 
--------+--------+-----------------
- ok    | ok     | ok
-(1 row)
-
 SELECT snapshot_id, commit_kind, changelog_record_count FROM pk_snapshots('tr_lookup');
- snapshot_id | commit_kind | changelog_record_count 
--------------+-------------+------------------------
-           3 | OVERWRITE   |                   1995
-(1 row)
 
 -- a TRUNCATE rolled back to a savepoint leaves no trace; two in one
 -- transaction retract the committed rows once
@@ -266,11 +109,6 @@ ROLLBACK TO s;
 INSERT INTO tr_lookup VALUES (5, 5, 'x');
 COMMIT;
 SELECT rowkind, count(*) FROM pk_changes('tr_lookup', pk_current_snapshot('tr_lookup') - 1) GROUP BY 1;
- rowkind | count 
----------+-------
- +I      |     1
-(1 row)
-
 BEGIN;
 TRUNCATE tr_lookup;
 INSERT INTO tr_lookup VALUES (6, 6, 'y');
@@ -278,20 +116,10 @@ TRUNCATE tr_lookup;
 INSERT INTO tr_lookup VALUES (7, 7, 'z');
 COMMIT;
 SELECT rowkind, count(*) FROM pk_changes('tr_lookup') GROUP BY 1 ORDER BY 1;
- rowkind | count 
----------+-------
- +I      |     1
- -D      |  1993
-(2 rows)
-
 SELECT check_changelog('tr_lookup') AS lookup;
- lookup 
---------
- ok
-(1 row)
-
 DROP FUNCTION tr_all(text);
 DROP TABLE tr_none, tr_input, tr_lookup, tr_fc;
+
 -- rows show in the table's current shape: a renamed column by its new
 -- name, a dropped one left out, an added one null (or its default)
 CREATE TABLE shape (k int PRIMARY KEY, a int, b int) USING pkmerge
@@ -303,10 +131,4 @@ ALTER TABLE shape ADD COLUMN c int DEFAULT 7;
 ALTER TABLE shape ADD COLUMN d int;
 INSERT INTO shape VALUES (2, 2);
 SELECT * FROM pk_changes('shape');
- snapshot_id | rowkind |                   row                   | producer 
--------------+---------+-----------------------------------------+----------
-           1 | +I      | {"c": 7, "d": null, "k": 1, "alpha": 1} | lookup
-           2 | +I      | {"c": 7, "d": null, "k": 2, "alpha": 2} | lookup
-(2 rows)
-
 DROP TABLE shape;

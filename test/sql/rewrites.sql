@@ -4,6 +4,11 @@
 -- row moves, and leaves the table, its runs and its change stream as they
 -- were; the forms that need no rewrite work.  UNLOGGED pkmerge tables and
 -- materialized views using pkmerge are refused at creation.
+\set ECHO none
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set checker :abs_srcdir '/setup/changelog_checker.sql'
+\i :checker
+\set ECHO all
 CREATE TABLE rw (k int PRIMARY KEY, v text) USING pkmerge
 	WITH (changelog_producer = 'lookup');
 INSERT INTO rw VALUES (1, 'one'), (2, 'two');
