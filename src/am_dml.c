@@ -16,6 +16,7 @@
 #include "access/detoast.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "catalog.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -36,6 +37,13 @@
  * The runs the latest snapshot sees, computed once per command and table:
  * a bulk UPDATE checks each row against them without a catalog scan per
  * row.  Commits that land during the command are caught at commit.
+ *
+ * Why not run_cache.c alone: that cache answers for one MVCC snapshot from
+ * committed catalog state and stands aside once the transaction has
+ * changed the table's runs (spills, compaction); this list is for one
+ * command, includes the transaction's pending runs, and carries what the
+ * read-modify-write check needs besides (the newest sequence number and
+ * snapshot id).  It asks read_point.c, which uses run_cache.c when it can.
  */
 static struct
 {

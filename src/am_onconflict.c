@@ -22,7 +22,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-#include "sql_ddl.h"
+#include "am_onconflict.h"
 #include "table_desc.h"
 #include "write_buffer.h"
 

@@ -34,6 +34,7 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -41,7 +42,6 @@
 
 #include "catalog.h"
 #include "pkchangelog.h"
-#include "run_cache.h"
 
 /* pkchangelog.tables */
 #define Natts_tables 7
@@ -78,6 +78,66 @@
 #define Anum_runs_max_key 18
 
 static const char *const run_kinds[] = {"data", "changelog", "delta"};
+
+/*
+ * The tables whose runs rows this transaction changed: changing, by any
+ * change (its own new runs included); rewriting, by a change of runs
+ * committed before (compaction, TRUNCATE, VACUUM FULL).  Whoever caches
+ * run lists read from committed state asks cat_runs_changed before it
+ * answers from the cache, as PostgreSQL's caches learn of changes from
+ * invalidations rather than from calls up into them.  Forgotten at
+ * transaction end.
+ */
+static List *changing = NIL;
+static List *rewriting = NIL;
+
+static void
+note_change(Oid relid, bool own_run)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	if (!list_member_oid(changing, relid))
+		changing = lappend_oid(changing, relid);
+	if (!own_run && !list_member_oid(rewriting, relid))
+		rewriting = lappend_oid(rewriting, relid);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Has this transaction changed relid's runs rows (committed_only: other
+ * than by adding runs of its own)?
+ */
+bool
+cat_runs_changed(Oid relid, bool committed_only)
+{
+	return list_member_oid(committed_only ? rewriting : changing, relid);
+}
+
+static void
+catalog_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			list_free(changing);
+			changing = NIL;
+			list_free(rewriting);
+			rewriting = NIL;
+			break;
+		default:
+			break;
+	}
+}
+
+void
+catalog_init(void)
+{
+	RegisterXactCallback(catalog_xact_callback, NULL);
+}
 
 static Oid
 cat_oid(const char *relname, bool missing_ok)
@@ -284,7 +344,7 @@ run_update(Oid relid, int64 run_id, int ncols, const int *attnums,
 	bool		nulls[Natts_runs] = {0};
 	bool		replace[Natts_runs] = {0};
 
-	runcache_note_change(relid, own_run);
+	note_change(relid, own_run);
 	crel = cat_open(CAT_RUNS, RowExclusiveLock);
 	scan = run_row(crel, relid, run_id, &tup);
 	for (int i = 0; i < ncols; i++)
@@ -352,7 +412,7 @@ cat_run_retire(Oid relid, int64 run_id)
 	bool		replace[Natts_runs] = {0};
 	HeapTuple	delta;
 
-	runcache_note_change(relid, false);
+	note_change(relid, false);
 	crel = cat_open(CAT_RUNS, RowExclusiveLock);
 	scan = run_row(crel, relid, run_id, &tup);
 	values[Anum_runs_kind - 1] = CStringGetTextDatum("delta");
@@ -694,7 +754,7 @@ cat_run_insert(Oid relid, const RunInfo *r)
 	Datum		v[Natts_runs];
 	bool		n[Natts_runs] = {0};
 
-	runcache_note_change(relid, true);
+	note_change(relid, true);
 	crel = cat_open(CAT_RUNS, RowExclusiveLock);
 	v[Anum_runs_relid - 1] = ObjectIdGetDatum(relid);
 	v[Anum_runs_run_id - 1] = Int64GetDatum(r->run_id);
@@ -753,7 +813,7 @@ cat_run_delete(Oid relid, int64 run_id)
 	HeapTuple	tup;
 	SysScanDesc scan;
 
-	runcache_note_change(relid, false);
+	note_change(relid, false);
 	crel = cat_open(CAT_RUNS, RowExclusiveLock);
 	scan = run_row(crel, relid, run_id, &tup);
 
@@ -769,7 +829,7 @@ cat_run_delete(Oid relid, int64 run_id)
 void
 cat_truncate(Oid relid)
 {
-	runcache_note_change(relid, false);
+	note_change(relid, false);
 	delete_rows("runs", relid, false);
 	delete_rows("snapshots", relid, false);
 	CommandCounterIncrement();
@@ -788,7 +848,7 @@ cat_drop_table(Oid relid)
 		!OidIsValid(get_relname_relid("snapshots_pkey", nsp)) ||
 		!OidIsValid(get_relname_relid("tables_pkey", nsp)))
 		return;
-	runcache_note_change(relid, false);
+	note_change(relid, false);
 	delete_rows("runs", relid, true);
 	delete_rows("snapshots", relid, true);
 	delete_rows("tables", relid, true);
@@ -928,7 +988,7 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id)
 	systable_endscan(scan);
 	table_close(crel, RowExclusiveLock);
 
-	runcache_note_change(relid, false);
+	note_change(relid, false);
 	crel = cat_open(CAT_RUNS, RowExclusiveLock);
 	scan = begin_runs_of_snapshots(crel, &irel, relid, snapshot_id - 1, snapshot_id,
 								   GetLatestSnapshot());

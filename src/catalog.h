@@ -14,34 +14,7 @@
 #include "storage/block.h"
 #include "utils/snapshot.h"
 
-typedef enum RunKind
-{
-	RUN_DATA,					/* read by queries */
-	RUN_CHANGELOG,				/* RowKind records of one snapshot */
-	RUN_DELTA					/* a compacted commit's data, kept for "none" */
-} RunKind;
-
-/* a row of pkchangelog.runs */
-typedef struct RunInfo
-{
-	int64		run_id;
-	Oid			relfilenode;
-	int32		level;
-	RunKind		kind;
-	bool		from_commit;	/* written by a commit, not by compaction */
-	BlockNumber start_block;
-	int32		nblocks;
-	int64		record_count;
-	int64		size_bytes;
-	int64		row_base;		/* first row number (TIDs) */
-	int64		min_seq;
-	int64		max_seq;
-	int64		index_offset;
-	int64		bloom_offset;
-	int64		created_snapshot;
-	char	   *min_key;
-	char	   *max_key;
-} RunInfo;
+#include "run_format.h"
 
 /* the counters of pkchangelog.tables, read and written under the commit lock */
 typedef struct TableState
@@ -72,6 +45,8 @@ typedef struct SnapshotInfo
 } SnapshotInfo;
 
 /* catalog.c */
+extern void catalog_init(void);
+extern bool cat_runs_changed(Oid relid, bool committed_only);
 extern List *cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only);
 extern void cat_run_insert(Oid relid, const RunInfo *run);
 extern void cat_truncate(Oid relid);

@@ -12,7 +12,8 @@
 
 #include "utils/guc.h"
 
-#include "pkchangelog.h"
+#include "guc.h"
+
 
 bool		pk_worker_enabled = true;
 int			pk_worker_naptime = 1000;

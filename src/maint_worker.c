@@ -56,8 +56,10 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "guc.h"
 #include "maint_compaction.h"
 #include "maint_expire.h"
+#include "maint_worker.h"
 #include "pkchangelog.h"
 #include "table_desc.h"
 

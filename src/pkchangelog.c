@@ -24,14 +24,19 @@
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
 
+#include "am_onconflict.h"
 #include "am_scan.h"
+#include "catalog.h"
+#include "guc.h"
+#include "maint_worker.h"
 #include "pkchangelog.h"
-#include "run_cache.h"
 #include "run_cache_stats.h"
 #include "shmem.h"
 #include "sql_ddl.h"
+#include "sql_funcs.h"
 #include "table_desc.h"
 #include "write_commit.h"
+#include "write_spill.h"
 
 PG_MODULE_MAGIC;
 
@@ -67,17 +72,30 @@ _PG_init(void)
 				 errdetail("The pkmerge table access method needs hooks that are installed at server start."),
 				 errhint("Add 'pkchangelog' to shared_preload_libraries in postgresql.conf and restart the server.")));
 
-	pk_guc_init();
-	pktable_init();
-	commit_init();
-	ddl_init();
-	onconflict_init();
-	sqlfuncs_init();
-	scan_init();
-	runcache_init();
-	worker_init();
-	hints_init();
-	cachestats_init();
+	/*
+	 * Every hook and callback the library installs, in one list.  Order
+	 * matters where parts hook the same point: a hook installed later runs
+	 * first and calls the earlier one.  Three ExecutorStart hooks each act
+	 * after the standard ExecutorStart, innermost first: spill_init's
+	 * registers the query as a reader of spilled runs, onconflict_init's
+	 * prepares the result relations' arbiters, sqlfuncs_init's notes
+	 * pk_write's command id; none reads what another does.  Transaction
+	 * callbacks run in reverse registration order; catalog_init's acts at
+	 * commit and abort only (it forgets which tables' runs changed), so
+	 * after the commit path (commit_init's, at pre-commit) has used that.
+	 */
+	pk_guc_init();				/* pkchangelog.* parameters */
+	catalog_init();				/* xact callback: runs changed by it */
+	pktable_init();				/* relcache callback: table descriptors */
+	spill_init();				/* ExecutorStart/End: readers of spills */
+	commit_init();				/* xact and subxact callbacks: the commit */
+	ddl_init();					/* ProcessUtility and object access hooks */
+	onconflict_init();			/* ExecutorStart: ON CONFLICT arbiters */
+	sqlfuncs_init();			/* ExecutorStart: pk_write's command id */
+	scan_init();				/* xact callback: scan state */
+	worker_init();				/* background workers, their shared memory */
+	hints_init();				/* shared memory: file ends, gaps */
+	cachestats_init();			/* shared memory: cache counters */
 }
 
 /*

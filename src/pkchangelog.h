@@ -1,9 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * pkchangelog.h
- *	  Declarations shared across pkchangelog's parts: module-wide GUCs, the
- *	  init entry points each part exposes to _PG_init, and the background
- *	  workers' request for a compaction.
+ *	  The module: the library's version and the catalog versions it
+ *	  accepts (pkchangelog.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -14,18 +13,5 @@
 
 /* pkchangelog.c */
 extern char *pk_catalog_to_update(void);
-
-/* guc.c */
-extern bool pk_worker_enabled;
-extern int	pk_worker_naptime;
-extern int	pk_run_memory_limit;
-extern void pk_guc_init(void);
-
-/* sql_funcs.c */
-extern void sqlfuncs_init(void);
-
-/* maint_worker.c */
-extern void worker_init(void);
-extern void worker_request(Oid relid);
 
 #endif							/* PKCHANGELOG_H */

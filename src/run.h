@@ -12,7 +12,6 @@
 #include "access/htup.h"
 #include "utils/rel.h"
 
-#include "catalog.h"
 #include "run_format.h"
 #include "table_desc.h"
 

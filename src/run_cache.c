@@ -33,6 +33,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "catalog.h"
 #include "run_cache.h"
 
 typedef struct CacheEntry
@@ -47,8 +48,6 @@ typedef struct CacheEntry
 } CacheEntry;
 
 static HTAB *cache = NULL;
-static List *changing = NIL;	/* relids whose runs this transaction changed */
-static List *rewriting = NIL;	/* ... other than by adding runs of its own */
 
 /* a copy of run in the current memory context */
 static RunInfo *
@@ -154,7 +153,7 @@ runcache_data_runs(Relation rel, Snapshot snapshot, bool committed_only,
 
 	*runs = NIL;
 	if (snapshot == NULL || !IsMVCCSnapshot(snapshot) || IsParallelWorker() ||
-		list_member_oid(committed_only ? rewriting : changing, rel->rd_id))
+		cat_runs_changed(rel->rd_id, committed_only))
 		return false;
 	if (cache != NULL)
 		e = hash_search(cache, &rel->rd_id, HASH_FIND, NULL);
@@ -199,48 +198,7 @@ runcache_data_runs(Relation rel, Snapshot snapshot, bool committed_only,
 void
 runcache_store_commit(Relation rel, int64 snapshot_id, List *runs)
 {
-	if (!list_member_oid(rewriting, rel->rd_id) && !IsParallelWorker())
+	if (!cat_runs_changed(rel->rd_id, true) && !IsParallelWorker())
 		store(rel, GetTopTransactionId(), snapshot_id, 0, runs);
 }
 
-/*
- * catalog.c: this transaction is about to change relid's runs rows, by
- * adding runs of its own only, or otherwise.
- */
-void
-runcache_note_change(Oid relid, bool own_run)
-{
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-	if (!list_member_oid(changing, relid))
-		changing = lappend_oid(changing, relid);
-	if (!own_run && !list_member_oid(rewriting, relid))
-		rewriting = lappend_oid(rewriting, relid);
-	MemoryContextSwitchTo(old);
-}
-
-static void
-runcache_xact_callback(XactEvent event, void *arg)
-{
-	switch (event)
-	{
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PREPARE:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_PARALLEL_ABORT:
-			list_free(changing);
-			changing = NIL;
-			list_free(rewriting);
-			rewriting = NIL;
-			break;
-		default:
-			break;
-	}
-}
-
-void
-runcache_init(void)
-{
-	RegisterXactCallback(runcache_xact_callback, NULL);
-}

@@ -15,10 +15,8 @@
 #include "catalog.h"
 
 /* run_cache.c */
-extern void runcache_init(void);
 extern bool runcache_data_runs(Relation rel, Snapshot snapshot,
 							   bool committed_only, List **runs);
 extern void runcache_store_commit(Relation rel, int64 snapshot_id, List *runs);
-extern void runcache_note_change(Oid relid, bool own_run);
 
 #endif							/* PK_RUNCACHE_H */

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * run_format.h
- *	  On-disk format of a sorted run, shared by run_write.c (which writes
- *	  it) and run_read.c (which reads it).
+ *	  A sorted run: its on-disk format, shared by run_write.c (which writes
+ *	  it) and run_read.c (which reads it), and RunInfo, the descriptor of
+ *	  one run that the catalog keeps and every layer passes around.
  *
  * A run occupies the contiguous blocks [start_block, start_block + nblocks)
  * of the relation's main fork.  Each block is a standard page (PageInit,
@@ -43,6 +44,7 @@
 
 #include "access/htup_details.h"
 #include "port/pg_crc32c.h"
+#include "storage/block.h"
 #include "storage/bufpage.h"
 
 #define RUN_PAGE_PAYLOAD	(BLCKSZ - SizeOfPageHeaderData)
@@ -151,5 +153,37 @@ run_bloom_bit(uint32 hash, uint32 i, uint32 nbits)
 
 	return (hash + i * (h2 | 1)) % nbits;
 }
+
+typedef enum RunKind
+{
+	RUN_DATA,					/* read by queries */
+	RUN_CHANGELOG,				/* RowKind records of one snapshot */
+	RUN_DELTA					/* a compacted commit's data, kept for "none" */
+} RunKind;
+
+/*
+ * A run as the catalog describes it (a row of pkchangelog.runs): where its
+ * blocks are, where its parts start, what it holds.
+ */
+typedef struct RunInfo
+{
+	int64		run_id;
+	Oid			relfilenode;
+	int32		level;
+	RunKind		kind;
+	bool		from_commit;	/* written by a commit, not by compaction */
+	BlockNumber start_block;
+	int32		nblocks;
+	int64		record_count;
+	int64		size_bytes;
+	int64		row_base;		/* first row number (TIDs) */
+	int64		min_seq;
+	int64		max_seq;
+	int64		index_offset;
+	int64		bloom_offset;
+	int64		created_snapshot;
+	char	   *min_key;
+	char	   *max_key;
+} RunInfo;
 
 #endif							/* PK_RUN_FORMAT_H */

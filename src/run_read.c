@@ -35,6 +35,7 @@
 #include "utils/inval.h"
 #include "utils/memutils.h"
 
+#include "catalog.h"
 #include "pkchangelog.h"
 #include "run.h"
 #include "run_cache_stats.h"

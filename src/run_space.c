@@ -14,6 +14,7 @@
 #include "postgres.h"
 
 #include "access/xloginsert.h"
+#include "catalog.h"
 #include "catalog/storage.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"

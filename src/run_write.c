@@ -25,6 +25,7 @@
 #include <zstd.h>
 
 #include "access/xloginsert.h"
+#include "catalog.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "port/pg_crc32c.h"
@@ -32,7 +33,7 @@
 #include "storage/bufmgr.h"
 #include "utils/memutils.h"
 
-#include "pkchangelog.h"
+#include "guc.h"
 #include "run.h"
 #include "tid.h"
 

@@ -1,8 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * sql_ddl.h
- *	  Hooks that keep DDL on pkmerge tables consistent (sql_ddl.c) and make the
- *	  executor's ON CONFLICT path work with pkmerge_key (am_onconflict.c).
+ *	  The hooks that keep DDL on pkmerge tables consistent.
  *
  *-------------------------------------------------------------------------
  */
@@ -12,8 +11,5 @@
 /* sql_ddl.c */
 extern void ddl_init(void);
 extern int	ddl_vacuum_full_elevel(void);
-
-/* am_onconflict.c */
-extern void onconflict_init(void);
 
 #endif							/* PK_DDL_H */

@@ -45,6 +45,7 @@
 #include "pkchangelog.h"
 #include "run.h"
 #include "run_cache_stats.h"
+#include "sql_funcs.h"
 #include "table_desc.h"
 #include "table_options.h"
 

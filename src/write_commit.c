@@ -31,6 +31,7 @@
 #include "changelog_produce.h"
 #include "maint_compaction.h"
 #include "maint_expire.h"
+#include "maint_worker.h"
 #include "pkchangelog.h"
 #include "read_point.h"
 #include "run.h"
@@ -295,7 +296,6 @@ commit_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 void
 commit_init(void)
 {
-	spill_init();
 	RegisterXactCallback(commit_xact_callback, NULL);
 	RegisterSubXactCallback(commit_subxact_callback, NULL);
 }
