@@ -2,8 +2,10 @@
  *
  * catalog.c
  *	  Reads and writes the extension's catalog tables (pkchangelog.tables,
- *	  .snapshots, .runs) with direct heap and index access, and takes the
- *	  per-table locks that order their changes.
+ *	  .snapshots, .runs) with direct heap and index access, takes the
+ *	  per-table locks that order their changes, records which tables' runs
+ *	  the transaction changed, and knows which catalog versions (of the
+ *	  extension's scripts) this library works with.
  *
  * Column numbers follow the CREATE TABLE statements of the extension
  * script.  Runs and snapshots are read with the caller's MVCC snapshot, so
@@ -25,6 +27,7 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
 #include "miscadmin.h"
@@ -222,7 +225,7 @@ cat_open(CatTable which, LOCKMODE lockmode)
 	if (!match)
 	{
 		/* a catalog this library updates from is not to be dropped */
-		char	   *old_version = pk_catalog_to_update();
+		char	   *old_version = cat_version_to_update();
 
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -1006,4 +1009,59 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id)
 	end_runs_of_snapshots(scan, irel);
 	table_close(crel, RowExclusiveLock);
 	CommandCounterIncrement();
+}
+
+/*
+ * The catalog versions this library works with: its own, and every version
+ * an ALTER EXTENSION pkchangelog UPDATE leads from to its own (the base
+ * script and the pkchangelog--OLD--NEW.sql chain in sql/).  Each script
+ * asks the library whether it accepts the catalog it makes, so a newer
+ * library installs the base script and updates it; an older library, or
+ * one with no path from that version, is refused there.
+ */
+static const char *const catalog_versions[] = {PKCHANGELOG_VERSION};
+
+/* does this library work with the catalog of version, once updated? */
+bool
+cat_version_accepted(const char *version)
+{
+	for (int i = 0; i < lengthof(catalog_versions); i++)
+		if (strcmp(version, catalog_versions[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The installed extension's version (pg_extension.extversion) when it is
+ * not this library's but one the library can be updated from: the catalog
+ * an ALTER EXTENSION pkchangelog UPDATE has yet to bring to this library's
+ * shape.  NULL otherwise.
+ */
+char *
+cat_version_to_update(void)
+{
+	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	char	   *version = NULL;
+
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("pkchangelog"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, Anum_pg_extension_extversion,
+									 RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			version = text_to_cstring(DatumGetTextPP(d));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	if (version && (strcmp(version, PKCHANGELOG_VERSION) == 0 || !cat_version_accepted(version)))
+		version = NULL;
+	return version;
 }

@@ -1,8 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * pkchangelog.h
- *	  The module: the library's version and the catalog versions it
- *	  accepts (pkchangelog.c).
+ *	  The library's version.
  *
  *-------------------------------------------------------------------------
  */
@@ -10,8 +9,5 @@
 #define PKCHANGELOG_H
 
 #define PKCHANGELOG_VERSION "0.1"
-
-/* pkchangelog.c */
-extern char *pk_catalog_to_update(void);
 
 #endif							/* PKCHANGELOG_H */
