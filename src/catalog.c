@@ -46,40 +46,6 @@
 #include "catalog.h"
 #include "pkchangelog.h"
 
-/* pkchangelog.tables */
-#define Natts_tables 7
-#define Anum_tables_relid 1
-#define Anum_tables_last_snapshot_id 2
-#define Anum_tables_last_seq 3
-#define Anum_tables_total_record_count 4
-#define Anum_tables_last_full_compaction 5
-#define Anum_tables_data_runs 6
-#define Anum_tables_commits 7
-
-/* pkchangelog.snapshots */
-#define Natts_snapshots 11
-
-/* pkchangelog.runs */
-#define Natts_runs 18
-#define Anum_runs_relid 1
-#define Anum_runs_run_id 2
-#define Anum_runs_relfilenode 3
-#define Anum_runs_level 4
-#define Anum_runs_kind 5
-#define Anum_runs_from_commit 6
-#define Anum_runs_start_block 7
-#define Anum_runs_nblocks 8
-#define Anum_runs_record_count 9
-#define Anum_runs_size_bytes 10
-#define Anum_runs_row_base 11
-#define Anum_runs_min_seq 12
-#define Anum_runs_max_seq 13
-#define Anum_runs_index_offset 14
-#define Anum_runs_bloom_offset 15
-#define Anum_runs_created_snapshot 16
-#define Anum_runs_min_key 17
-#define Anum_runs_max_key 18
-
 static const char *const run_kinds[] = {"data", "changelog", "delta"};
 
 /*
@@ -300,8 +266,8 @@ run_row_as(Relation crel, Oid relid, int64 run_id, Snapshot snapshot, HeapTuple 
 	ScanKeyData key[2];
 	SysScanDesc scan;
 
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
-	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(run_id));
+	ScanKeyInit(&key[0], Anum_runs_relid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	ScanKeyInit(&key[1], Anum_runs_run_id, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(run_id));
 	scan = systable_beginscan(crel, cat_index_oid("runs"), true, snapshot, 2, key);
 	*tup = systable_getnext(scan);
 	if (!HeapTupleIsValid(*tup))
@@ -608,7 +574,7 @@ cat_table_state(Oid relid)
 		Datum		values[Natts_tables] = {0};
 		bool		nulls[Natts_tables] = {0};
 
-		values[0] = ObjectIdGetDatum(relid);
+		values[Anum_tables_relid - 1] = ObjectIdGetDatum(relid);
 		values[Anum_tables_data_runs - 1] = run_ids_datum(NULL, 0);
 		tup = heap_form_tuple(RelationGetDescr(crel), values, nulls);
 		CatalogTupleInsert(crel, tup);
@@ -629,7 +595,7 @@ cat_table_state_update(Oid relid, const TableState *st)
 
 	if (!HeapTupleIsValid(tup))
 		elog(ERROR, "pkchangelog.tables has no row for relation %u", relid);
-	values[0] = ObjectIdGetDatum(relid);
+	values[Anum_tables_relid - 1] = ObjectIdGetDatum(relid);
 	values[Anum_tables_last_snapshot_id - 1] = Int64GetDatum(st->last_snapshot_id);
 	values[Anum_tables_last_seq - 1] = Int64GetDatum(st->last_seq);
 	values[Anum_tables_total_record_count - 1] = Int64GetDatum(st->total_record_count);
@@ -655,17 +621,17 @@ cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 	NameData	user;
 
 	namestrcpy(&user, GetUserNameFromId(GetUserId(), false));
-	values[0] = ObjectIdGetDatum(relid);
-	values[1] = Int64GetDatum(snapshot_id);
-	values[2] = CStringGetTextDatum(kinds[kind]);
-	values[3] = TimestampTzGetDatum(GetCurrentTimestamp());
-	values[4] = NameGetDatum(&user);
-	values[5] = FullTransactionIdGetDatum(GetTopFullTransactionId());
-	values[6] = Int64GetDatum(total);
-	values[7] = Int64GetDatum(delta);
-	values[8] = Int64GetDatum(changelog);
-	values[9] = CStringGetTextDatum(producer);
-	values[10] = Float8GetDatum(duration_ms);
+	values[Anum_snapshots_relid - 1] = ObjectIdGetDatum(relid);
+	values[Anum_snapshots_snapshot_id - 1] = Int64GetDatum(snapshot_id);
+	values[Anum_snapshots_commit_kind - 1] = CStringGetTextDatum(kinds[kind]);
+	values[Anum_snapshots_commit_time - 1] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[Anum_snapshots_commit_user - 1] = NameGetDatum(&user);
+	values[Anum_snapshots_commit_xid - 1] = FullTransactionIdGetDatum(GetTopFullTransactionId());
+	values[Anum_snapshots_total_record_count - 1] = Int64GetDatum(total);
+	values[Anum_snapshots_delta_record_count - 1] = Int64GetDatum(delta);
+	values[Anum_snapshots_changelog_record_count - 1] = Int64GetDatum(changelog);
+	values[Anum_snapshots_producer - 1] = CStringGetTextDatum(producer);
+	values[Anum_snapshots_duration_ms - 1] = Float8GetDatum(duration_ms);
 	CatalogTupleInsert(crel, heap_form_tuple(RelationGetDescr(crel), values, nulls));
 	table_close(crel, RowExclusiveLock);
 }
@@ -940,9 +906,9 @@ cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit, Snapshot snapsh
 	HeapTuple	tup;
 	List	   *result = NIL;
 
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
-	ScanKeyInit(&key[1], 2, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(from));
-	ScanKeyInit(&key[2], 2, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(to));
+	ScanKeyInit(&key[0], Anum_snapshots_relid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	ScanKeyInit(&key[1], Anum_snapshots_snapshot_id, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(from));
+	ScanKeyInit(&key[2], Anum_snapshots_snapshot_id, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(to));
 	scan = systable_beginscan_ordered(crel, irel, snapshot, 3, key);
 	while (limit != 0 && HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
 	{
@@ -952,11 +918,11 @@ cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit, Snapshot snapsh
 
 		heap_deform_tuple(tup, RelationGetDescr(crel), v, n);
 		si = palloc(sizeof(SnapshotInfo));
-		si->snapshot_id = DatumGetInt64(v[1]);
-		si->kind = strcmp(TextDatumGetCString(v[2]), "APPEND") == 0 ? COMMIT_APPEND :
-			strcmp(TextDatumGetCString(v[2]), "COMPACT") == 0 ? COMMIT_COMPACT : COMMIT_OVERWRITE;
-		si->producer = TextDatumGetCString(v[9]);
-		si->commit_time = DatumGetTimestampTz(v[3]);
+		si->snapshot_id = DatumGetInt64(v[Anum_snapshots_snapshot_id - 1]);
+		si->kind = strcmp(TextDatumGetCString(v[Anum_snapshots_commit_kind - 1]), "APPEND") == 0 ? COMMIT_APPEND :
+			strcmp(TextDatumGetCString(v[Anum_snapshots_commit_kind - 1]), "COMPACT") == 0 ? COMMIT_COMPACT : COMMIT_OVERWRITE;
+		si->producer = TextDatumGetCString(v[Anum_snapshots_producer - 1]);
+		si->commit_time = DatumGetTimestampTz(v[Anum_snapshots_commit_time - 1]);
 		result = lappend(result, si);
 		if (limit > 0)
 			limit--;
@@ -983,8 +949,8 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id)
 	SysScanDesc scan;
 	HeapTuple	tup;
 
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
-	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(snapshot_id));
+	ScanKeyInit(&key[0], Anum_snapshots_relid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	ScanKeyInit(&key[1], Anum_snapshots_snapshot_id, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(snapshot_id));
 	scan = systable_beginscan(crel, cat_index_oid("snapshots"), true, GetLatestSnapshot(), 2, key);
 	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 		CatalogTupleDelete(crel, &tup->t_self);

@@ -16,6 +16,56 @@
 
 #include "run_format.h"
 
+/*
+ * Column numbers of the catalog tables, in the order of the extension
+ * script's CREATE TABLE statements (which says so); catalog.c checks every
+ * table's shape against them before it reads a row.
+ */
+/* pkchangelog.tables */
+#define Natts_tables 7
+#define Anum_tables_relid 1
+#define Anum_tables_last_snapshot_id 2
+#define Anum_tables_last_seq 3
+#define Anum_tables_total_record_count 4
+#define Anum_tables_last_full_compaction 5
+#define Anum_tables_data_runs 6
+#define Anum_tables_commits 7
+
+/* pkchangelog.snapshots */
+#define Natts_snapshots 11
+#define Anum_snapshots_relid 1
+#define Anum_snapshots_snapshot_id 2
+#define Anum_snapshots_commit_kind 3
+#define Anum_snapshots_commit_time 4
+#define Anum_snapshots_commit_user 5
+#define Anum_snapshots_commit_xid 6
+#define Anum_snapshots_total_record_count 7
+#define Anum_snapshots_delta_record_count 8
+#define Anum_snapshots_changelog_record_count 9
+#define Anum_snapshots_producer 10
+#define Anum_snapshots_duration_ms 11
+
+/* pkchangelog.runs */
+#define Natts_runs 18
+#define Anum_runs_relid 1
+#define Anum_runs_run_id 2
+#define Anum_runs_relfilenode 3
+#define Anum_runs_level 4
+#define Anum_runs_kind 5
+#define Anum_runs_from_commit 6
+#define Anum_runs_start_block 7
+#define Anum_runs_nblocks 8
+#define Anum_runs_record_count 9
+#define Anum_runs_size_bytes 10
+#define Anum_runs_row_base 11
+#define Anum_runs_min_seq 12
+#define Anum_runs_max_seq 13
+#define Anum_runs_index_offset 14
+#define Anum_runs_bloom_offset 15
+#define Anum_runs_created_snapshot 16
+#define Anum_runs_min_key 17
+#define Anum_runs_max_key 18
+
 /* the counters of pkchangelog.tables, read and written under the commit lock */
 typedef struct TableState
 {
