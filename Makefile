@@ -5,6 +5,8 @@
 #   make test       install packages if needed, build, install, run every test
 #   make demo       run test/demo/*.sql on a throwaway cluster
 #   make bench      print pkmerge figures beside heap (not a pass/fail test)
+#   make fuzz       randomized differential test against heap twins
+#                   (SEED=n MINUTES=m; prints a minimal reproduction on failure)
 
 EXTENSION = pkchangelog
 MODULE_big = pkchangelog
@@ -50,7 +52,7 @@ pkchangelog.exports: $(wildcard src/*.c)
 	   sed -n 's/^PGDLLEXPORT [a-z]* \([a-z_0-9]*\)(.*/  \1;/p' $^; \
 	   echo 'local: *; };'; } > $@
 
-.PHONY: test demo bench deps
+.PHONY: test demo bench fuzz deps
 
 deps:
 	@bash test/setup-deps.sh
@@ -63,3 +65,6 @@ demo: deps
 
 bench: deps
 	@PG_CONFIG="$(PG_CONFIG)" bash test/bench.sh
+
+fuzz: deps
+	@PG_CONFIG="$(PG_CONFIG)" SEED="$(SEED)" MINUTES="$(MINUTES)" bash test/fuzz.sh

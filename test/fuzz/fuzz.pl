@@ -1,0 +1,53 @@
+#!/usr/bin/perl
+# fuzz.pl: runs the differential test of test/fuzz/PkFuzz.pm (its design is
+# at the top of that file) against a running server with pkchangelog
+# preloaded.  Exits 1 on a failure, after printing the failing check and a
+# minimal reproduction (also written to DIR/pkfuzz-seedN.sql).
+#
+#   fuzz.pl --host H --port P [--seed N] [--minutes M | --txns N]
+#           [--log SERVERLOG] [--reduce-seconds S] [--script-dir DIR]
+#           [--avoid class,class]      (also FUZZ_AVOID)
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::Bin;
+use Getopt::Long;
+use PkFuzz;
+
+binmode(STDOUT, ':encoding(UTF-8)');
+$| = 1;
+my %o = (user => 'postgres', reduce_seconds => 300, avoid => $ENV{FUZZ_AVOID} // '');
+GetOptions(
+	'host=s'           => \$o{host},
+	'port=i'           => \$o{port},
+	'user=s'           => \$o{user},
+	'seed=i'           => \$o{seed},
+	'minutes=f'        => \$o{minutes},
+	'txns=i'           => \$o{txns},
+	'log=s'            => \$o{logfile},
+	'reduce-seconds=i' => \$o{reduce_seconds},
+	'script-dir=s'     => \$o{script_dir},
+	'avoid=s'          => \$o{avoid}) or die "bad arguments\n";
+die "--host and --port are required\n" unless $o{host} && $o{port};
+$o{seed} //= int(rand(1 << 31));
+$o{minutes} //= 2 unless $o{txns};
+my %avoid = map { $_ => 1 } grep { length } split /,/, $o{avoid};
+my $res = PkFuzz::run(
+	host           => $o{host},
+	port           => $o{port},
+	user           => $o{user},
+	seed           => $o{seed},
+	txns           => $o{txns},
+	seconds        => $o{minutes} ? $o{minutes} * 60 : undef,
+	logfile        => $o{logfile},
+	reduce_seconds => $o{reduce_seconds},
+	script_dir     => $o{script_dir},
+	avoid          => \%avoid);
+if ($res->{failure})
+{
+	print "make fuzz: FAILED with seed $o{seed} (rerun: make fuzz SEED=$o{seed}"
+	  . ($o{avoid} ? " FUZZ_AVOID=$o{avoid}" : '') . ")\n";
+	exit 1;
+}
+print "make fuzz: seed $o{seed}: $res->{txns} transactions, no divergence\n";
+exit 0;
