@@ -7,7 +7,9 @@
 #
 #   make fuzz SEED=42 MINUTES=30
 #   FUZZ_AVOID=keyupdate,truncate make fuzz    look past known defects
-#   FUZZ_REDUCE_SECONDS=600 make fuzz          more time to reduce
+#   FUZZ_REDUCE_SECONDS=1200 make fuzz         more time to reduce (600 s)
+#   FUZZ_WORKER=1 make fuzz                    with the background worker on
+#                                              (a seed no longer replays exactly)
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -24,13 +26,15 @@ trap 'exit 143' TERM
 # deterministic: no background worker, no autovacuum; a crash restarts the
 # server so the reduction can go on
 pk_cluster_start "autovacuum = off
-restart_after_crash = on"
+restart_after_crash = on
+pkchangelog.worker_enabled = $([ "${FUZZ_WORKER:-}" = 1 ] && echo on || echo off)"
 
-echo "make fuzz: seed $SEED, $MINUTES minutes"
+echo "make fuzz: seed $SEED, $MINUTES minutes${FUZZ_AVOID:+, FUZZ_AVOID=$FUZZ_AVOID}${FUZZ_WORKER:+, FUZZ_WORKER=$FUZZ_WORKER}"
 rc=0
 run_as perl "$work/test/fuzz/fuzz.pl" --host "$work" --port "$port" --seed "$SEED" \
 	--minutes "$MINUTES" --log "$work/server.log" --script-dir /tmp \
-	--reduce-seconds "${FUZZ_REDUCE_SECONDS:-300}" || rc=$?
+	--pgdata "$pgdata" --bindir "$bindir" \
+	--reduce-seconds "${FUZZ_REDUCE_SECONDS:-600}" || rc=$?
 if [ $rc -ne 0 ]; then
 	echo "---- server log (last 30 lines)"
 	tail -n 30 "$work/server.log"

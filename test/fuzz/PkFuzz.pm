@@ -1,5 +1,5 @@
 # PkFuzz: a randomized differential test of pkmerge tables against heap
-# twins.  Run by t/020_fuzz.pl (a fixed seed, in make test) and by
+# twins.  Run by t/030_fuzz.pl (a fixed seed, in make test) and by
 # fuzz.pl (make fuzz SEED=... MINUTES=...).
 #
 # Design
@@ -27,7 +27,8 @@
 # (sometimes REPEATABLE READ or SERIALIZABLE), then 1-12 operations on 1-3
 # tables among SAVEPOINT / ROLLBACK TO / RELEASE, ending in COMMIT or
 # ROLLBACK; some are single autocommit statements; some are maintenance
-# (VACUUM, ANALYZE, pk_compact, pk_expire_snapshots, CHECKPOINT).
+# (VACUUM, ANALYZE, pk_compact, pk_expire_snapshots, CHECKPOINT, an
+# immediate restart).
 # Operations: single- and multi-row INSERT (an upsert on pkmerge; the heap
 # twin gets the same rows through MERGE ... WHEN MATCHED THEN UPDATE SET
 # every column, which also replaces the key's representation, e.g. 1.0 by
@@ -75,6 +76,10 @@
 # OVERWRITE snapshot the model is emptied before that snapshot's changes,
 # which must then be exactly the rows written after the TRUNCATE.
 #
+# Crash recovery.  A few maintenance steps shut the server down in
+# immediate mode and start it again (where the caller can: make fuzz and
+# the TAP test can): every committed row must be there, in both tables.
+#
 # Crashes.  A lost connection, or any "terminated by signal", "PANIC",
 # "TRAP:", "server process ... was terminated" or leak WARNING in the server
 # log (scanned every 10 transactions and at the end) is a failure.
@@ -110,8 +115,6 @@ use DBI;
 use PkFuzz::Gen;
 use PkFuzz::Engine;
 
-my $DBNAME = 'pkfuzz';
-my $REPLAY_DB = 'pkfuzz_replay';
 my $CREATEDB_OPTS = "TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C' LOCALE_PROVIDER icu ICU_LOCALE 'en-US'";
 
 # check_data_runs from sql/changelog_checker.sql, if it is there
@@ -181,20 +184,22 @@ sub fmt_stats
 }
 
 # run(host, port, user, seed, txns | seconds, logfile, reduce_seconds,
-#     avoid => {...}, say => sub, script_dir)
+#     avoid => {...}, say => sub, script_dir, restart => sub)
+# restart: shuts the server down in immediate mode and starts it again
+# (without it the generated restarts are skipped)
 # returns { txns, stats, failure, script }
 sub run
 {
 	my (%o) = @_;
 	my $say = $o{say} // sub { print "$_[0]\n" };
 	my $conn = { host => $o{host}, port => $o{port}, user => $o{user}, seed => $o{seed}, logfile => $o{logfile},
-		avoid => $o{avoid} // {} };
+		avoid => $o{avoid} // {}, restart => $o{restart} };
 	my $gen = PkFuzz::Gen->new(seed => $o{seed}, avoid => $o{avoid} // {});
 	my $tables = $gen->{tables};
 	$say->("pkfuzz seed $o{seed}: " . ($o{txns} ? "$o{txns} transactions" : "$o{seconds} s")
 		  . (%{ $o{avoid} // {} } ? '; avoiding ' . join(',', sort keys %{ $o{avoid} }) : ''));
 	$say->('  ' . PkFuzz::Gen::describe($_)) for @$tables;
-	my $e = fresh_db($conn, $DBNAME, $tables, [ 0 .. $#$tables ]);
+	my $e = fresh_db($conn, "pkfuzz_$o{seed}", $tables, [ 0 .. $#$tables ]);
 	my @txns;
 	my $start = time();
 	my $failure;
@@ -243,7 +248,7 @@ sub run
 	$say->(sprintf('pkfuzz seed %d: %.0f s, %s', $o{seed}, $res{seconds}, fmt_stats($stats)));
 	if (!$failure)
 	{
-		drop_db($conn, $DBNAME);
+		drop_db($conn, "pkfuzz_$o{seed}");
 		return \%res;
 	}
 	$res{failure} = $failure;
@@ -313,7 +318,7 @@ sub replay
 	my ($conn, $tables, $txns, $target, %eo) = @_;
 	my %used = map { $_ => 1 } map { @{ $_->{tables} } } @$txns;
 	$used{ $target->{tidx} } = 1 if defined $target->{tidx};
-	my $e = fresh_db($conn, $REPLAY_DB, $tables, [ sort { $a <=> $b } keys %used ], %eo);
+	my $e = fresh_db($conn, "pkfuzz_$conn->{seed}_replay", $tables, [ sort { $a <=> $b } keys %used ], %eo);
 	my $f;
 	# lean: no checks between transactions, only the one that failed
 	$e->{nocheck} = $eo{lean};
@@ -382,22 +387,25 @@ sub reduce
 	my ($conn, $tables, $txns, $failure, $budget, $say) = @_;
 	my $deadline = time() + $budget;
 	my $fam = family($failure);
-	my %target = (kind => $failure->{kind});
-	if ($failure->{table})
-	{
-		($target{tidx}) = grep { $tables->[$_]{name} eq $failure->{table} } 0 .. $#$tables;
-	}
+	my %target = (kind => $failure->{kind}, tidx => $failure->{tidx});
 	my $tries = 0;
 	my %memo;
+	my $lean = 1;
+	my $last_say = time();
 	my $test_txns = sub {
 		my ($cand) = @_;
 		return time() > $deadline if !ref $cand;      # 'expired'
 		return 0 if time() > $deadline || !@$cand;
-		my $fp = join(',', map { $_->{id} . ':' . join('.', map { 0 + $_ } @{ $_->{steps} }) } @$cand);
+		my $fp = "$lean;" . join(',', map { $_->{id} . ':' . join('.', map { 0 + $_ } @{ $_->{steps} }) } @$cand);
 		return $memo{$fp} if exists $memo{$fp};
 		$tries++;
-		my ($f) = eval { replay($conn, $tables, $cand, \%target) };
+		my ($f) = eval { replay($conn, $tables, $cand, \%target, lean => $lean) };
 		$say->("  replay failed: $@") if $@;
+		if (time() - $last_say > 60)
+		{
+			$last_say = time();
+			$say->(sprintf('  reduction: %d replays, now %d transactions', $tries, scalar(@$cand)));
+		}
 		return $memo{$fp} = (family($f) // '') eq $fam ? 1 : 0;
 	};
 	my $best = $txns;
@@ -418,20 +426,26 @@ sub reduce
 		}
 		$cands = build($txns, \%keep);
 	}
-	# the shortest suffix that fails, first of the table's statements only
-	SUFFIX: for my $set ($cands, ($cands == $txns ? () : ($txns)))
+	# the shortest suffix that fails, first of the table's statements only,
+	# first without the checks between transactions (lean replays are
+	# quicker), then with them
+	SUFFIX: for my $l (1, 0)
 	{
-		for (my $k = 1;; $k *= 2)
+		$lean = $l;
+		for my $set ($cands, ($cands == $txns ? () : ($txns)))
 		{
-			$k = @$set if $k > @$set;
-			my $c = [ @$set[ @$set - $k .. $#$set ] ];
-			if ($test_txns->($c))
+			for (my $k = 1;; $k *= 2)
 			{
-				$best = $c;
-				$reproduced = 1;
-				last SUFFIX;
+				$k = @$set if $k > @$set;
+				my $c = [ @$set[ @$set - $k .. $#$set ] ];
+				if ($test_txns->($c))
+				{
+					$best = $c;
+					$reproduced = 1;
+					last SUFFIX;
+				}
+				last if $k == @$set || time() > $deadline;
 			}
-			last if $k == @$set || time() > $deadline;
 		}
 	}
 	$say->(sprintf('  reduction: %s; %d transactions after %d replays',
@@ -462,6 +476,7 @@ sub reduce
 	}
 	return {
 		txns       => $best,
+		lean       => $lean,
 		target     => \%target,
 		reproduced => $reproduced,
 		tries      => $tries,
@@ -478,7 +493,7 @@ sub repro_script
 	# without the checks between transactions if it still fails so
 	my ($f, $tx) = eval { replay($conn, $tables, $red->{txns}, $red->{target}, record => 1, lean => 1) };
 	my $err = $@;
-	if ((family($f) // '') ne family($failure))
+	if ((family($f) // '') ne family($failure) && !$red->{lean})
 	{
 		($f, $tx) = eval { replay($conn, $tables, $red->{txns}, $red->{target}, record => 1) };
 		$err = $@;

@@ -7,6 +7,8 @@
 #   fuzz.pl --host H --port P [--seed N] [--minutes M | --txns N]
 #           [--log SERVERLOG] [--reduce-seconds S] [--script-dir DIR]
 #           [--avoid class,class]      (also FUZZ_AVOID)
+#           [--pgdata DIR --bindir DIR]  (to restart the server in
+#                                        immediate mode now and then)
 use strict;
 use warnings;
 use FindBin;
@@ -27,11 +29,25 @@ GetOptions(
 	'log=s'            => \$o{logfile},
 	'reduce-seconds=i' => \$o{reduce_seconds},
 	'script-dir=s'     => \$o{script_dir},
-	'avoid=s'          => \$o{avoid}) or die "bad arguments\n";
+	'avoid=s'          => \$o{avoid},
+	'pgdata=s'         => \$o{pgdata},
+	'bindir=s'         => \$o{bindir}) or die "bad arguments\n";
 die "--host and --port are required\n" unless $o{host} && $o{port};
 $o{seed} //= int(rand(1 << 31));
 $o{minutes} //= 2 unless $o{txns};
 my %avoid = map { $_ => 1 } grep { length } split /,/, $o{avoid};
+my $restart;
+if ($o{pgdata} && $o{bindir})
+{
+	$restart = sub {
+		open(my $saved, '>&', \*STDOUT) or die "cannot dup stdout: $!";
+		open(STDOUT, '>', '/dev/null') or die "cannot redirect stdout: $!";
+		my $rc = system("$o{bindir}/pg_ctl", '-D', $o{pgdata}, '-m', 'immediate', '-w', '-l',
+			$o{logfile} // '/dev/null', 'restart');
+		open(STDOUT, '>&', $saved) or die "cannot restore stdout: $!";
+		die "pg_ctl restart failed\n" if $rc != 0;
+	};
+}
 my $res = PkFuzz::run(
 	host           => $o{host},
 	port           => $o{port},
@@ -42,7 +58,8 @@ my $res = PkFuzz::run(
 	logfile        => $o{logfile},
 	reduce_seconds => $o{reduce_seconds},
 	script_dir     => $o{script_dir},
-	avoid          => \%avoid);
+	avoid          => \%avoid,
+	restart        => $restart);
 if ($res->{failure})
 {
 	print "make fuzz: FAILED with seed $o{seed} (rerun: make fuzz SEED=$o{seed}"

@@ -475,7 +475,8 @@ sub returning
 # heap SQLSTATE => the pkmerge SQLSTATE that corresponds to it), 'pk' (a
 # pkmerge-only statement such as pk_compact), 'check' (compare a table pair
 # now), 'expire' (check the changelog, then pk_expire_snapshots),
-# 'clcheck' (check the changelog).  t is the table's index.
+# 'clcheck' (check the changelog), 'restart' (an immediate shutdown and a
+# start: crash recovery; where the harness can).  t is the table's index.
 
 sub pair
 {
@@ -774,6 +775,30 @@ sub op_truncate
 	return pair($t, 'truncate', 'TRUNCATE %T', undef, cnt => 0);
 }
 
+# a cursor over the table read piecewise while the transaction goes on
+# writing it: it must go on showing the rows as of its DECLARE
+sub op_cursor
+{
+	my ($g, $t, $ctx) = @_;
+	my $r = $g->{rng};
+	my $i = $t->{idx};
+	my $c = $ctx->{cursor}{$i};
+	if (!$c)
+	{
+		$c = $ctx->{cursor}{$i} = 'c%T_' . (++$g->{sp});
+		my $pred = $r->chance(0.5) ? ' WHERE ' . key_pred($g, $t, $r->pick([ 'range', 'open', 'nonkey' ])) : '';
+		my $dir = $r->chance(0.3) ? 'DESC' : '';
+		return pair($t, 'cursor', "DECLARE $c CURSOR FOR SELECT " . key_text($t) . ", md5(x::text) FROM %T x$pred ORDER BY "
+			  . key_order($t, $dir), undef, cnt => 0);
+	}
+	if ($r->chance(0.2))
+	{
+		delete $ctx->{cursor}{$i};
+		return pair($t, 'cursor', "CLOSE $c", undef, cnt => 0);
+	}
+	return pair($t, 'cursor', 'FETCH ' . $r->between(1, 20) . " FROM $c", undef, ordered => 1);
+}
+
 sub op_compact
 {
 	my ($g, $t) = @_;
@@ -800,6 +825,7 @@ sub op_weights
 		fail       => ($a->{fail} || ($a->{fail_spill} && $t->{opts}{write_buffer_size})) ? 0 : 3,
 		compact    => 1.5,
 		check      => 1.5,
+		cursor     => ($a->{cursor} || !$ctx->{in_txn}) ? 0 : 2,
 	};
 }
 
@@ -825,7 +851,8 @@ sub next_txn
 	if ($kind eq 'maint')
 	{
 		my $t = $r->pick($g->{tables});
-		my $m = $r->weighted({ vacuum => 3, analyze => 1, compact => 3, expire => 2, checkpoint => 0.5, clcheck => 2 });
+		my $m = $r->weighted({ vacuum => 3, analyze => 1, compact => 3, expire => 2, checkpoint => 0.5, clcheck => 2,
+				restart => $g->{avoid}{restart} ? 0 : 0.4 });
 		my @steps;
 		if ($m eq 'vacuum' || $m eq 'analyze')
 		{
@@ -835,6 +862,7 @@ sub next_txn
 		elsif ($m eq 'compact')    { @steps = (op_compact($g, $t)); }
 		elsif ($m eq 'expire')     { @steps = ({ k => 'expire', t => $t->{idx} }); }
 		elsif ($m eq 'clcheck')    { @steps = ({ k => 'clcheck', t => $t->{idx} }); }
+		elsif ($m eq 'restart')    { @steps = ({ k => 'restart' }); }
 		else                       { @steps = ({ k => 'sql', sql => 'CHECKPOINT' }); }
 		return { id => $id, steps => \@steps, tables => [ $t->{idx} ], auto => 1 };
 	}
@@ -846,6 +874,7 @@ sub next_txn
 		return { id => $id, steps => [$s], tables => [ $t->{idx} ], auto => 1 };
 	}
 
+	$ctx->{in_txn} = 1;
 	my $nt = $r->weighted({ 1 => 6, 2 => 3, 3 => 1 });
 	my @tabs = ($r->shuffle(@{ $g->{tables} }))[ 0 .. $nt - 1 ];
 	my @steps;
@@ -870,6 +899,7 @@ sub next_txn
 			if ($r->chance(0.5))
 			{
 				push @steps, { k => 'sql', sql => "ROLLBACK TO SAVEPOINT $sp[$i]" };
+				$ctx->{cursor} = {};      # those declared after it are gone
 				splice(@sp, $i + 1);
 			}
 			else

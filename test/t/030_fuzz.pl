@@ -1,12 +1,13 @@
-# 020_fuzz.pl: the randomized differential test of test/fuzz (design at the
+# 030_fuzz.pl: the randomized differential test of test/fuzz (design at the
 # top of test/fuzz/PkFuzz.pm) with a fixed seed and a fixed number of
 # transactions (about two minutes here): random transactions of every kind
 # of write against pkmerge tables of every producer and their heap twins;
 # after each one the contents and a few queries must agree, every few the
-# change streams must replay to the tables, and the server log must show no
-# crash.  Deterministic: the background worker and autovacuum are off, and
-# the statements depend on the seed alone.  On a failure the test prints
-# the failing check and a minimal reproduction (a psql script).
+# change streams must replay to the tables, and the server log must show
+# no crash; now and then the server is shut down in immediate mode and
+# started again.  Deterministic: the background worker and autovacuum are
+# off, and the statements depend on the seed alone.  On a failure the test
+# prints the failing check and a minimal reproduction (a psql script).
 # FUZZ_AVOID (see PkFuzz.pm) can be set to look past a known defect; by
 # default every operation class is generated.
 use strict;
@@ -21,7 +22,7 @@ use PkFuzz;
 my $seed = 16;
 my $ntxn = 1000;
 
-my $node = PostgreSQL::Test::Cluster->new('fuzz020');
+my $node = PostgreSQL::Test::Cluster->new('fuzz030');
 $node->init;
 $node->append_conf('postgresql.conf', q{
 autovacuum = off
@@ -41,6 +42,7 @@ my $res = PkFuzz::run(
 	reduce_seconds => 120,
 	script_dir     => $PostgreSQL::Test::Utils::tmp_check,
 	avoid          => \%avoid,
+	restart        => sub { $node->stop('immediate'); $node->start; },
 	say            => sub { push @out, $_[0]; note($_[0]); });
 
 ok(!$res->{failure}, "seed $seed: $res->{txns} transactions, pkmerge agrees with heap"
