@@ -41,10 +41,15 @@
 # DELETE (by key, range, USING, all rows), MERGE with every action (also
 # from the other table of the same shape: pkmerge reads pkmerge, heap reads
 # heap), COPY FROM STDIN, TRUNCATE (also inside savepoints), pk_compact(t)
-# and pk_compact(t, true) inside transactions, and statements that fail on
-# purpose inside savepoints: division by zero in a SET, a MERGE matching a
-# row twice (21000), an ON CONFLICT proposing one key twice (21000), a NULL
-# key (23502), a CHECK violation (23514), a COPY line that does not parse.
+# and pk_compact(t, true) inside transactions, cursors (DECLARE ... ORDER BY
+# key, ASC or DESC) fetched piecewise while the transaction goes on writing
+# the table, ALTER TABLE ADD COLUMN (no default, a constant one) and DROP
+# COLUMN, also inside transactions that wrote the table, and statements
+# that fail on purpose inside savepoints: division by zero in a SET, a
+# MERGE matching a row twice (21000), an ON CONFLICT proposing one key
+# twice (21000), a NULL key (23502), a CHECK violation (23514), a COPY line
+# that does not parse, ADD COLUMN serial or with a volatile default (which
+# pkmerge refuses, 0A000).
 #
 # Same logical operation, same outcome.  PkFuzz::Engine runs each
 # operation on the heap twin first, inside a savepoint: where heap raises
@@ -53,7 +58,9 @@
 # heap semantics are defined are compared; any other heap error the
 # pkmerge statement must raise too (same SQLSTATE; 23505 of the twin's
 # MERGE stands for 21000 of ON CONFLICT proposing a key twice).  Otherwise
-# pkmerge must succeed with the same row count and the same RETURNING rows.
+# pkmerge must succeed with the same row count and the same RETURNING (and
+# FETCH) rows.  ALTER TABLE runs on pkmerge first: a form it refuses with
+# 0A000 (a rewrite) is not run on heap; otherwise both must agree.
 # After every transaction (and at random points inside them) the contents
 # of each table pair are compared key by key (row md5), and two of these
 # queries, sometimes with seqscan or indexscan off: count/sum/max, a key
@@ -67,7 +74,9 @@
 # full-compaction must obey the retract-stream rules (+I only for an
 # absent key, -U and -D carry exactly the current row, +U right after its
 # -U); none and input are replayed as upserts.  The replay must equal the
-# table, every snapshot's changelog_record_count the records pk_changes
+# table (rows compared on the generated columns: added ones hold their
+# defaults and the contents checks cover them), every snapshot's
+# changelog_record_count the records pk_changes
 # gives for it, no snapshot may expire before it was read (retention is
 # at least 30 snapshots, and a table writes at most a few per
 # transaction), and check_data_runs (sql/changelog_checker.sql) must hold.
@@ -99,12 +108,12 @@
 # Determinism.  The statements depend on the seed alone; with the
 # background worker and autovacuum off (the TAP test and make fuzz turn
 # them off) the server's answers do too, so a seed replays exactly.
-# FUZZ_AVOID (comma list: spill, fail, fail_merge, fail_spill (no failing
+# FUZZ_AVOID, a comma list, stops generating an operation class to look
+# past a known defect: spill, fail, fail_merge, fail_spill (no failing
 # statements on tables with a 1MB write buffer), keyupdate, shift (no
-# multi-row key updates), truncate, truncate_none, onc_after_delete;
-# cl_count skips the changelog_record_count check) stops generating an operation class, to
-# look past a known defect; by default every class is generated and every
-# check made.
+# multi-row key updates), truncate, truncate_none, onc_after_delete,
+# cursor, ddl, restart; cl_count skips the changelog_record_count check.
+# By default every class is generated and every check made.
 package PkFuzz;
 
 use strict;

@@ -799,6 +799,34 @@ sub op_cursor
 	return pair($t, 'cursor', 'FETCH ' . $r->between(1, 20) . " FROM $c", undef, ordered => 1);
 }
 
+# ALTER TABLE while the table has rows (and inside transactions that
+# wrote it): columns added with no default or a constant one, and dropped
+# again; forms that compute every row again (serial, a volatile default)
+# are refused by pkmerge (0A000) and then not run on heap.  The generated
+# statements name their columns, so added columns keep their default.
+sub op_ddl
+{
+	my ($g, $t, $ctx) = @_;
+	my $r = $g->{rng};
+	my $added = $g->{added}{ $t->{idx} } //= [];
+	if (@$added && $r->chance(0.3))
+	{
+		my $c = splice(@$added, $r->below(scalar @$added), 1);
+		return pair($t, 'ddl', "ALTER TABLE %T DROP COLUMN $c", undef, cnt => 0, pkfirst => 1);
+	}
+	my $c = 'x' . (++$g->{sp});
+	my $form = $r->weighted({ plain => 2, int_default => 2, text_default => 1, refused => 1 });
+	if ($form eq 'refused')
+	{
+		my $ty = $r->pick([ 'serial', 'bigserial', 'int DEFAULT random()::int', 'int DEFAULT (random() * 10)::int' ]);
+		return pair($t, 'fail_ddl', "ALTER TABLE %T ADD COLUMN $c $ty", undef, cnt => 0, pkfirst => 1);
+	}
+	push @$added, $c;
+	my $ty = $form eq 'plain' ? 'int' : $form eq 'int_default' ? 'int DEFAULT ' . $r->between(-5, 5)
+	  : "text DEFAULT 'd$c'";
+	return pair($t, 'ddl', "ALTER TABLE %T ADD COLUMN $c $ty", undef, cnt => 0, pkfirst => 1);
+}
+
 sub op_compact
 {
 	my ($g, $t) = @_;
@@ -826,6 +854,7 @@ sub op_weights
 		compact    => 1.5,
 		check      => 1.5,
 		cursor     => ($a->{cursor} || !$ctx->{in_txn}) ? 0 : 2,
+		ddl        => $a->{ddl} ? 0 : 0.4,
 	};
 }
 
