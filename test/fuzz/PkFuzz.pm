@@ -43,7 +43,9 @@
 # heap), COPY FROM STDIN, TRUNCATE (also inside savepoints), pk_compact(t)
 # and pk_compact(t, true) inside transactions, cursors (DECLARE ... ORDER BY
 # key, ASC or DESC) fetched piecewise while the transaction goes on writing
-# the table, ALTER TABLE ADD COLUMN (no default, a constant one) and DROP
+# the table, prepared statements (point SELECT and UPDATE, key range)
+# executed again and again across transactions (generic plans), ALTER
+# TABLE ADD COLUMN (no default, a constant one) and DROP
 # COLUMN, also inside transactions that wrote the table, and statements
 # that fail on purpose inside savepoints: division by zero in a SET, a
 # MERGE matching a row twice (21000), an ON CONFLICT proposing one key
@@ -112,7 +114,7 @@
 # past a known defect: spill, fail, fail_merge, fail_spill (no failing
 # statements on tables with a 1MB write buffer), keyupdate, shift (no
 # multi-row key updates), truncate, truncate_none, onc_after_delete,
-# cursor, ddl, restart; cl_count skips the changelog_record_count check.
+# cursor, ddl, prepared, restart; cl_count skips the changelog_record_count check.
 # By default every class is generated and every check made.
 package PkFuzz;
 

@@ -114,7 +114,8 @@ sub exec
 	}
 	else
 	{
-		my $sth = $dbh->prepare($sql);
+		# pg_direct: the text goes as is ($1 of PREPARE is no placeholder)
+		my $sth = $dbh->prepare($sql, { pg_direct => 1 });
 		my $rv = $sth ? $sth->execute : undef;
 		if (defined $rv)
 		{

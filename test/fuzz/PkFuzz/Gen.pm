@@ -827,6 +827,57 @@ sub op_ddl
 	return pair($t, 'ddl', "ALTER TABLE %T ADD COLUMN $c $ty", undef, cnt => 0, pkfirst => 1);
 }
 
+# prepared statements, executed again and again (generic plans after the
+# fifth) across the session's transactions, writes and ALTER TABLEs
+sub op_prepared
+{
+	my ($g, $t, $ctx) = @_;
+	my $r = $g->{rng};
+	my $i = $t->{idx};
+	my $p = $g->{prepared}{$i};
+	my @key = @{ $t->{key} };
+	if (!$p)
+	{
+		my $name = 'p%T_' . (++$g->{sp});
+		my $kind = $r->pick([ 'select_point', 'update_point', 'select_range' ]);
+		my $n = 0;
+		my $point = join(' AND ', map { "x.$_ = \$" . (++$n) } @key);
+		my $sql;
+		if ($kind eq 'select_point')
+		{
+			$sql = "SELECT " . key_text($t) . ", md5(x::text) FROM %T x WHERE $point";
+		}
+		elsif ($kind eq 'update_point')
+		{
+			$sql = "UPDATE %T AS x SET g = coalesce(x.g, 0) + 1 WHERE $point RETURNING " . key_text($t) . ', md5(x::text)';
+		}
+		else
+		{
+			my $k = $key[0];
+			$sql = "SELECT " . key_text($t) . ", md5(x::text) FROM %T x WHERE x.$k >= \$1 AND x.$k <= \$2 ORDER BY "
+			  . key_order($t);
+		}
+		$g->{prepared}{$i} = { name => $name, kind => $kind };
+		return pair($t, 'prepared', "PREPARE $name AS $sql", undef, cnt => 0);
+	}
+	if ($r->chance(0.1))
+	{
+		delete $g->{prepared}{$i};
+		return pair($t, 'prepared', "DEALLOCATE $p->{name}", undef, cnt => 0);
+	}
+	my @args;
+	if ($p->{kind} eq 'select_range')
+	{
+		@args = map { sql_val($t->{type}{ $key[0] }, gen_key_val($g, $t, $key[0])) } 1 .. 2;
+	}
+	else
+	{
+		@args = map { sql_val($t->{type}{$_}, gen_key_val($g, $t, $_)) } @key;
+	}
+	return pair($t, 'prepared', "EXECUTE $p->{name}(" . join(', ', @args) . ')', undef,
+		ordered => $p->{kind} eq 'select_range');
+}
+
 sub op_compact
 {
 	my ($g, $t) = @_;
@@ -855,6 +906,7 @@ sub op_weights
 		check      => 1.5,
 		cursor     => ($a->{cursor} || !$ctx->{in_txn}) ? 0 : 2,
 		ddl        => $a->{ddl} ? 0 : 0.4,
+		prepared   => $a->{prepared} ? 0 : 2,
 	};
 }
 
@@ -891,7 +943,11 @@ sub next_txn
 		elsif ($m eq 'compact')    { @steps = (op_compact($g, $t)); }
 		elsif ($m eq 'expire')     { @steps = ({ k => 'expire', t => $t->{idx} }); }
 		elsif ($m eq 'clcheck')    { @steps = ({ k => 'clcheck', t => $t->{idx} }); }
-		elsif ($m eq 'restart')    { @steps = ({ k => 'restart' }); }
+		elsif ($m eq 'restart')
+		{
+			@steps = ({ k => 'restart' });
+			$g->{prepared} = {};     # gone with the session
+		}
 		else                       { @steps = ({ k => 'sql', sql => 'CHECKPOINT' }); }
 		return { id => $id, steps => \@steps, tables => [ $t->{idx} ], auto => 1 };
 	}
