@@ -10,6 +10,8 @@
 #   FUZZ_REDUCE_SECONDS=1200 make fuzz         more time to reduce (600 s)
 #   FUZZ_WORKER=1 make fuzz                    with the background worker on
 #                                              (a seed no longer replays exactly)
+#   FUZZ_PARALLEL=3 make fuzz                  3 runs at once, in copies of one
+#                                              database (see test/fuzz/fuzz.pl)
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -17,6 +19,7 @@ SEED=${SEED:-}
 MINUTES=${MINUTES:-10}
 [[ -z $SEED || $SEED =~ ^[0-9]+$ ]] || pk_die "SEED must be a non-negative integer, not '$SEED'"
 [[ $MINUTES =~ ^[0-9]+(\.[0-9]+)?$ ]] || pk_die "MINUTES must be a number, not '$MINUTES'"
+[[ ${FUZZ_PARALLEL:-1} =~ ^[1-9][0-9]*$ ]] || pk_die "FUZZ_PARALLEL must be a positive integer, not '$FUZZ_PARALLEL'"
 [ -n "$SEED" ] || SEED=$(( (RANDOM << 15 | RANDOM) ))
 perl -MDBD::Pg -e 1 2>/dev/null || pk_die "perl DBD::Pg is missing (Debian: libdbd-pg-perl; make deps installs it as root)"
 
@@ -33,7 +36,7 @@ echo "make fuzz: seed $SEED, $MINUTES minutes${FUZZ_AVOID:+, FUZZ_AVOID=$FUZZ_AV
 rc=0
 run_as perl "$work/test/fuzz/fuzz.pl" --host "$work" --port "$port" --seed "$SEED" \
 	--minutes "$MINUTES" --log "$work/server.log" --script-dir /tmp \
-	--pgdata "$pgdata" --bindir "$bindir" \
+	--pgdata "$pgdata" --bindir "$bindir" --parallel "${FUZZ_PARALLEL:-1}" \
 	--reduce-seconds "${FUZZ_REDUCE_SECONDS:-600}" || rc=$?
 if [ $rc -ne 0 ]; then
 	echo "---- server log (last 30 lines)"

@@ -156,11 +156,14 @@ sub admin
 }
 
 # a fresh database with the tables $used; returns an engine connected to it
+# (with template: a copy of that database, which holds the tables already)
 sub fresh_db
 {
 	my ($o, $db, $tables, $used, %eo) = @_;
+	my $template = delete $eo{template};
 	my $a = admin($o);
-	for my $sql ("DROP DATABASE IF EXISTS $db WITH (FORCE)", "CREATE DATABASE $db $CREATEDB_OPTS")
+	for my $sql ("DROP DATABASE IF EXISTS $db WITH (FORCE)",
+		"CREATE DATABASE $db " . ($template ? "TEMPLATE $template" : $CREATEDB_OPTS))
 	{
 		my $r = $a->exec($sql);
 		die "$sql: $r->{state} $r->{msg}" unless $r->{ok};
@@ -168,7 +171,7 @@ sub fresh_db
 	$a->disconnect;
 	my $checker = checker_sql();
 	my $e = PkFuzz::Engine->new(%$o, %eo, db => $db, tables => $tables, data_runs_check => $checker ? 1 : 0)->connect;
-	for my $sql (setup_sql($tables, $used, $checker))
+	for my $sql ($template ? () : setup_sql($tables, $used, $checker))
 	{
 		my $r = $e->exec($sql, norecord => 1);
 		die "setup failed: $sql: $r->{state} $r->{msg}" unless $r->{ok};
@@ -195,9 +198,13 @@ sub fmt_stats
 }
 
 # run(host, port, user, seed, txns | seconds, logfile, reduce_seconds,
-#     avoid => {...}, say => sub, script_dir, restart => sub)
+#     avoid => {...}, say => sub, script_dir, restart => sub,
+#     table_seed, template)
 # restart: shuts the server down in immediate mode and starts it again
-# (without it the generated restarts are skipped)
+# (without it the generated restarts are skipped); table_seed: the seed
+# the tables are drawn from (default: seed); template: a database made by
+# make_template(table_seed) to copy instead of creating the tables (so
+# parallel runs have tables of one relfilenode in several databases)
 # returns { txns, stats, failure, script }
 sub run
 {
@@ -205,12 +212,12 @@ sub run
 	my $say = $o{say} // sub { print "$_[0]\n" };
 	my $conn = { host => $o{host}, port => $o{port}, user => $o{user}, seed => $o{seed}, logfile => $o{logfile},
 		avoid => $o{avoid} // {}, restart => $o{restart} };
-	my $gen = PkFuzz::Gen->new(seed => $o{seed}, avoid => $o{avoid} // {});
+	my $gen = PkFuzz::Gen->new(seed => $o{seed}, table_seed => $o{table_seed}, avoid => $o{avoid} // {});
 	my $tables = $gen->{tables};
 	$say->("pkfuzz seed $o{seed}: " . ($o{txns} ? "$o{txns} transactions" : "$o{seconds} s")
 		  . (%{ $o{avoid} // {} } ? '; avoiding ' . join(',', sort keys %{ $o{avoid} }) : ''));
 	$say->('  ' . PkFuzz::Gen::describe($_)) for @$tables;
-	my $e = fresh_db($conn, "pkfuzz_$o{seed}", $tables, [ 0 .. $#$tables ]);
+	my $e = fresh_db($conn, "pkfuzz_$o{seed}", $tables, [ 0 .. $#$tables ], template => $o{template});
 	my @txns;
 	my $start = time();
 	my $failure;
@@ -280,6 +287,18 @@ sub run
 		  . ($res{script_path} ? ", written to $res{script_path}" : '') . ':');
 	$say->(@lines <= 400 ? $script : join("\n", @lines[ 0 .. 399 ]) . "\n... (" . scalar(@lines) . ' lines)');
 	return \%res;
+}
+
+# a database holding the tables of table_seed, for parallel runs to copy
+sub make_template
+{
+	my (%o) = @_;
+	my $conn = { host => $o{host}, port => $o{port}, user => $o{user}, seed => $o{table_seed} };
+	my $tables = PkFuzz::Gen->new(seed => $o{table_seed})->{tables};
+	my $db = "pkfuzz_template_$o{table_seed}";
+	my $e = fresh_db($conn, $db, $tables, [ 0 .. $#$tables ]);
+	$e->disconnect;
+	return $db;
 }
 
 # ---------------------------------------------------------------- reduction

@@ -9,6 +9,10 @@
 #           [--avoid class,class]      (also FUZZ_AVOID)
 #           [--pgdata DIR --bindir DIR]  (to restart the server in
 #                                        immediate mode now and then)
+#           [--parallel N]   N runs at once (seeds SEED..SEED+N-1), each in
+#                            a copy of one database holding the tables of
+#                            SEED (one relfilenode in N databases); no
+#                            restarts; a failure may not reproduce alone
 use strict;
 use warnings;
 use FindBin;
@@ -31,7 +35,8 @@ GetOptions(
 	'script-dir=s'     => \$o{script_dir},
 	'avoid=s'          => \$o{avoid},
 	'pgdata=s'         => \$o{pgdata},
-	'bindir=s'         => \$o{bindir}) or die "bad arguments\n";
+	'bindir=s'         => \$o{bindir},
+	'parallel=i'       => \$o{parallel}) or die "bad arguments\n";
 die "--host and --port are required\n" unless $o{host} && $o{port};
 $o{seed} //= int(rand(1 << 31));
 $o{minutes} //= 2 unless $o{txns};
@@ -48,7 +53,7 @@ if ($o{pgdata} && $o{bindir})
 		die "pg_ctl restart failed\n" if $rc != 0;
 	};
 }
-my $res = PkFuzz::run(
+my %run = (
 	host           => $o{host},
 	port           => $o{port},
 	user           => $o{user},
@@ -60,6 +65,37 @@ my $res = PkFuzz::run(
 	script_dir     => $o{script_dir},
 	avoid          => \%avoid,
 	restart        => $restart);
+if (($o{parallel} // 1) > 1)
+{
+	my $template = PkFuzz::make_template(%run, table_seed => $o{seed});
+	my %kids;
+	for my $i (0 .. $o{parallel} - 1)
+	{
+		my $pid = fork() // die "fork: $!";
+		if (!$pid)
+		{
+			my $seed = $o{seed} + $i;
+			my $r = PkFuzz::run(%run, seed => $seed, table_seed => $o{seed}, template => $template,
+				restart => undef, say => sub { print join('', map { "[$seed] $_\n" } split /\n/, $_[0]) });
+			exit($r->{failure} ? 1 : 0);
+		}
+		$kids{$pid} = $o{seed} + $i;
+	}
+	my @failed;
+	while ((my $pid = wait()) > 0)
+	{
+		push @failed, $kids{$pid} if $? != 0;
+	}
+	if (@failed)
+	{
+		print "make fuzz: FAILED with seed(s) @failed of $o{parallel} parallel runs from $o{seed}"
+		  . " (rerun: make fuzz SEED=$o{seed} FUZZ_PARALLEL=$o{parallel}" . ($o{avoid} ? " FUZZ_AVOID=$o{avoid}" : '') . ")\n";
+		exit 1;
+	}
+	print "make fuzz: seeds $o{seed}.." . ($o{seed} + $o{parallel} - 1) . " in parallel: no divergence\n";
+	exit 0;
+}
+my $res = PkFuzz::run(%run);
 if ($res->{failure})
 {
 	print "make fuzz: FAILED with seed $o{seed} (rerun: make fuzz SEED=$o{seed}"

@@ -56,7 +56,12 @@ sub new
 		ntxn   => 0,
 		sp     => 0,
 	}, $class;
+	# parallel runs share one set of tables (table_seed) and differ in
+	# their transactions
+	my $tr = $g->{rng};
+	$g->{rng} = PkFuzz::Rng->new($o{table_seed}) if defined $o{table_seed} && $o{table_seed} != $o{seed};
 	$g->{tables} = $g->make_tables;
+	$g->{rng} = $tr;
 	return $g;
 }
 
