@@ -379,6 +379,14 @@ sub run_pair
 		$e->{stats}{expected_errors}++;
 		return undef;
 	}
+	if ($s->{heapret})
+	{
+		# what the pkmerge statement's RETURNING must give, read from heap
+		my $r = $e->exec(subst($s->{heapret}, $t->{heap}), quiet => 1);
+		return $e->crash($r, $s->{t}, $s->{heapret}) if $r->{lost};
+		return $e->fail('harness', $s->{t}, "$s->{heapret}: $r->{state} $r->{msg}") unless $r->{ok};
+		$h->{rows} = $r->{rows};
+	}
 	my $p = $e->exec($pk, copy => $s->{pkcopy});
 	return $e->crash($p, $s->{t}, $pk) if $p->{lost};
 	if (!$p->{ok})
@@ -531,6 +539,12 @@ sub queries
 		text => "b.s = x.s || 'b'",
 		num  => 'b.k = x.k + 0.5',
 	);
+	if ($e->{in_txn})
+	{
+		# row locks, which pkmerge takes on nothing but must accept
+		$q{locking} = "SELECT $kt, md5(x::text) FROM %T x WHERE " . PkFuzz::Gen::key_pred($g, $t, 'range')
+		  . " ORDER BY $ko " . $g->{rng}->pick([ 'FOR UPDATE', 'FOR SHARE', 'FOR NO KEY UPDATE', 'FOR KEY SHARE' ]);
+	}
 	$q{join} = "SELECT $kt, b.g FROM %T x JOIN %T b ON $join{ $t->{shape} } WHERE "
 	  . PkFuzz::Gen::key_pred($g, $t, 'range') . " ORDER BY $ko";
 	return \%q;

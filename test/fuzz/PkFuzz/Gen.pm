@@ -508,9 +508,39 @@ sub op_insert
 	my $vals = values_sql($t, $cols, @rows);
 	my $collist = join(', ', @$cols);
 	my $pk = $r->chance(0.2)
-	  ? "INSERT INTO %T ($collist) SELECT * FROM ($vals) v"
+	  ? "INSERT INTO %T AS x ($collist) SELECT * FROM ($vals) v"
 	  : "INSERT INTO %T AS x ($collist) $vals";
-	return pair($t, 'insert', $pk, heap_upsert($t, $cols, $vals, 'replace'));
+	my %o;
+	if ($r->chance(0.3))
+	{
+		# RETURNING: the rows as written, which the heap twin then holds
+		my $kt = key_text($t);
+		$pk .= " RETURNING $kt, md5(x::text)";
+		my $keys = join(', ', @{ $t->{key} });
+		$o{heapret} = "SELECT $kt, md5(x::text) FROM %T x WHERE ("
+		  . join(', ', map { "x.$_" } @{ $t->{key} }) . ") IN (SELECT $keys FROM ($vals) v($collist))";
+	}
+	return pair($t, 'insert', $pk, heap_upsert($t, $cols, $vals, 'replace'), %o);
+}
+
+# a key move written as a data-modifying CTE: the rows deleted are
+# inserted again under other keys, in one statement
+sub op_cte_move
+{
+	my ($g, $t, $ctx) = @_;
+	my $r = $g->{rng};
+	$ctx->{del}{ $t->{idx} } = 1;
+	my %move = (
+		int  => { k => 'd.k + ' . $r->pick([ 1, 2, 50 ]) },
+		comp => $r->chance(0.5) ? { b => 'd.b + 1' } : { a => "d.a || 'm'" },
+		text => { s => "d.s || '_'" },
+		num  => { k => 'd.k + ' . $r->pick([ '0.5', '1.0', '-0.25' ]) },
+	);
+	my $m = $move{ $t->{shape} };
+	my $cols = all_cols($t);
+	my $sel = join(', ', map { $m->{$_} // "d.$_" } @$cols);
+	return pair($t, 'cte_move', 'WITH d AS (DELETE FROM %T AS x WHERE ' . key_pred($g, $t, $r->pick([ 'range', 'point', 'in' ]))
+		  . ' RETURNING x.*) INSERT INTO %T (' . join(', ', @$cols) . ") SELECT $sel FROM d");
 }
 
 # rows computed by the statement, many and large: spills at 1MB
@@ -904,6 +934,7 @@ sub op_weights
 		keyupdate  => $a->{keyupdate} ? 0 : $a->{shift} ? 2 : 5,
 		delete     => 5,
 		merge      => $after_del ? 0 : 5,
+		cte_move   => ($a->{keyupdate} || $a->{shift}) ? 0 : 1,
 		copy       => 2,
 		truncate   => ($a->{truncate} || ($a->{truncate_none} && $t->{prod} eq 'none')) ? 0 : 0.6,
 		fail       => ($a->{fail} || ($a->{fail_spill} && $t->{opts}{write_buffer_size})) ? 0 : 3,
