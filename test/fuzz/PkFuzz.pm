@@ -38,20 +38,21 @@
 # CONFLICT cannot use a deferrable key), UPDATE of non-key columns by key,
 # list, range and non-key predicates, UPDATE of key columns (one row to a
 # random key; ranges shifted up, down, mirrored, moved to other scales),
-# DELETE (by key, range, USING, all rows), MERGE with every action (also
-# from the other table of the same shape: pkmerge reads pkmerge, heap reads
-# heap), COPY FROM STDIN, TRUNCATE (also inside savepoints), pk_compact(t)
-# and pk_compact(t, true) inside transactions, cursors (DECLARE ... ORDER BY
-# key, ASC or DESC) fetched piecewise while the transaction goes on writing
-# the table, prepared statements (point SELECT and UPDATE, key range)
-# executed again and again across transactions (generic plans), ALTER
-# TABLE ADD COLUMN (no default, a constant one) and DROP
-# COLUMN, also inside transactions that wrote the table, and statements
-# that fail on purpose inside savepoints: division by zero in a SET, a
-# MERGE matching a row twice (21000), an ON CONFLICT proposing one key
-# twice (21000), a NULL key (23502), a CHECK violation (23514), a COPY line
-# that does not parse, ADD COLUMN serial or with a volatile default (which
-# pkmerge refuses, 0A000).
+# key moves written as a data-modifying CTE (DELETE ... RETURNING feeding
+# an INSERT), DELETE (by key, range, USING, all rows), MERGE with every
+# action (also from the other table of the same shape: pkmerge reads
+# pkmerge, heap reads heap), COPY FROM STDIN, TRUNCATE (also inside
+# savepoints), pk_compact(t) and pk_compact(t, true) inside transactions,
+# cursors (DECLARE ... ORDER BY key, ASC or DESC) fetched piecewise while
+# the transaction goes on writing the table, prepared statements (point
+# SELECT and UPDATE, key range) executed again and again across
+# transactions (generic plans), ALTER TABLE ADD COLUMN (no default, a
+# constant one) and DROP COLUMN, also inside transactions that wrote the
+# table, and statements that fail on purpose inside savepoints: division
+# by zero in a SET, a MERGE matching a row twice (21000), an ON CONFLICT
+# proposing one key twice (21000), a NULL key (23502), a CHECK violation
+# (23514), a COPY line that does not parse, ADD COLUMN serial or with a
+# volatile default (which pkmerge refuses, 0A000).
 #
 # Same logical operation, same outcome.  PkFuzz::Engine runs each
 # operation on the heap twin first, inside a savepoint: where heap raises
@@ -61,13 +62,15 @@
 # pkmerge statement must raise too (same SQLSTATE; 23505 of the twin's
 # MERGE stands for 21000 of ON CONFLICT proposing a key twice).  Otherwise
 # pkmerge must succeed with the same row count and the same RETURNING (and
-# FETCH) rows.  ALTER TABLE runs on pkmerge first: a form it refuses with
-# 0A000 (a rewrite) is not run on heap; otherwise both must agree.
-# After every transaction (and at random points inside them) the contents
-# of each table pair are compared key by key (row md5), and two of these
-# queries, sometimes with seqscan or indexscan off: count/sum/max, a key
-# range, a point lookup, a key list, ORDER BY key DESC LIMIT, the first
-# keys after a bound, GROUP BY g, a key lookup join, a self join on key + 1.
+# FETCH) rows; an INSERT's RETURNING must give the rows heap then holds.
+# ALTER TABLE runs on pkmerge first: a form it refuses with 0A000 (a
+# rewrite) is not run on heap; otherwise both must agree.  After every
+# transaction (and at random points inside them) the contents of each
+# table pair are compared key by key (row md5), and two of these queries,
+# sometimes with seqscan or indexscan off: count/sum/max, a key range, a
+# point lookup, a key list, ORDER BY key DESC LIMIT, the first keys after
+# a bound, GROUP BY g, a key lookup join, a self join on key + 1, and
+# inside transactions a key range FOR UPDATE / SHARE.
 #
 # Change streams.  Every fourth transaction that wrote a table (and before
 # every pk_expire_snapshots of it), pk_changes from the last snapshot

@@ -54,7 +54,7 @@ if (!$res->{failure} && !%avoid)
 {
 	is($res->{txns}, $ntxn, "all $ntxn transactions ran");
 	my $ops = $res->{stats}{ops};
-	for my $op (qw(insert bulk onc_update onc_nothing update keyupdate shift delete merge copy truncate
+	for my $op (qw(insert bulk onc_update onc_nothing update keyupdate shift cte_move delete merge copy truncate
 		cursor ddl prepared restart fail_divzero fail_merge fail_onc fail_ddl))
 	{
 		cmp_ok($ops->{$op} // 0, '>', 0, "operation $op ran");
