@@ -81,14 +81,15 @@
 # -U); none and input are replayed as upserts.  The replay must equal the
 # table (rows compared on the generated columns: added ones hold their
 # defaults and the contents checks cover them), every snapshot's
-# changelog_record_count the records pk_changes
-# gives for it, no snapshot may expire before it was read (retention is
-# at least 30 snapshots, and a table writes at most a few per
-# transaction), and check_data_runs (sql/changelog_checker.sql) must hold.
-# full-compaction is compacted fully first (pk_compact(t, true)): its
-# stream lags until then.  TRUNCATE restarts the stream (README): at an
-# OVERWRITE snapshot the model is emptied before that snapshot's changes,
-# which must then be exactly the rows written after the TRUNCATE.
+# changelog_record_count (none: delta_record_count) the records
+# pk_changes gives for it, and check_data_runs (sql/changelog_checker.sql)
+# must hold.  No snapshot may expire before it was read (retention is at
+# least 30 snapshots, and a table writes at most a few per transaction)
+# unless a TRUNCATE expired it: TRUNCATE restarts the stream (README), so
+# at an OVERWRITE snapshot the model is emptied before that snapshot's
+# changes, which must then be exactly the rows written after the
+# TRUNCATE.  full-compaction is compacted fully first (pk_compact(t,
+# true)): its stream lags until then.
 #
 # Crash recovery.  A few maintenance steps shut the server down in
 # immediate mode and start it again (where the caller can: make fuzz and
