@@ -259,15 +259,17 @@ sub run
 		my @bad = $e->scan_log;
 		$failure = $e->fail('crash', undef, "the server log says:\n" . join("\n", @bad)) if @bad;
 	}
+	$e->disconnect;
 	my $stats = $e->{stats};
+	my @cpu = times;
+	$stats->{cpu} = sprintf('CPU: backend %.0f s, harness %.0f s', $e->{backend_cpu}, $cpu[0] + $cpu[1]);
 	if ($e->{prof})
 	{
 		$say->(sprintf('  %-40s %5d %8.2f s', $_, $e->{profn}{$_}, $e->{prof}{$_}))
 		  for sort { $e->{prof}{$b} <=> $e->{prof}{$a} } keys %{ $e->{prof} };
 	}
-	$e->disconnect;
 	my %res = (txns => scalar(@txns), stats => $stats, seconds => time() - $start);
-	$say->(sprintf('pkfuzz seed %d: %.0f s, %s', $o{seed}, $res{seconds}, fmt_stats($stats)));
+	$say->(sprintf('pkfuzz seed %d: %.0f s (%s), %s', $o{seed}, $res{seconds}, $stats->{cpu}, fmt_stats($stats)));
 	if (!$failure)
 	{
 		drop_db($conn, "pkfuzz_$o{seed}");

@@ -20,7 +20,7 @@ use Test::More;
 use PkFuzz;
 
 my $seed = 16;
-my $ntxn = 1000;
+my $ntxn = 2500;
 
 my $node = PostgreSQL::Test::Cluster->new('fuzz030');
 $node->init;

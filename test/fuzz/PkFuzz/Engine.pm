@@ -60,9 +60,21 @@ sub connect
 	return $e;
 }
 
+# CPU seconds the session's backend has used (Linux /proc), or undef
+sub backend_cpu
+{
+	my ($e) = @_;
+	my $pid = $e->{dbh} && $e->{dbh}{pg_pid};
+	open(my $fh, '<', "/proc/$pid/stat") or return undef;
+	my @f = split ' ', (split /\) /, scalar(<$fh>))[1];
+	close $fh;
+	return ($f[11] + $f[12]) / 100;      # utime + stime, in clock ticks
+}
+
 sub disconnect
 {
 	my ($e) = @_;
+	$e->{backend_cpu} += $e->backend_cpu // 0;
 	$e->{dbh}->disconnect if $e->{dbh};
 	delete $e->{dbh};
 }
