@@ -1035,9 +1035,12 @@ sub next_txn
 		{
 			if ($r->chance(0.9))
 			{
+				# where it does not fail (no row matched; a form pkmerge
+				# takes), what it did is compared before it is rolled back
 				my $name = 'f' . (++$g->{sp});
-				push @steps, { k => 'sql', sql => "SAVEPOINT $name" }, $s,
-				  { k => 'sql', sql => "ROLLBACK TO SAVEPOINT $name" };
+				push @steps, { k => 'sql', sql => "SAVEPOINT $name" }, $s;
+				push @steps, { k => 'check', t => $t->{idx} } if $r->chance(0.5);
+				push @steps, { k => 'sql', sql => "ROLLBACK TO SAVEPOINT $name" };
 				push @steps, { k => 'sql', sql => "RELEASE SAVEPOINT $name" } if $r->chance(0.5);
 				next;
 			}
