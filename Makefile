@@ -3,7 +3,7 @@
 #   make            build pkchangelog.so (warnings are errors)
 #   make install    install into the PostgreSQL found by $(PG_CONFIG)
 #   make test       install packages if needed, build, install, run every test
-#   make demo       run test/demo/*.sql on a throwaway cluster
+#   make demo       build, install, run test/demo/*.sql on a throwaway cluster
 #   make bench      print pkmerge figures beside heap (not a pass/fail test)
 #   make fuzz       randomized differential test against heap twins
 #                   (SEED=n MINUTES=m; prints a minimal reproduction on failure)

@@ -33,6 +33,25 @@ BEGIN;
 ALTER TABLE pkchangelog.tables DROP COLUMN data_runs;
 INSERT INTO t VALUES (9, 'other catalog');
 COMMIT;
+-- so are runs and snapshots of another shape (a column more, a column of
+-- another type), whether rows are read (pk_changes reads both) or written
+-- (a commit)
+BEGIN;
+SAVEPOINT other_shape;
+ALTER TABLE pkchangelog.runs ADD COLUMN extra int;
+SELECT * FROM pk_changes('t');
+ROLLBACK TO other_shape;
+ALTER TABLE pkchangelog.snapshots ADD COLUMN extra int;
+SELECT * FROM pk_changes('t');
+ROLLBACK;
+BEGIN;
+ALTER TABLE pkchangelog.runs ALTER COLUMN level TYPE bigint;
+UPDATE t SET v = 'other catalog' WHERE id = 1;
+COMMIT;
+BEGIN;
+ALTER TABLE pkchangelog.snapshots ALTER COLUMN duration_ms TYPE numeric;
+DELETE FROM t WHERE id = 1;
+COMMIT;
 -- nothing above changed the table
 \set VERBOSITY default
 SELECT * FROM t ORDER BY id;

@@ -131,8 +131,8 @@ INSERT INTO dedup VALUES (2, 20);
 INSERT INTO nodedup VALUES (2, 20);
 SELECT 'dedup' AS t, * FROM pk_changes('dedup') UNION ALL SELECT 'nodedup', * FROM pk_changes('nodedup');
 
--- TRUNCATE: the change history goes with the old storage (the OVERWRITE
--- snapshot starts the stream afresh) and lookup sees every key absent
+-- TRUNCATE: the snapshots before it expire with the old storage; lookup
+-- retracts every row it removed (-D) and then sees every key absent
 INSERT INTO dedup VALUES (3, 3);
 BEGIN;
 TRUNCATE dedup;
@@ -141,9 +141,8 @@ COMMIT;
 SELECT * FROM pk_changes('dedup', (SELECT max(snapshot_id) - 1 FROM pk_snapshots('dedup')));
 SELECT check_changelog('dedup');
 
--- rows written after a TRUNCATE in its transaction are the OVERWRITE
--- snapshot's changes for producer none too, and the snapshots before it
--- expire with the changes they had
+-- producer none records the TRUNCATE itself, then the rows written after
+-- it in its transaction
 CREATE TABLE trunc_none (id int PRIMARY KEY, v int) USING pkmerge;
 INSERT INTO trunc_none VALUES (1, 1);
 BEGIN;

@@ -18,6 +18,7 @@
 #include "access/genam.h"
 #include "access/heapam.h"
 #include "access/htup_details.h"
+#include "access/relscan.h"
 #include "access/table.h"
 #include "access/transam.h"
 #include "access/xact.h"
@@ -43,13 +44,14 @@
 #include "runcache.h"
 
 /* pkchangelog.tables */
-#define Natts_tables 6
+#define Natts_tables 7
 #define Anum_tables_relid 1
 #define Anum_tables_last_snapshot_id 2
 #define Anum_tables_last_seq 3
 #define Anum_tables_total_record_count 4
 #define Anum_tables_last_full_compaction 5
 #define Anum_tables_data_runs 6
+#define Anum_tables_commits 7
 
 /* pkchangelog.snapshots */
 #define Natts_snapshots 11
@@ -106,6 +108,66 @@ cat_scan(Relation crel, const char *relname, Oid relid, Snapshot snapshot)
 
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
 	return systable_beginscan(crel, cat_index_oid(relname), true, snapshot, 1, &key);
+}
+
+/*
+ * The columns of each catalog table, as the extension script creates them
+ * and this library reads and writes them.  The catalog of an unreleased
+ * build may differ; rows are unpacked into arrays of these sizes, so a
+ * table of another shape is refused before any row is read.
+ */
+typedef enum CatTable
+{
+	CAT_TABLES,
+	CAT_SNAPSHOTS,
+	CAT_RUNS
+} CatTable;
+
+static const Oid tables_types[Natts_tables] = {
+	OIDOID, INT8OID, INT8OID, INT8OID, INT8OID, INT8ARRAYOID, INT8OID
+};
+static const Oid snapshots_types[Natts_snapshots] = {
+	OIDOID, INT8OID, TEXTOID, TIMESTAMPTZOID, NAMEOID, XID8OID, INT8OID,
+	INT8OID, INT8OID, TEXTOID, FLOAT8OID
+};
+static const Oid runs_types[Natts_runs] = {
+	OIDOID, INT8OID, OIDOID, INT4OID, TEXTOID, BOOLOID, INT8OID, INT4OID,
+	INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID,
+	TEXTOID, TEXTOID
+};
+
+static const struct
+{
+	const char *name;
+	int			natts;
+	const Oid  *types;
+}			cat_shapes[] = {
+	[CAT_TABLES] = {"tables", Natts_tables, tables_types},
+	[CAT_SNAPSHOTS] = {"snapshots", Natts_snapshots, snapshots_types},
+	[CAT_RUNS] = {"runs", Natts_runs, runs_types},
+};
+
+/* open a catalog table, checked to have the columns this library reads */
+static Relation
+cat_open(CatTable which, LOCKMODE lockmode)
+{
+	const char *name = cat_shapes[which].name;
+	Relation	crel = table_open(cat_oid(name, false), lockmode);
+	TupleDesc	desc = RelationGetDescr(crel);
+	bool		match = desc->natts == cat_shapes[which].natts;
+
+	for (int i = 0; match && i < desc->natts; i++)
+		match = !TupleDescAttr(desc, i)->attisdropped &&
+			TupleDescAttr(desc, i)->atttypid == cat_shapes[which].types[i];
+	if (!match)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the pkchangelog catalog does not match the pkchangelog library"),
+				 errdetail("pkchangelog.%s has other columns than the %d this library reads.",
+						   name, cat_shapes[which].natts),
+				 errhint("The extension was created by another build of version %s: drop and create it again.",
+						 PKCHANGELOG_VERSION)));
+	return crel;
 }
 
 /*
@@ -192,7 +254,7 @@ static RunInfo *run_from_tuple(Relation crel, HeapTuple tup);
 RunInfo *
 cat_run_get(Oid relid, int64 run_id, Snapshot snapshot)
 {
-	Relation	crel = table_open(cat_oid("runs", false), AccessShareLock);
+	Relation	crel = cat_open(CAT_RUNS, AccessShareLock);
 	HeapTuple	tup;
 	SysScanDesc scan = run_row_as(crel, relid, run_id, snapshot, &tup);
 	RunInfo    *r = run_from_tuple(crel, tup);
@@ -215,7 +277,7 @@ run_update(Oid relid, int64 run_id, int ncols, const int *attnums,
 	bool		replace[Natts_runs] = {0};
 
 	runcache_note_change(relid, own_run);
-	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	crel = cat_open(CAT_RUNS, RowExclusiveLock);
 	scan = run_row(crel, relid, run_id, &tup);
 	for (int i = 0; i < ncols; i++)
 	{
@@ -267,7 +329,7 @@ cat_run_retire(Oid relid, int64 run_id)
 	HeapTuple	delta;
 
 	runcache_note_change(relid, false);
-	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	crel = cat_open(CAT_RUNS, RowExclusiveLock);
 	scan = run_row(crel, relid, run_id, &tup);
 	values[Anum_runs_kind - 1] = CStringGetTextDatum("delta");
 	replace[Anum_runs_kind - 1] = true;
@@ -315,7 +377,7 @@ end_runs_of_snapshots(SysScanDesc scan, Relation irel)
 List *
 cat_runs_of_snapshots(Oid relid, int64 from, int64 to, Snapshot snapshot)
 {
-	Relation	crel = table_open(cat_oid("runs", false), AccessShareLock);
+	Relation	crel = cat_open(CAT_RUNS, AccessShareLock);
 	Relation	irel;
 	SysScanDesc scan = begin_runs_of_snapshots(crel, &irel, relid, from, to, snapshot);
 	HeapTuple	tup;
@@ -331,29 +393,6 @@ cat_runs_of_snapshots(Oid relid, int64 from, int64 to, Snapshot snapshot)
 	end_runs_of_snapshots(scan, irel);
 	table_close(crel, AccessShareLock);
 	return result;
-}
-
-/*
- * pkchangelog.tables, checked to have the columns this library reads: the
- * catalog of an unreleased version may differ, and reading past a row's
- * end would crash.
- */
-static Relation
-tables_open(LOCKMODE lockmode)
-{
-	Relation	crel = table_open(cat_oid("tables", false), lockmode);
-	TupleDesc	desc = RelationGetDescr(crel);
-
-	if (desc->natts != Natts_tables ||
-		TupleDescAttr(desc, Anum_tables_data_runs - 1)->attisdropped)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the pkchangelog catalog does not match the pkchangelog library"),
-				 errdetail("pkchangelog.tables has other columns than the %d this library reads.",
-						   Natts_tables),
-				 errhint("The extension was created by another build of version %s: drop and create it again.",
-						 PKCHANGELOG_VERSION)));
-	return crel;
 }
 
 /* the data_runs column: an int8[] of run ids */
@@ -420,6 +459,7 @@ state_from_tuple(Relation crel, HeapTuple tup)
 	st.total_record_count = DatumGetInt64(values[Anum_tables_total_record_count - 1]);
 	st.last_full_compaction = DatumGetInt64(values[Anum_tables_last_full_compaction - 1]);
 	run_ids_from_datum(values[Anum_tables_data_runs - 1], &st.data_runs, &st.ndata_runs);
+	st.commits = DatumGetInt64(values[Anum_tables_commits - 1]);
 	return st;
 }
 
@@ -427,7 +467,7 @@ state_from_tuple(Relation crel, HeapTuple tup)
 TableState
 cat_table_state_peek(Oid relid)
 {
-	Relation	crel = tables_open(AccessShareLock);
+	Relation	crel = cat_open(CAT_TABLES, AccessShareLock);
 	HeapTuple	tup = table_state_tuple(crel, relid);
 	TableState	st = {0};
 
@@ -448,7 +488,7 @@ bool
 cat_table_version(Oid relid, Snapshot snapshot, TransactionId *xmin,
 				  TableState *st)
 {
-	Relation	crel = tables_open(AccessShareLock);
+	Relation	crel = cat_open(CAT_TABLES, AccessShareLock);
 	SysScanDesc scan = cat_scan(crel, "tables", relid, snapshot);
 	HeapTuple	tup = systable_getnext(scan);
 	bool		found = HeapTupleIsValid(tup);
@@ -470,7 +510,7 @@ cat_table_version(Oid relid, Snapshot snapshot, TransactionId *xmin,
 TableState
 cat_table_state(Oid relid)
 {
-	Relation	crel = tables_open(RowExclusiveLock);
+	Relation	crel = cat_open(CAT_TABLES, RowExclusiveLock);
 	HeapTuple	tup = table_state_tuple(crel, relid);
 	TableState	st = {0};
 
@@ -494,7 +534,7 @@ cat_table_state(Oid relid)
 void
 cat_table_state_update(Oid relid, const TableState *st)
 {
-	Relation	crel = tables_open(RowExclusiveLock);
+	Relation	crel = cat_open(CAT_TABLES, RowExclusiveLock);
 	HeapTuple	tup = table_state_tuple(crel, relid);
 	Datum		values[Natts_tables];
 	bool		nulls[Natts_tables] = {0};
@@ -508,6 +548,7 @@ cat_table_state_update(Oid relid, const TableState *st)
 	values[Anum_tables_total_record_count - 1] = Int64GetDatum(st->total_record_count);
 	values[Anum_tables_last_full_compaction - 1] = Int64GetDatum(st->last_full_compaction);
 	values[Anum_tables_data_runs - 1] = run_ids_datum(st->data_runs, st->ndata_runs);
+	values[Anum_tables_commits - 1] = Int64GetDatum(st->commits);
 	newtup = heap_form_tuple(RelationGetDescr(crel), values, nulls);
 	CatalogTupleUpdate(crel, &tup->t_self, newtup);
 	table_close(crel, RowExclusiveLock);
@@ -520,7 +561,7 @@ cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 					int64 total, int64 delta, int64 changelog,
 					const char *producer, double duration_ms)
 {
-	Relation	crel = table_open(cat_oid("snapshots", false), RowExclusiveLock);
+	Relation	crel = cat_open(CAT_SNAPSHOTS, RowExclusiveLock);
 	Datum		values[Natts_snapshots];
 	bool		nulls[Natts_snapshots] = {0};
 	static const char *const kinds[] = {"APPEND", "COMPACT", "OVERWRITE"};
@@ -595,7 +636,7 @@ inserter_aborted(HeapTuple tup)
 List *
 cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only)
 {
-	Relation	crel = table_open(cat_oid("runs", false), AccessShareLock);
+	Relation	crel = cat_open(CAT_RUNS, AccessShareLock);
 	SysScanDesc scan;
 	HeapTuple	tup;
 	List	   *runs = NIL;
@@ -630,7 +671,7 @@ cat_run_insert(Oid relid, const RunInfo *r)
 	bool		n[Natts_runs] = {0};
 
 	runcache_note_change(relid, true);
-	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	crel = cat_open(CAT_RUNS, RowExclusiveLock);
 	v[Anum_runs_relid - 1] = ObjectIdGetDatum(relid);
 	v[Anum_runs_run_id - 1] = Int64GetDatum(r->run_id);
 	v[Anum_runs_relfilenode - 1] = ObjectIdGetDatum(r->relfilenode);
@@ -689,7 +730,7 @@ cat_run_delete(Oid relid, int64 run_id)
 	SysScanDesc scan;
 
 	runcache_note_change(relid, false);
-	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	crel = cat_open(CAT_RUNS, RowExclusiveLock);
 	scan = run_row(crel, relid, run_id, &tup);
 
 	CatalogTupleDelete(crel, &tup->t_self);
@@ -741,14 +782,24 @@ cat_next_run_id(void)
  * catalog (dead rows too: a standby or an old snapshot may read them until
  * VACUUM removes the row), except rows of transactions that aborted or
  * crashed, which nobody ever saw.  List of (start, nblocks) int lists.
+ *
+ * The scan must not skip index entries marked killed: an index scan of
+ * the primary marks an entry so once no snapshot *of the primary* can see
+ * its row, without any WAL record a standby would resolve a conflict by,
+ * while a standby query may still be reading the run.  Only removing the
+ * row (VACUUM, pruning) or the entry (btree deletion) tells the standby,
+ * by a conflict that cancels such queries first.
  */
 List *
 cat_used_extents(Oid relid, Oid relfilenode)
 {
-	Relation	crel = table_open(cat_oid("runs", false), AccessShareLock);
+	Relation	crel = cat_open(CAT_RUNS, AccessShareLock);
 	SysScanDesc scan = cat_scan(crel, "runs", relid, SnapshotAny);
 	HeapTuple	tup;
 	List	   *extents = NIL;
+
+	if (scan->iscan)
+		scan->iscan->ignore_killed_tuples = false;
 
 	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
@@ -795,7 +846,7 @@ cat_snapshots_range(Oid relid, int64 from, int64 to, Snapshot snapshot)
 List *
 cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit, Snapshot snapshot)
 {
-	Relation	crel = table_open(cat_oid("snapshots", false), AccessShareLock);
+	Relation	crel = cat_open(CAT_SNAPSHOTS, AccessShareLock);
 	Relation	irel = index_open(cat_index_oid("snapshots"), AccessShareLock);
 	ScanKeyData key[3];
 	SysScanDesc scan;
@@ -839,7 +890,7 @@ cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit, Snapshot snapsh
 void
 cat_snapshot_expire(Oid relid, int64 snapshot_id)
 {
-	Relation	crel = table_open(cat_oid("snapshots", false), RowExclusiveLock);
+	Relation	crel = cat_open(CAT_SNAPSHOTS, RowExclusiveLock);
 	Relation	irel;
 	ScanKeyData key[2];
 	SysScanDesc scan;
@@ -854,7 +905,7 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id)
 	table_close(crel, RowExclusiveLock);
 
 	runcache_note_change(relid, false);
-	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	crel = cat_open(CAT_RUNS, RowExclusiveLock);
 	scan = begin_runs_of_snapshots(crel, &irel, relid, snapshot_id - 1, snapshot_id,
 								   GetLatestSnapshot());
 	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))

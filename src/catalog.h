@@ -52,6 +52,7 @@ typedef struct TableState
 	int64		last_full_compaction;	/* snapshot id; 0: none yet */
 	int64	   *data_runs;		/* run ids of the data runs */
 	int			ndata_runs;
+	int64		commits;		/* APPEND and OVERWRITE snapshots ever */
 } TableState;
 
 typedef enum CommitKind

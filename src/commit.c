@@ -93,6 +93,8 @@ commit_table(WriteBuffer *wb)
 	/* the runs as the previous commit left them, and the spilled ones */
 	if (!runcache_data_runs(rel, GetLatestSnapshot(), true, &committed))
 		committed = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()));
+	/* the rows a TRUNCATE of the transaction removed, first */
+	dml_truncate_finish(rel, wb);
 	pending = spill_runs(rel, wb);
 	dml_check_conflicts(rel, wb, committed, pending);
 	st = cat_table_state(wb->relid);
@@ -139,6 +141,7 @@ commit_table(WriteBuffer *wb)
 	changelog = prod_commit(rel, t, wb, committed, pending, snapshot_id, seq);
 
 	st.last_snapshot_id = snapshot_id;
+	st.commits++;
 	st.last_seq = seq;
 	nrows += spilled_rows;
 	st.total_record_count = (truncated ? 0 : st.total_record_count) + nrows;

@@ -248,6 +248,17 @@ oldest_snapshot(Oid relid)
 	return first ? ((SnapshotInfo *) linitial(first))->snapshot_id : PG_INT64_MAX;
 }
 
+/* was snapshot_id of relid committed under producer none? */
+static bool
+made_under_none(Oid relid, int64 snapshot_id)
+{
+	List	   *si = cat_snapshots_oldest(relid, snapshot_id - 1, snapshot_id, 1,
+										  GetLatestSnapshot());
+
+	return si != NIL && strcmp(((SnapshotInfo *) linitial(si))->producer,
+							   prod_name(PK_PRODUCER_NONE)) == 0;
+}
+
 /*
  * Compact rel once: full merges every run into the bottom level, otherwise
  * the universal pick decides.  Returns the COMPACT snapshot id, or 0 when
@@ -362,12 +373,13 @@ compact_table(Relation rel, bool full)
 
 		/*
 		 * Producer none reads a commit's data run as its change stream:
-		 * kept as a delta while its snapshot is retained.  A delta of an
-		 * expired snapshot would never be expired (expiration removes a
-		 * snapshot's runs with its row).
+		 * kept as a delta while its snapshot is retained, if that snapshot
+		 * was made under none (the producer may have changed since).  A
+		 * delta of an expired snapshot would never be expired (expiration
+		 * removes a snapshot's runs with its row).
 		 */
-		if (r->from_commit && t->opts.changelog_producer == PK_PRODUCER_NONE &&
-			r->created_snapshot >= oldest)
+		if (r->from_commit && r->created_snapshot >= oldest &&
+			made_under_none(relid, r->created_snapshot))
 			cat_run_retire(relid, r->run_id);
 		else
 			cat_run_delete(relid, r->run_id);

@@ -32,6 +32,7 @@
 #include "utils/syscache.h"
 
 #include "catalog.h"
+#include "compaction.h"
 #include "ddl.h"
 #include "options.h"
 #include "pktable.h"
@@ -262,6 +263,26 @@ finish_create(CreateStmt *stmt, List *defs)
 }
 
 /*
+ * The full-compaction producer's changes of a snapshot are made at the
+ * next compaction into the bottom level, as the net change of every key
+ * written since the previous one.  Switching to or from it must not lose
+ * those made under it nor repeat those another producer made: the switch
+ * first compacts everything into the bottom level under the old producer,
+ * in the ALTER TABLE's transaction (which holds the table exclusively).
+ */
+static void
+switch_producer(Relation rel, PkTable *t, PkProducer producer)
+{
+	if (producer == t->opts.changelog_producer ||
+		(producer != PK_PRODUCER_FULL_COMPACTION &&
+		 t->opts.changelog_producer != PK_PRODUCER_FULL_COMPACTION))
+		return;
+	/* the compaction commits with the ALTER TABLE: it needs an xid */
+	(void) GetCurrentTransactionId();
+	(void) compact_table(rel, true);
+}
+
+/*
  * ALTER TABLE on a pkmerge table: options are applied here; unsupported
  * subcommands are refused.  Returns false when no subcommand is left for
  * PostgreSQL to run.
@@ -308,6 +329,8 @@ handle_alter(AlterTableStmt *stmt)
 					List	   *set = NIL;
 					List	   *reset = NIL;
 					const char *newkey;
+					Datum		merged;
+					PkOptions	newopts;
 
 					/* ownership checked before the lock, and again under it */
 					relid = RangeVarGetRelidExtended(stmt->relation, AccessExclusiveLock, 0,
@@ -335,7 +358,10 @@ handle_alter(AlterTableStmt *stmt)
 					old = SysCacheGetAttr(RELOID, tup, Anum_pg_class_reloptions, &isnull);
 					old = isnull ? (Datum) 0 : datumCopy(old, false, -1);
 					ReleaseSysCache(tup);
-					set_reloptions(relid, pkopt_merge_reloptions(old, set, reset));
+					merged = pkopt_merge_reloptions(old, set, reset);
+					pkopt_parse(merged, &newopts);
+					switch_producer(rel, t, newopts.changelog_producer);
+					set_reloptions(relid, merged);
 					table_close(rel, NoLock);
 				}
 				break;

@@ -14,9 +14,12 @@
 #include "postgres.h"
 
 #include "access/detoast.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "executor/tuptable.h"
+#include "utils/tuplestore.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "storage/predicate.h"
 #include "storage/proc.h"
 #include "utils/memutils.h"
@@ -25,6 +28,7 @@
 
 #include "dml.h"
 #include "lookup.h"
+#include "merge_iter.h"
 #include "spill.h"
 #include "tid.h"
 
@@ -302,6 +306,8 @@ dml_insert(Relation rel, TupleTableSlot *slot, CommandId cid, bool speculative)
 	/* pk_write's +U that found no row to update inserts a +U */
 	append(rel, t, ra ? ra->kind : PK_INSERT, tup, cid,
 		   absent_read ? &read : NULL, true, &slot->tts_tid);
+	/* the cumulative statistics' n_tup_ins (an upsert counts as an insert) */
+	pgstat_count_heap_insert(rel, 1);
 	slot->tts_tableOid = RelationGetRelid(rel);
 }
 
@@ -428,6 +434,7 @@ dml_delete(Relation rel, ItemPointer tid, CommandId cid, Snapshot snapshot,
 		append(rel, t, ra->kind, ra->row, cid, &read, false, NULL);
 	else
 		append(rel, t, PK_DELETE, old.tup, cid, &read, false, NULL);
+	pgstat_count_heap_delete(rel);
 	return TM_Ok;
 }
 
@@ -473,6 +480,7 @@ dml_update(Relation rel, ItemPointer otid, TupleTableSlot *slot, CommandId cid,
 		append(rel, t, PK_INSERT, tup, cid, rls ? &newread : NULL, true,
 			   &slot->tts_tid);
 	}
+	pgstat_count_heap_update(rel, false);
 	slot->tts_tableOid = RelationGetRelid(rel);
 	return TM_Ok;
 }
@@ -528,15 +536,120 @@ dml_lock(Relation rel, ItemPointer tid, Snapshot snapshot, TupleTableSlot *slot,
 }
 
 /*
+ * The rows a TRUNCATE removes, for the producers whose stream is complete
+ * (lookup, full-compaction; none and input record the TRUNCATE itself,
+ * changes.c), as their consumers know them: the committed rows, or for
+ * full-compaction those of the bottom
+ * level (the table as of the last compaction into it, which its stream has
+ * told).  Into a tuplestore of the buffer (temporary files beyond
+ * work_mem), until the commit writes them as a changelog run
+ * (dml_truncate_finish).
+ */
+static void
+collect_removed(Relation rel, PkTable *t, WriteBuffer *wb)
+{
+	List	   *runs = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()));
+	List	   *read = NIL;
+	ListCell   *lc;
+	MergeIter  *m;
+	MergeRow	row;
+	TupleTableSlot *slot;
+	MemoryContext old;
+
+	foreach(lc, runs)
+	{
+		RunInfo    *r = lfirst(lc);
+
+		if (t->opts.changelog_producer != PK_PRODUCER_FULL_COMPACTION ||
+			r->level == t->opts.num_levels - 1)
+			read = lappend(read, r);
+	}
+	if (read == NIL)
+		return;
+	old = MemoryContextSwitchTo(wb->cxt);
+	wb->removed = tuplestore_begin_heap(false, false, work_mem);
+	MemoryContextSwitchTo(old);
+	wb->removed_subid = GetCurrentSubTransactionId();
+	slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsMinimalTuple);
+	m = merge_begin(rel, t, read, NULL, InvalidCommandId, NULL, false, false);
+	while (merge_next(m, &row))
+	{
+		CHECK_FOR_INTERRUPTS();
+		ExecStoreMinimalTuple(row.tup, slot, false);
+		tuplestore_puttupleslot(wb->removed, slot);
+	}
+	merge_end(m);
+	ExecDropSingleTupleTableSlot(slot);
+}
+
+/*
+ * At commit, the rows the transaction's TRUNCATE removed: a changelog run
+ * of -D records, numbered before every run the transaction wrote after the
+ * TRUNCATE, so that replaying the stream of the OVERWRITE snapshot deletes
+ * every row, then adds the new ones.  (Written at commit, not before: a
+ * second TRUNCATE in the transaction truncates the file the first one made.)
+ */
+void
+dml_truncate_finish(Relation rel, WriteBuffer *wb)
+{
+	PkTable    *t;
+	RunWriter  *w = NULL;
+	TupleTableSlot *slot;
+	Datum		keys[INDEX_MAX_KEYS];
+	WbSpill    *sp;
+	MemoryContext old;
+
+	if (wb->removed == NULL)
+		return;
+	t = pk_table(rel);
+	slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsMinimalTuple);
+	while (tuplestore_gettupleslot(wb->removed, true, false, slot))
+	{
+		bool		shouldfree;
+		MinimalTuple mt = ExecFetchSlotMinimalTuple(slot, &shouldfree);
+
+		CHECK_FOR_INTERRUPTS();
+		if (w == NULL)
+			w = run_writer_begin(rel, t, 0, RUN_CHANGELOG, false);
+		pk_row_key(t, mt, keys);
+		run_writer_add(w, 0, PK_DELETE, mt, keys, 0);
+		if (shouldfree)
+			pfree(mt);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	tuplestore_end(wb->removed);
+	wb->removed = NULL;
+	if (w == NULL)
+		return;
+	run_writer_set_seq(w, PK_PENDING_SEQ + ++wb->nspills);
+	old = MemoryContextSwitchTo(wb->cxt);
+	sp = palloc0(sizeof(WbSpill));
+	sp->changelog = run_writer_finish(w, 0);
+	sp->max_cid = GetCurrentCommandId(false);
+	sp->subid = GetCurrentSubTransactionId();
+	/* first of the runs of the new storage: it takes the first seq */
+	wb->spills = lcons(sp, wb->spills);
+	MemoryContextSwitchTo(old);
+}
+
+/*
  * TRUNCATE (a new relfilenode for an existing table): its runs go with the
  * old storage, in this transaction, and the snapshots whose changes they
- * held expire; rows written before it are hidden.
+ * held expire; rows written before it are hidden.  The first TRUNCATE of
+ * the transaction keeps the rows it removes for the change stream of the
+ * producers that retract them (later ones remove only rows never
+ * committed).
  */
 void
 dml_truncate(Relation rel)
 {
 	PkTable    *t = pk_table(rel);
+	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), true);
 
+	if (wb->truncate_pos < 0 && wb->removed == NULL &&
+		(t->opts.changelog_producer == PK_PRODUCER_LOOKUP ||
+		 t->opts.changelog_producer == PK_PRODUCER_FULL_COMPACTION))
+		collect_removed(rel, t, wb);
 	cat_truncate(RelationGetRelid(rel));
 	append(rel, t, WB_TRUNCATE, NULL, GetCurrentCommandId(true), NULL, false, NULL);
 }

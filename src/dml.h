@@ -43,6 +43,7 @@ extern TM_Result dml_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 extern DmlRecordAs *dml_record_as(DmlRecordAs *ra);
 extern bool dml_write_absent(Relation rel, PkRowKind kind, MinimalTuple tup);
 extern void dml_truncate(Relation rel);
+extern void dml_truncate_finish(Relation rel, WriteBuffer *wb);
 extern void dml_subxact_abort(void);
 extern void dml_check_conflicts(Relation rel, WriteBuffer *wb, List *committed,
 								List *pending);

@@ -2,13 +2,16 @@
  *
  * hints.c
  *	  The extension's small shared-memory state, hashed into fixed arrays
- *	  of slots where it is per table (a collision only costs a needless
- *	  look, or a fallback to the slow way), all gone after a restart:
- *	  - per table: whether VACUUM found gaps in its file that new runs could
- *		reuse (space.c looks for one before appending);
- *	  - per relfilenode: where the used part of the file ends (space.c
- *		extends files ahead of use; without it, runs go after the file's
- *		end until the next VACUUM);
+ *	  of slots where it is per table, all gone after a restart.  A slot
+ *	  names the table it holds (the whole identity: tables of databases
+ *	  copied from one template share relids and relfilenodes), so a
+ *	  collision only costs a fallback to the slow way:
+ *	  - per table (database and relid): whether VACUUM found gaps in its
+ *		file that new runs could reuse (space.c looks for one before
+ *		appending);
+ *	  - per relation file (RelFileNode): where the used part of the file
+ *		ends (space.c extends files ahead of use; without it, runs go after
+ *		the file's end until the next VACUUM);
  *	  - per backend: the tables its transaction has buffered writes to,
  *		which its parallel workers must not read without them.
  *
@@ -18,18 +21,37 @@
 
 #include "common/hashfn.h"
 #include "miscadmin.h"
-#include "port/atomics.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "storage/spin.h"
 
 #include "hints.h"
 
 #define NSLOTS 4096
 
-static bool *free_space = NULL;
-static pg_atomic_uint64 *file_end = NULL;	/* relfilenode << 32 | block */
+/*
+ * A slot's owner and value change together under its spinlock: a value
+ * read under another owner's name would place runs over live ones.
+ */
+typedef struct FreeSpaceSlot
+{
+	slock_t		mutex;
+	Oid			dbid;
+	Oid			relid;
+	bool		free_space;
+} FreeSpaceSlot;
+
+typedef struct FileEndSlot
+{
+	slock_t		mutex;
+	RelFileNode node;
+	BlockNumber end;
+} FileEndSlot;
+
+static FreeSpaceSlot *free_space = NULL;
+static FileEndSlot *file_end = NULL;
 
 /*
  * Per backend (by pgprocno): the pkmerge tables its transaction has
@@ -58,8 +80,8 @@ hints_shmem_request(void)
 {
 	if (prev_shmem_request)
 		prev_shmem_request();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(bool) * NSLOTS));
-	RequestAddinShmemSpace(MAXALIGN(sizeof(pg_atomic_uint64) * NSLOTS));
+	RequestAddinShmemSpace(MAXALIGN(sizeof(FreeSpaceSlot) * NSLOTS));
+	RequestAddinShmemSpace(MAXALIGN(sizeof(FileEndSlot) * NSLOTS));
 	RequestAddinShmemSpace(MAXALIGN(writes_size()));
 }
 
@@ -71,14 +93,22 @@ hints_shmem_startup(void)
 	if (prev_shmem_startup)
 		prev_shmem_startup();
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	free_space = ShmemInitStruct("pkchangelog free space hints", sizeof(bool) * NSLOTS, &found);
+	free_space = ShmemInitStruct("pkchangelog free space hints",
+								 sizeof(FreeSpaceSlot) * NSLOTS, &found);
 	if (!found)
-		memset(free_space, 0, sizeof(bool) * NSLOTS);
-	file_end = ShmemInitStruct("pkchangelog file end hints",
-							   sizeof(pg_atomic_uint64) * NSLOTS, &found);
-	if (!found)
+	{
+		memset(free_space, 0, sizeof(FreeSpaceSlot) * NSLOTS);
 		for (int i = 0; i < NSLOTS; i++)
-			pg_atomic_init_u64(&file_end[i], 0);
+			SpinLockInit(&free_space[i].mutex);
+	}
+	file_end = ShmemInitStruct("pkchangelog file end hints",
+							   sizeof(FileEndSlot) * NSLOTS, &found);
+	if (!found)
+	{
+		memset(file_end, 0, sizeof(FileEndSlot) * NSLOTS);
+		for (int i = 0; i < NSLOTS; i++)
+			SpinLockInit(&file_end[i].mutex);
+	}
 	writes = ShmemInitStruct("pkchangelog backend writes", writes_size(), &found);
 	if (!found)
 		memset(writes, 0, writes_size());
@@ -94,46 +124,88 @@ hints_init(void)
 	shmem_startup_hook = hints_shmem_startup;
 }
 
+static FreeSpaceSlot *
+free_space_slot(Oid relid)
+{
+	return &free_space[hash_combine(hash_uint32(MyDatabaseId), hash_uint32(relid)) % NSLOTS];
+}
+
+/*
+ * Did VACUUM find gaps in the file of relid (of this database)?  Without
+ * a hint (after a restart, or another table took the slot) runs are
+ * appended until the next VACUUM says so.
+ */
 bool
 hints_free_space(Oid relid)
 {
+	FreeSpaceSlot *slot;
+	bool		result;
+
 	/* without shared memory (never expected), always look */
-	return free_space == NULL || free_space[hash_uint32(relid) % NSLOTS];
+	if (free_space == NULL)
+		return true;
+	slot = free_space_slot(relid);
+	SpinLockAcquire(&slot->mutex);
+	result = slot->dbid == MyDatabaseId && slot->relid == relid && slot->free_space;
+	SpinLockRelease(&slot->mutex);
+	return result;
 }
 
 void
 hints_set_free_space(Oid relid, bool hint)
 {
-	/* a plain store: a lost race only delays or repeats a look */
-	if (free_space)
-		free_space[hash_uint32(relid) % NSLOTS] = hint;
+	FreeSpaceSlot *slot;
+
+	if (free_space == NULL)
+		return;
+	slot = free_space_slot(relid);
+	SpinLockAcquire(&slot->mutex);
+	slot->dbid = MyDatabaseId;
+	slot->relid = relid;
+	slot->free_space = hint;
+	SpinLockRelease(&slot->mutex);
+}
+
+static FileEndSlot *
+file_end_slot(const RelFileNode *node)
+{
+	return &file_end[hash_bytes((const unsigned char *) node, sizeof(RelFileNode)) % NSLOTS];
 }
 
 /*
  * Where the used part of a relation file ends (the file may be longer:
  * space.c extends it ahead), or InvalidBlockNumber when not known.  Read
- * and set under the table's space lock; tables sharing a slot just take
- * it from each other, and a miss makes space.c fall back to the file size.
+ * and set under the table's space lock; files sharing a slot just take it
+ * from each other, and a miss makes space.c fall back to the file size.
  */
 BlockNumber
-hints_file_end(Oid relfilenode)
+hints_file_end(const RelFileNode *node)
 {
-	uint64		v;
+	FileEndSlot *slot;
+	BlockNumber end = InvalidBlockNumber;
 
-	if (file_end == NULL)
+	if (file_end == NULL || node->relNode == InvalidOid)
 		return InvalidBlockNumber;
-	v = pg_atomic_read_u64(&file_end[hash_uint32(relfilenode) % NSLOTS]);
-	if ((Oid) (v >> 32) != relfilenode || relfilenode == InvalidOid)
-		return InvalidBlockNumber;
-	return (BlockNumber) (v & 0xFFFFFFFF);
+	slot = file_end_slot(node);
+	SpinLockAcquire(&slot->mutex);
+	if (RelFileNodeEquals(slot->node, *node))
+		end = slot->end;
+	SpinLockRelease(&slot->mutex);
+	return end;
 }
 
 void
-hints_set_file_end(Oid relfilenode, BlockNumber end)
+hints_set_file_end(const RelFileNode *node, BlockNumber end)
 {
-	if (file_end)
-		pg_atomic_write_u64(&file_end[hash_uint32(relfilenode) % NSLOTS],
-							((uint64) relfilenode << 32) | end);
+	FileEndSlot *slot;
+
+	if (file_end == NULL)
+		return;
+	slot = file_end_slot(node);
+	SpinLockAcquire(&slot->mutex);
+	slot->node = *node;
+	slot->end = end;
+	SpinLockRelease(&slot->mutex);
 }
 
 /* this backend's transaction buffered writes to relid */

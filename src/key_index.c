@@ -24,6 +24,7 @@
 #include "catalog/index.h"
 #include "catalog/pg_type.h"
 #include "nodes/pathnodes.h"
+#include "pgstat.h"
 #include "storage/predicate.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -263,6 +264,8 @@ key_rescan(IndexScanDesc scan, ScanKey scankey, int nscankeys,
 	Datum		low[INDEX_MAX_KEYS];
 
 	key_endpass(so);
+	/* the cumulative statistics' idx_scan, as btree counts it */
+	pgstat_count_index_scan(scan->indexRelation);
 	if (scankey && nscankeys > 0)
 		memmove(scan->keyData, scankey, nscankeys * sizeof(ScanKeyData));
 	so->table = pk_table(scan->heapRelation);

@@ -15,6 +15,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
+#include "cachestats.h"
 #include "commit.h"
 #include "ddl.h"
 #include "pkchangelog.h"
@@ -56,6 +57,7 @@ _PG_init(void)
 	runcache_init();
 	worker_init();
 	hints_init();
+	cachestats_init();
 }
 
 /*

@@ -15,6 +15,7 @@
 /* guc.c */
 extern bool pk_worker_enabled;
 extern int	pk_worker_naptime;
+extern int	pk_run_memory_limit;
 extern void pk_guc_init(void);
 
 /* sql_funcs.c */

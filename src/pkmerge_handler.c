@@ -19,6 +19,7 @@
 #include "catalog/storage_xlog.h"
 #include "commands/vacuum.h"
 #include "executor/tuptable.h"
+#include "pgstat.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/smgr.h"
@@ -221,10 +222,32 @@ pk_relation_vacuum(Relation rel, struct VacuumParams *params,
 				   BufferAccessStrategy bstrategy)
 {
 	Relation	runs = table_open(cat_runs_relid(), ShareUpdateExclusiveLock);
+	VacuumParams catparams = *params;
+	BlockNumber before;
+	BlockNumber after;
+	BlockNumber used;
+	BlockNumber data_pages;
+	double		records;
 
-	heap_vacuum_rel(runs, params, bstrategy);
+	/* VERBOSE reports on the table, not on the catalog's pages */
+	catparams.options &= ~VACOPT_VERBOSE;
+	heap_vacuum_rel(runs, &catparams, bstrategy);
 	table_close(runs, ShareUpdateExclusiveLock);
-	space_truncate(rel);
+	space_truncate(rel, &before, &after, &used);
+	records = scan_count_rows(rel, &data_pages);
+
+	/*
+	 * The cumulative statistics: last_vacuum and vacuum_count, and the
+	 * records of the data runs as live tuples (an upper bound: a key
+	 * written again before compaction counts again).
+	 */
+	pgstat_report_vacuum(RelationGetRelid(rel), rel->rd_rel->relisshared,
+						 (PgStat_Counter) records, 0);
+	ereport((params->options & VACOPT_VERBOSE) ? INFO : DEBUG2,
+			(errmsg("pkmerge table \"%s\": file truncated from %u to %u pages",
+					RelationGetRelationName(rel), before, after),
+			 errdetail("Runs hold %u pages, %u of them data runs with %.0f records; %u pages are free in the file.",
+					   used, data_pages, records, after - Min(used, after))));
 }
 
 static double
@@ -255,18 +278,19 @@ pk_relation_needs_toast_table(Relation rel)
 	return false;
 }
 
+/*
+ * The planner's size of the table: the records and pages of its data runs,
+ * from the catalog as the run list cache has it (no I/O).  Heap scales
+ * ANALYZE's density by the file's growth; a pkmerge file also holds the
+ * changelog and delta runs of retained snapshots and free space, so its
+ * size says little about the rows.
+ */
 static void
 pk_relation_estimate_size(Relation rel, int32 *attr_widths, BlockNumber *pages,
 						  double *tuples, double *allvisfrac)
 {
-	BlockNumber curpages = RelationGetNumberOfBlocks(rel);
-
-	*pages = curpages;
 	*allvisfrac = 0;
-	if (rel->rd_rel->reltuples >= 0 && rel->rd_rel->relpages > 0)
-		*tuples = rel->rd_rel->reltuples * ((double) curpages / rel->rd_rel->relpages);
-	else
-		*tuples = scan_count_rows(rel);
+	*tuples = scan_count_rows(rel, pages);
 }
 
 static bool

@@ -114,7 +114,6 @@ extern bool run_lookup(Relation rel, PkTable *t, const RunInfo *run,
 					   uint64 *ordinal, RunBlock **pinned);
 extern RunRowHeader *run_row_at(Relation rel, PkTable *t, const RunInfo *run,
 								uint64 ordinal, RunBlock **pinned);
-extern void run_reader_get_stats(int64 *hits, int64 *misses);
 
 static inline RunRowHeader *
 run_cursor_row(RunCursor *c)
@@ -124,6 +123,7 @@ run_cursor_row(RunCursor *c)
 
 /* space.c */
 extern void space_reserve(Relation rel, RunInfo *run);
-extern void space_truncate(Relation rel);
+extern void space_truncate(Relation rel, BlockNumber *before,
+						   BlockNumber *after, BlockNumber *used);
 
 #endif							/* PK_RUN_H */

@@ -3,12 +3,22 @@
  * run_reader.c
  *	  Reads sorted runs: a run's block index and bloom filter (cached per
  *	  backend), its data blocks (CRC-checked, decompressed; cached for point
- *	  lookups in a bounded LRU block cache), cursors that walk or seek a run
- *	  in key order, and point lookups by key or by row number.
+ *	  lookups in a bounded LRU block cache, counted per table by
+ *	  cachestats.c), cursors that walk or seek a run in key order, and
+ *	  point lookups by key or by row number.
  *
  * Runs are immutable and their blocks are reused only after the catalog
  * row of the run is gone, so cached copies never go stale while a snapshot
- * can see the run.  Caches are keyed by run id, which is never reused.
+ * can see the run.  Caches are keyed by the run's relfilenode and run id:
+ * run ids come from the extension's sequence and start again at 1 when
+ * the extension is created again, relfilenodes are not reused while a
+ * file of that name exists.  Both caches are emptied besides when the
+ * catalog itself is another one (pkchangelog.runs has another OID), so
+ * nothing of a dropped extension's tables is ever decoded for a new one.
+ *
+ * Nothing read from a run is trusted before it is checked: every part's
+ * CRC first, and no length is allocated by before its CRC matched and it
+ * fits the run (run_format.h says what must hold).
  *
  *-------------------------------------------------------------------------
  */
@@ -22,8 +32,11 @@
 #include "port/pg_crc32c.h"
 #include "storage/bufmgr.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/memutils.h"
 
+#include "cachestats.h"
+#include "pkchangelog.h"
 #include "run.h"
 
 /* block cache capacity, bytes of decompressed blocks */
@@ -34,6 +47,7 @@
 typedef struct BlockKey
 {
 	int64		run_id;
+	Oid			relfilenode;
 	uint32		blockno;
 } BlockKey;
 
@@ -45,9 +59,16 @@ typedef struct BlockCacheEntry
 	dlist_node	lru;
 } BlockCacheEntry;
 
-typedef struct IndexCacheEntry
+typedef struct IndexKey
 {
 	int64		run_id;
+	Oid			relfilenode;
+	uint32		unused;			/* zero: the key is hashed as bytes */
+} IndexKey;
+
+typedef struct IndexCacheEntry
+{
+	IndexKey	key;
 	RunIndex   *index;
 } IndexCacheEntry;
 
@@ -58,9 +79,11 @@ static HTAB *index_cache = NULL;
 static dlist_head block_lru = DLIST_STATIC_INIT(block_lru);
 static Size block_cache_bytes = 0;
 static int	block_pins = 0;		/* pins held on cached blocks */
-static int64 cache_hits = 0;
 static ZSTD_DCtx *zstd_dctx = NULL;
-static int64 cache_misses = 0;
+
+/* the OID of the pkchangelog.runs the cached runs are of, when checked */
+static Oid	cache_catalog = InvalidOid;
+static bool cache_catalog_checked = false;
 
 static void
 reader_xact_callback(XactEvent event, void *arg)
@@ -88,6 +111,14 @@ reader_xact_callback(XactEvent event, void *arg)
 	}
 }
 
+/* pkchangelog.runs may have been dropped (or all caches are being reset) */
+static void
+reader_relcache_callback(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == cache_catalog)
+		cache_catalog_checked = false;
+}
+
 static void
 reader_init(void)
 {
@@ -105,6 +136,49 @@ reader_init(void)
 	block_cache = hash_create("pkmerge block cache", 1024, &ctl,
 							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	RegisterXactCallback(reader_xact_callback, NULL);
+	CacheRegisterRelcacheCallback(reader_relcache_callback, (Datum) 0);
+}
+
+/* an unpinned block leaves the cache */
+static void
+drop_cached_block(BlockCacheEntry *e)
+{
+	dlist_delete(&e->lru);
+	block_cache_bytes -= e->bytes;
+	pfree(e->block->raw);
+	pfree(e->block->offsets);
+	pfree(e->block);
+	hash_search(block_cache, &e->key, HASH_REMOVE, NULL);
+}
+
+/*
+ * Empty both caches when the catalog is not the one their runs are of
+ * (DROP EXTENSION and CREATE EXTENSION: run ids start again).  No cursor
+ * can be open then: dropping the extension dropped every pkmerge table,
+ * which PostgreSQL refuses while a query of this backend uses it.  Pinned
+ * blocks (none expected) are left to their holders.
+ */
+static void
+reader_check_catalog(void)
+{
+	Oid			catalog;
+	dlist_mutable_iter it;
+
+	/* first: an invalidation while looking it up makes the next call look again */
+	cache_catalog_checked = true;
+	catalog = cat_runs_relid();
+	if (catalog == cache_catalog)
+		return;
+	cache_catalog = catalog;
+	dlist_foreach_modify(it, &block_lru)
+	{
+		BlockCacheEntry *e = dlist_container(BlockCacheEntry, lru, it.cur);
+
+		if (e->block->pins == 0)
+			drop_cached_block(e);
+	}
+	MemoryContextReset(index_cxt);
+	index_cache = NULL;
 }
 
 static void
@@ -165,6 +239,24 @@ crc_of(const void *data, Size len)
 	return crc;
 }
 
+/* a run of the format before this one's: said plainly, not as damage */
+static void
+old_format(Relation rel, const RunInfo *run)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("run " INT64_FORMAT " of pkmerge table \"%s\" has an unsupported format",
+					run->run_id, RelationGetRelationName(rel)),
+			 errdetail("The run was written by an earlier build of pkchangelog %s (run format 1); this build reads run format 2.",
+					   PKCHANGELOG_VERSION),
+			 errhint("Read the table with the build that wrote it, and load its rows into a table created by this build.")));
+}
+
+/*
+ * Read and check a run's header, block index and bloom filter.  Each
+ * length is checked against the run header (itself checked against the
+ * catalog) before anything is allocated by it.
+ */
 static RunIndex *
 load_index(Relation rel, PkTable *t, const RunInfo *run)
 {
@@ -174,50 +266,92 @@ load_index(Relation rel, PkTable *t, const RunInfo *run)
 	RunIndex   *idx;
 	char	   *entries;
 	uint64		off = 0;
+	uint64		block_off = sizeof(RunHeader);
+	uint64		first_row = 0;
+	pg_crc32c	crc;
 	MemoryContext old;
 
 	read_stream(rel, run, 0, sizeof(hdr), (char *) &hdr, NULL);
+	if (hdr.crc != crc_of(&hdr, offsetof(RunHeader, crc)))
+		corrupt(rel, run, "header at block", run->start_block, "CRC32C mismatch.");
+	if (hdr.magic == RUN_MAGIC_V1)
+		old_format(rel, run);
 	if (hdr.magic != RUN_MAGIC || hdr.run_id != run->run_id ||
-		hdr.crc != crc_of(&hdr, offsetof(RunHeader, crc)) ||
 		hdr.index_offset != (uint64) run->index_offset ||
-		hdr.bloom_offset != (uint64) run->bloom_offset)
+		hdr.bloom_offset != (uint64) run->bloom_offset ||
+		hdr.nrows != (uint64) run->record_count)
 		corrupt(rel, run, "header at block", run->start_block,
 				"The run header does not match the catalog.");
+	if (hdr.index_offset < sizeof(RunHeader) ||
+		hdr.bloom_offset < hdr.index_offset + sizeof(RunIndexHeader) ||
+		hdr.stream_len < hdr.bloom_offset + sizeof(RunBloomHeader) ||
+		hdr.stream_len > (uint64) run->nblocks * RUN_PAGE_PAYLOAD)
+		corrupt(rel, run, "header at block", run->start_block,
+				"The run's parts do not fit in its blocks.");
 
-	old = MemoryContextSwitchTo(index_cxt);
+	/* the index: one entry per data block, up to the bloom filter */
 	read_stream(rel, run, hdr.index_offset, sizeof(ih), (char *) &ih, NULL);
-	entries = palloc(Max(ih.len, 1));
-	if (ih.len > hdr.bloom_offset - hdr.index_offset)
-		corrupt(rel, run, "index at offset", hdr.index_offset, "Index length out of range.");
+	if (ih.nentries != hdr.nblocks ||
+		ih.len != hdr.bloom_offset - hdr.index_offset - sizeof(ih) ||
+		(uint64) ih.nentries * RUN_INDEX_ENTRY_SIZE(0) > ih.len)
+		corrupt(rel, run, "index at offset", hdr.index_offset,
+				"The index header does not match the run header.");
+	old = MemoryContextSwitchTo(index_cxt);
+	entries = MemoryContextAllocHuge(index_cxt, Max(ih.len, 1));
 	read_stream(rel, run, hdr.index_offset + sizeof(ih), ih.len, entries, NULL);
-	if (ih.crc != crc_of(entries, ih.len))
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, entries, ih.len);
+	COMP_CRC32C(crc, RUN_CRC_FIELDS(&ih), RUN_CRC_FIELDS_LEN(&ih));
+	FIN_CRC32C(crc);
+	if (crc != ih.crc)
 		corrupt(rel, run, "index at offset", hdr.index_offset, "CRC32C mismatch.");
 
 	idx = palloc0(sizeof(RunIndex));
 	idx->run_id = run->run_id;
 	idx->nblocks = ih.nentries;
-	idx->entries = palloc(sizeof(RunIndexEntry) * Max(ih.nentries, 1));
-	idx->first_keys = palloc(sizeof(Datum) * t->nkeys * Max(ih.nentries, 1));
+	idx->entries = MemoryContextAllocHuge(index_cxt,
+										  sizeof(RunIndexEntry) * Max(ih.nentries, 1));
+	idx->first_keys = MemoryContextAllocHuge(index_cxt,
+											 sizeof(Datum) * t->nkeys * Max(ih.nentries, 1));
 	for (uint32 i = 0; i < ih.nentries; i++)
 	{
 		RunIndexEntry *e = (RunIndexEntry *) (entries + off);
+		MinimalTuple key = (MinimalTuple) ((char *) e + MAXALIGN(sizeof(RunIndexEntry)));
 
 		if (off + MAXALIGN(sizeof(RunIndexEntry)) > ih.len ||
-			off + RUN_INDEX_ENTRY_SIZE(e->keylen) > ih.len)
+			off + RUN_INDEX_ENTRY_SIZE(e->keylen) > ih.len ||
+			e->keylen < SizeofMinimalTupleHeader || key->t_len != e->keylen)
 			corrupt(rel, run, "index at offset", hdr.index_offset, "Entry out of range.");
+		/* blocks follow each other, and so do their rows: none can go missing */
+		if (e->offset != block_off || e->size < sizeof(RunBlockHeader) ||
+			e->size > hdr.index_offset - block_off ||
+			e->first_row != first_row || e->nrows == 0 ||
+			e->nrows > hdr.nrows - first_row)
+			corrupt(rel, run, "index at offset", hdr.index_offset,
+					psprintf("Entry %u does not continue the blocks and rows before it.", i));
 		idx->entries[i] = *e;
-		pk_key_deform(t, (MinimalTuple) ((char *) e + MAXALIGN(sizeof(RunIndexEntry))),
-					  &idx->first_keys[i * t->nkeys]);
+		pk_key_deform(t, key, &idx->first_keys[i * t->nkeys]);
+		block_off += e->size;
+		first_row += e->nrows;
 		off += RUN_INDEX_ENTRY_SIZE(e->keylen);
 	}
+	if (off != ih.len || block_off != hdr.index_offset || first_row != hdr.nrows)
+		corrupt(rel, run, "index at offset", hdr.index_offset,
+				"The index does not cover the run's blocks and rows.");
 
+	/* the bloom filter: the rest of the stream */
 	read_stream(rel, run, hdr.bloom_offset, sizeof(bh), (char *) &bh, NULL);
-	if (bh.nbits == 0 || bh.nbits / 8 > hdr.stream_len - hdr.bloom_offset)
+	if (bh.nbits == 0 || bh.nbits % 8 != 0 || bh.nhashes != RUN_BLOOM_NHASHES ||
+		bh.nbits / 8 != hdr.stream_len - hdr.bloom_offset - sizeof(bh))
 		corrupt(rel, run, "bloom filter at offset", hdr.bloom_offset, "Size out of range.");
 	idx->bloom_nbits = bh.nbits;
 	idx->bloom = palloc(bh.nbits / 8);
 	read_stream(rel, run, hdr.bloom_offset + sizeof(bh), bh.nbits / 8, (char *) idx->bloom, NULL);
-	if (bh.crc != crc_of(idx->bloom, bh.nbits / 8))
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, RUN_CRC_FIELDS(&bh), RUN_CRC_FIELDS_LEN(&bh));
+	COMP_CRC32C(crc, idx->bloom, bh.nbits / 8);
+	FIN_CRC32C(crc);
+	if (crc != bh.crc)
 		corrupt(rel, run, "bloom filter at offset", hdr.bloom_offset, "CRC32C mismatch.");
 	MemoryContextSwitchTo(old);
 	return idx;
@@ -231,27 +365,31 @@ run_index_get(Relation rel, PkTable *t, const RunInfo *run)
 {
 	IndexCacheEntry *e;
 	bool		found;
+	IndexKey	key;
+	RunIndex   *idx;
 
 	reader_init();
+	if (!cache_catalog_checked)
+		reader_check_catalog();
 	if (index_cache == NULL)
 	{
 		HASHCTL		ctl;
 
-		ctl.keysize = sizeof(int64);
+		ctl.keysize = sizeof(IndexKey);
 		ctl.entrysize = sizeof(IndexCacheEntry);
 		ctl.hcxt = index_cxt;
 		index_cache = hash_create("pkmerge run index cache", 256, &ctl,
 								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
-	e = hash_search(index_cache, &run->run_id, HASH_FIND, NULL);
+	memset(&key, 0, sizeof(key));
+	key.run_id = run->run_id;
+	key.relfilenode = run->relfilenode;
+	e = hash_search(index_cache, &key, HASH_FIND, NULL);
 	if (e)
 		return e->index;
-	{
-		RunIndex   *idx = load_index(rel, t, run);
-
-		e = hash_search(index_cache, &run->run_id, HASH_ENTER, &found);
-		e->index = idx;
-	}
+	idx = load_index(rel, t, run);
+	e = hash_search(index_cache, &key, HASH_ENTER, &found);
+	e->index = idx;
 	return e->index;
 }
 
@@ -296,10 +434,26 @@ decode_block(Relation rel, const RunInfo *run, RunIndex *idx, uint32 blockno,
 	memcpy(&bh, stored, sizeof(bh));
 	if (bh.stored_len != ie->size - sizeof(bh) || bh.nrows != ie->nrows)
 		corrupt(rel, run, "block", blockno, "The block header does not match the run's index.");
-	crc = crc_of(stored + sizeof(bh), bh.stored_len);
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, RUN_CRC_FIELDS(&bh), RUN_CRC_FIELDS_LEN(&bh));
+	COMP_CRC32C(crc, stored + sizeof(bh), bh.stored_len);
+	FIN_CRC32C(crc);
 	if (crc != bh.crc)
 		corrupt(rel, run, "block", blockno,
 				psprintf("CRC32C mismatch: stored %08X, computed %08X.", bh.crc, crc));
+	/* raw_len must agree with the payload before memory is taken for it */
+	if (bh.method == PK_COMPRESSION_ZSTD)
+	{
+		if (ZSTD_getFrameContentSize(stored + sizeof(bh), bh.stored_len) != bh.raw_len)
+			corrupt(rel, run, "block", blockno,
+					"The zstd frame's size does not match the block header.");
+	}
+	else if (bh.method != PK_COMPRESSION_NONE)
+		corrupt(rel, run, "block", blockno, "Unknown compression method.");
+	else if (bh.raw_len != bh.stored_len)
+		corrupt(rel, run, "block", blockno, "The block's lengths disagree.");
+	if (bh.nrows > bh.raw_len / sizeof(RunRowHeader))
+		corrupt(rel, run, "block", blockno, "The block holds more rows than fit in it.");
 
 	b->nrows = bh.nrows;
 	b->first_row = ie->first_row;
@@ -329,10 +483,8 @@ decode_block(Relation rel, const RunInfo *run, RunIndex *idx, uint32 blockno,
 		if (ZSTD_isError(n) || n != bh.raw_len)
 			corrupt(rel, run, "block", blockno, "zstd could not decompress it.");
 	}
-	else if (bh.method == PK_COMPRESSION_NONE && bh.stored_len == bh.raw_len)
-		memcpy(b->raw, stored + sizeof(bh), bh.raw_len);
 	else
-		corrupt(rel, run, "block", blockno, "Unknown compression method.");
+		memcpy(b->raw, stored + sizeof(bh), bh.raw_len);
 	if (reuse == NULL)
 	{
 		/* cached blocks keep only what they need */
@@ -366,14 +518,8 @@ evict_blocks(Size need)
 
 		if (block_cache_bytes + need <= BLOCK_CACHE_BYTES)
 			break;
-		if (e->block->pins > 0)
-			continue;
-		dlist_delete(&e->lru);
-		block_cache_bytes -= e->bytes;
-		pfree(e->block->raw);
-		pfree(e->block->offsets);
-		pfree(e->block);
-		hash_search(block_cache, &e->key, HASH_REMOVE, NULL);
+		if (e->block->pins == 0)
+			drop_cached_block(e);
 	}
 }
 
@@ -405,17 +551,18 @@ run_block_get(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
 
 	memset(&key, 0, sizeof(key));
 	key.run_id = run->run_id;
+	key.relfilenode = run->relfilenode;
 	key.blockno = blockno;
 	e = hash_search(block_cache, &key, HASH_FIND, NULL);
 	if (e)
 	{
-		cache_hits++;
+		cachestats_count(RelationGetRelid(rel), true);
 		dlist_move_tail(&block_lru, &e->lru);
 		e->block->pins++;
 		block_pins++;
 		return e->block;
 	}
-	cache_misses++;
+	cachestats_count(RelationGetRelid(rel), false);
 	b = decode_block(rel, run, idx, blockno, NULL, reader_cxt, NULL);
 	e = hash_search(block_cache, &key, HASH_ENTER, &found);
 	e->block = b;
@@ -446,13 +593,6 @@ run_block_release(RunBlock *b)
 		b->pins--;
 		block_pins--;
 	}
-}
-
-void
-run_reader_get_stats(int64 *hits, int64 *misses)
-{
-	*hits = cache_hits;
-	*misses = cache_misses;
 }
 
 /*

@@ -104,6 +104,9 @@ scan_begin(Relation rel, Snapshot snapshot, int nkeys, struct ScanKeyData *key,
 {
 	PkScanDesc *scan = palloc0(sizeof(PkScanDesc));
 
+	/* the cumulative statistics' seq_scan, as heap counts it */
+	if (flags & SO_TYPE_SEQSCAN)
+		pgstat_count_heap_scan(rel);
 	if (pscan)
 	{
 		scan->pscan = (PkParallelScanData *) pscan;
@@ -335,19 +338,26 @@ scan_getnextslot(TableScanDesc sscan, ScanDirection direction, TupleTableSlot *s
 }
 
 /*
- * An estimate of the rows: the records of the visible runs (keys written
- * several times count several times until compaction) and the buffer.
+ * What a sequential scan reads: the records of the visible data runs (keys
+ * written several times count several times until compaction, which
+ * bounds that by its size amplification) and of the buffer, and the pages
+ * of those runs (not the file's: changelog and delta runs of retained
+ * snapshots and free space are in it too).
  */
 double
-scan_count_rows(Relation rel)
+scan_count_rows(Relation rel, BlockNumber *pages)
 {
 	List	   *runs = lookup_visible_runs(rel, GetActiveSnapshot());
 	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), false);
 	ListCell   *lc;
 	double		n = wb ? wb->n : 0;
 
+	*pages = 0;
 	foreach(lc, runs)
+	{
 		n += ((RunInfo *) lfirst(lc))->record_count;
+		*pages += ((RunInfo *) lfirst(lc))->nblocks;
+	}
 	return n;
 }
 
@@ -359,8 +369,10 @@ scan_analyze_next_block(TableScanDesc sscan, BlockNumber blockno,
 
 	if (scan->iter == NULL)
 	{
+		BlockNumber pages;
+
 		scan->nblocks = RelationGetNumberOfBlocks(sscan->rs_rd);
-		scan->est_rows = Max(scan_count_rows(sscan->rs_rd), 1);
+		scan->est_rows = Max(scan_count_rows(sscan->rs_rd, &pages), 1);
 		scan_start(scan);
 	}
 	scan->target = blockno;

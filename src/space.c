@@ -72,7 +72,7 @@ space_reserve(Relation rel, RunInfo *run)
 
 	cat_space_lock(relid);
 	nblocks = RelationGetNumberOfBlocks(rel);
-	used_end = hints_file_end(rel->rd_node.relNode);
+	used_end = hints_file_end(&rel->rd_node);
 	if (used_end == InvalidBlockNumber || used_end > nblocks)
 		used_end = nblocks;
 	start = used_end;
@@ -114,7 +114,7 @@ space_reserve(Relation rel, RunInfo *run)
 	end = run->start_block + run->nblocks;
 	if (end > nblocks)
 		extend(rel, end, nblocks);
-	hints_set_file_end(rel->rd_node.relNode, Max(end, used_end));
+	hints_set_file_end(&rel->rd_node, Max(end, used_end));
 	cat_space_unlock(relid);
 }
 
@@ -125,13 +125,14 @@ space_reserve(Relation rel, RunInfo *run)
  * and the space lock keeps writers from placing runs meanwhile.
  */
 void
-space_truncate(Relation rel)
+space_truncate(Relation rel, BlockNumber *before, BlockNumber *after,
+			   BlockNumber *used)
 {
 	List	   *extents;
 	ListCell   *lc;
 	BlockNumber end = 0;
-	BlockNumber used = 0;
 
+	*used = 0;
 	cat_space_lock(RelationGetRelid(rel));
 	extents = cat_used_extents(RelationGetRelid(rel), rel->rd_node.relNode);
 	foreach(lc, extents)
@@ -139,12 +140,14 @@ space_truncate(Relation rel)
 		List	   *e = lfirst(lc);
 
 		end = Max(end, (BlockNumber) (linitial_int(e) + lsecond_int(e)));
-		used += lsecond_int(e);
+		*used += lsecond_int(e);
 	}
-	if (end < RelationGetNumberOfBlocks(rel))
+	*before = RelationGetNumberOfBlocks(rel);
+	if (end < *before)
 		RelationTruncate(rel, end);
-	hints_set_file_end(rel->rd_node.relNode, end);
+	*after = Min(end, *before);
+	hints_set_file_end(&rel->rd_node, end);
 	/* gaps inside the file: writers look for them again */
-	hints_set_free_space(RelationGetRelid(rel), used < end);
+	hints_set_free_space(RelationGetRelid(rel), *used < end);
 	cat_space_unlock(RelationGetRelid(rel));
 }

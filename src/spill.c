@@ -404,7 +404,7 @@ spill_lookup_since(Relation rel, PkTable *t, WriteBuffer *wb, CommandId cid,
 	{
 		WbSpill    *sp = lfirst(lc);
 
-		if (sp->max_cid >= cid)
+		if (sp->run && sp->max_cid >= cid)
 			runs = lappend(runs, sp->run);
 	}
 	if (runs == NIL)
@@ -431,7 +431,7 @@ spill_runs(Relation rel, WriteBuffer *wb)
 	{
 		RunInfo    *r = ((WbSpill *) lfirst(lc))->run;
 
-		if (r->relfilenode == rel->rd_node.relNode)
+		if (r && r->relfilenode == rel->rd_node.relNode)
 			runs = lappend(runs, r);
 	}
 	return runs;
@@ -439,9 +439,10 @@ spill_runs(Relation rel, WriteBuffer *wb)
 
 /*
  * At commit, under the commit lock: the spills the transaction still has
- * (spill_runs) take the sequence numbers from first_seq on, in the order
- * they were made, and the snapshot id; each spill's data run and the input
- * producer's changelog run share one.  Their RunInfos are renumbered too.
+ * (spill_runs, and the changelog runs of a TRUNCATE's removed rows) take
+ * the sequence numbers from first_seq on, in the order they were made, and
+ * the snapshot id; each spill's data run and the input producer's
+ * changelog run share one.  Their RunInfos are renumbered too.
  * Returns how many sequence numbers were used; *rows and *changelog_rows
  * count their records.
  */
@@ -460,12 +461,16 @@ spill_finalize(Relation rel, WriteBuffer *wb, uint64 first_seq,
 		WbSpill    *sp = lfirst(lc);
 		int64		seq = (int64) first_seq + used;
 
-		if (sp->run->relfilenode != rel->rd_node.relNode)
+		if ((sp->run ? sp->run : sp->changelog)->relfilenode != rel->rd_node.relNode)
 			continue;
-		*rows += sp->run->record_count;
-		cat_run_finalize(relid, sp->run->run_id, seq, snapshot_id);
-		sp->run->min_seq = sp->run->max_seq = seq;
-		sp->run->created_snapshot = snapshot_id;
+		/* a TRUNCATE's removals have a changelog run alone */
+		if (sp->run)
+		{
+			*rows += sp->run->record_count;
+			cat_run_finalize(relid, sp->run->run_id, seq, snapshot_id);
+			sp->run->min_seq = sp->run->max_seq = seq;
+			sp->run->created_snapshot = snapshot_id;
+		}
 		if (sp->changelog)
 		{
 			*changelog_rows += sp->changelog->record_count;

@@ -37,6 +37,7 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
+#include "cachestats.h"
 #include "catalog.h"
 #include "compaction.h"
 #include "dml.h"
@@ -590,12 +591,13 @@ pk_expire_snapshots(PG_FUNCTION_ARGS)
 }
 
 /*
- * pkchangelog.block_cache_stats() -> (hits, misses): this backend's lookup
- * block cache counters (pk_stats shows them).
+ * pkchangelog.lookup_cache_stats(relid) -> (hits, misses): the table's
+ * point-lookup block cache counters over every backend since server start
+ * (pk_stats shows them).  Counts, not row data: callable by every role.
  */
-PG_FUNCTION_INFO_V1(pk_block_cache_stats);
+PG_FUNCTION_INFO_V1(pk_lookup_cache_stats);
 Datum
-pk_block_cache_stats(PG_FUNCTION_ARGS)
+pk_lookup_cache_stats(PG_FUNCTION_ARGS)
 {
 	TupleDesc	desc;
 	Datum		values[2];
@@ -605,7 +607,7 @@ pk_block_cache_stats(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	run_reader_get_stats(&hits, &misses);
+	cachestats_get(PG_GETARG_OID(0), &hits, &misses);
 	values[0] = Int64GetDatum(hits);
 	values[1] = Int64GetDatum(misses);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));

@@ -622,6 +622,8 @@ wbuf_subxact_commit(SubTransactionId mysubid, SubTransactionId parentsubid)
 			if (sp->subid == mysubid)
 				sp->subid = parentsubid;
 		}
+		if (wb->removed && wb->removed_subid == mysubid)
+			wb->removed_subid = parentsubid;
 	}
 }
 
@@ -647,6 +649,9 @@ wbuf_subxact_abort(SubTransactionId mysubid)
 			if (((WbSpill *) lfirst(sc))->subid == mysubid)
 				wb->spills = foreach_delete_current(wb->spills, sc);
 		}
+		/* its temporary files are closed with the subtransaction */
+		if (wb->removed && wb->removed_subid == mysubid)
+			wb->removed = NULL;
 		while (n > 0 && wbuf_entry(wb, n - 1)->subid == mysubid)
 		{
 			n--;

@@ -76,11 +76,13 @@ typedef struct WbSorted
 /*
  * A run spilled from the buffer (spill.c), while its transaction runs.
  * Its catalog row makes it visible to later commands; this entry serves
- * the writing command itself and savepoints.
+ * the writing command itself and savepoints.  The rows a TRUNCATE removed
+ * join them at commit, as a changelog run without data run
+ * (dml_truncate_finish).
  */
 typedef struct WbSpill
 {
-	RunInfo    *run;			/* the data run */
+	RunInfo    *run;			/* the data run (NULL: removals) */
 	RunInfo    *changelog;		/* the input producer's run, or NULL */
 	CommandId	max_cid;		/* newest command among its records */
 	SubTransactionId subid;
@@ -109,6 +111,9 @@ typedef struct WriteBuffer
 	CommandId	nospill_cid;	/* records of this command and later ones stay
 								 * until it ends (ON CONFLICT, key updates) */
 	Size		spill_check_bytes;	/* look for something to spill above this */
+	/* the rows a TRUNCATE removed, written as a run at commit (dml.c) */
+	struct Tuplestorestate *removed;
+	SubTransactionId removed_subid;
 } WriteBuffer;
 
 /*

@@ -10,6 +10,7 @@ pk_setup test
 
 passed=0
 failed=0
+failed_names=()
 port_base=$((54000 + RANDOM % 2000))
 
 # Every sql/*.sql except the extension script must be scheduled: a test file
@@ -24,8 +25,12 @@ count_regress()
 {
 	# pg_regress prints one line per test: "test NAME ... ok" / "... FAILED"
 	local out=$1
+	local suite=$2 name
 	passed=$((passed + $(grep -cE '\.\.\. +ok' "$out")))
 	failed=$((failed + $(grep -cE '\.\.\. +FAILED|failed \(ignored\)' "$out")))
+	for name in $(sed -nE 's/^[ ]*(test|permutation)?[ ]*([A-Za-z0-9_]+) +\.\.\. +(FAILED|failed \(ignored\)).*/\2/p' "$out"); do
+		failed_names+=("$suite/$name")
+	done
 }
 
 echo "== pg_regress"
@@ -38,10 +43,10 @@ run_as "$pgxs/src/test/regress/pg_regress" \
 	--schedule="$work/test/schedule" >"$out" 2>&1
 rc=$?
 cat "$out"
-count_regress "$out"
+count_regress "$out" regress
 if [ $rc -ne 0 ]; then
 	[ -f "$work/regress/regression.diffs" ] && cat "$work/regress/regression.diffs"
-	grep -qE '\.\.\. +FAILED' "$out" || failed=$((failed + 1))
+	grep -qE '\.\.\. +FAILED' "$out" || { failed=$((failed + 1)); failed_names+=("regress (exit $rc)"); }
 fi
 
 specs=$(cd "$work/test/isolation/specs" && ls *.spec 2>/dev/null | sed 's/\.spec$//')
@@ -57,10 +62,10 @@ if [ -n "$specs" ]; then
 		$specs >"$out" 2>&1
 	rc=$?
 	cat "$out"
-	count_regress "$out"
+	count_regress "$out" isolation
 	if [ $rc -ne 0 ]; then
 		[ -f "$work/isolation/regression.diffs" ] && cat "$work/isolation/regression.diffs"
-		grep -qE '\.\.\. +FAILED' "$out" || failed=$((failed + 1))
+		grep -qE '\.\.\. +FAILED' "$out" || { failed=$((failed + 1)); failed_names+=("isolation (exit $rc)"); }
 	fi
 fi
 
@@ -79,6 +84,7 @@ for t in "$work"/test/t/*.pl; do
 		passed=$((passed + 1))
 	else
 		failed=$((failed + 1))
+		failed_names+=("tap/$name")
 		for f in "$tdir"/tmp_check/log/*; do
 			[ -f "$f" ] || continue
 			echo "---- $f (last 40 lines)"; tail -n 40 "$f"
@@ -92,5 +98,7 @@ if [ "$failed" -eq 0 ]; then
 else
 	echo "outputs kept in $work (results in $work/regress/results)"
 fi
+# The summary's last lines name what failed: a CI log often keeps only its tail
+[ "$failed" -eq 0 ] || echo "failed: ${failed_names[*]}"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

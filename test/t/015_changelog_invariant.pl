@@ -47,7 +47,7 @@ my %producer = (
 	t_full   => 'full-compaction');
 my @tables = sort keys %producer;
 
-my $node = PostgreSQL::Test::Cluster->new('inv015');
+my $node = PostgreSQL::Test::Cluster->new("inv015_$$");
 $node->init;
 $node->append_conf('postgresql.conf', q{
 pkchangelog.worker_enabled = on
@@ -279,13 +279,13 @@ sub no_crash_in_log
 	# a new postmaster refuses to start while they hold shared memory
 	my $deadline = time() + 60;
 	while (time() < $deadline
-		&& (kill(0, $pm) || system('pgrep -f "^postgres: inv015: " >/dev/null') == 0))
+		&& (kill(0, $pm) || system("pgrep -f '^postgres: inv015_$$: ' >/dev/null") == 0))
 	{
 		usleep(100_000);
 	}
-	ok(!kill(0, $pm) && system('pgrep -f "^postgres: inv015: " >/dev/null') != 0,
+	ok(!kill(0, $pm) && system("pgrep -f '^postgres: inv015_$$: ' >/dev/null") != 0,
 		'the killed postmaster and its orphaned processes are gone')
-	  or diag(`pgrep -af "^postgres: inv015: "`);
+	  or diag(`pgrep -af '^postgres: inv015_$$: '`);
 	$node->start;
 	check_table('after postmaster kill -9', $_) for ('t_lookup', 't_input');
 }
