@@ -73,23 +73,29 @@
 # inside transactions a key range FOR UPDATE / SHARE.
 #
 # Change streams.  Every fourth transaction that wrote a table (and before
-# every pk_expire_snapshots of it), pk_changes from the last snapshot
-# checked to the newest is replayed into a per-table model, inside one
-# REPEATABLE READ transaction with the table's contents: lookup and
-# full-compaction must obey the retract-stream rules (+I only for an
-# absent key, -U and -D carry exactly the current row, +U right after its
-# -U); none and input are replayed as upserts.  The replay must equal the
-# table (rows compared on the generated columns: added ones hold their
-# defaults and the contents checks cover them), every snapshot's
-# changelog_record_count (none: delta_record_count) the records
-# pk_changes gives for it, and check_data_runs (sql/changelog_checker.sql)
-# must hold.  No snapshot may expire before it was read (retention is at
-# least 30 snapshots, and a table writes at most a few per transaction)
-# unless a TRUNCATE expired it: TRUNCATE restarts the stream (README), so
-# at an OVERWRITE snapshot the model is emptied before that snapshot's
-# changes, which must then be exactly the rows written after the
-# TRUNCATE.  full-compaction is compacted fully first (pk_compact(t,
-# true)): its stream lags until then.
+# every pk_expire_snapshots of it, and before a transaction that truncates
+# it), pk_changes from the last snapshot checked to the newest is replayed
+# into a per-table model, inside one REPEATABLE READ transaction with the
+# table's contents, by the stream rules of the README (Changelog
+# producers): lookup and full-compaction must obey the retract-stream
+# rules (+I only for an absent key, -U and -D carry exactly the current
+# row, +U right after its -U); none and input are replayed as upserts.  An
+# OVERWRITE snapshot (TRUNCATE) must begin with one TRUNCATE record (none,
+# input: it empties the model) or with the -D of every row the model
+# holds (lookup, full-compaction), before the rows written after the
+# TRUNCATE.  The replay must equal the table (rows compared on the
+# generated columns: added ones hold their defaults and the contents checks
+# cover them), every snapshot's changelog_record_count (none:
+# delta_record_count) the row records pk_changes gives for it (a TRUNCATE
+# record is none), every record's producer the table's, pk_current_snapshot
+# the newest snapshot, and check_data_runs (sql/changelog_checker.sql) must
+# hold.  No snapshot may expire before it was read (retention is at least
+# 30 snapshots, and a table writes at most a few per transaction) unless a
+# TRUNCATE expired it; a read from before such a TRUNCATE must fail with
+# 72000, and the replay then starts at the OVERWRITE snapshot without
+# checking its -D records.  full-compaction is compacted fully first
+# (pk_compact(t, true)): its stream lags until then (not before a
+# TRUNCATE: its -D records retract the rows as its stream told them).
 #
 # Crash recovery.  A few maintenance steps shut the server down in
 # immediate mode and start it again (where the caller can: make fuzz and
@@ -195,9 +201,9 @@ sub fmt_stats
 {
 	my ($s) = @_;
 	return sprintf('%d transactions, %d statements (%d compared pairs, %d expected errors, %d skipped on a heap 23505), '
-		  . '%d content checks, %d queries, %d changelog checks over %d changes; operations: %s',
+		  . '%d content checks, %d queries, %d changelog checks over %d changes (%d TRUNCATEs checked); operations: %s',
 		$s->{txns}, $s->{stmts}, $s->{pairs}, $s->{expected_errors}, $s->{skipped}, $s->{checks}, $s->{queries},
-		$s->{clchecks}, $s->{changes},
+		$s->{clchecks}, $s->{changes}, $s->{overwrites},
 		join(' ', map { "$_=$s->{ops}{$_}" } sort keys %{ $s->{ops} }));
 }
 

@@ -60,6 +60,7 @@ if (!$res->{failure} && !%avoid)
 		cmp_ok($ops->{$op} // 0, '>', 0, "operation $op ran");
 	}
 	cmp_ok($res->{stats}{changes}, '>', 1000, 'the change streams were replayed');
+	cmp_ok($res->{stats}{overwrites}, '>', 0, 'TRUNCATEs in the streams were checked against the replay');
 	cmp_ok($res->{stats}{expected_errors}, '>', 10, 'statements failing on purpose failed alike');
 }
 

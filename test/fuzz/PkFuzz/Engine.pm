@@ -25,7 +25,7 @@ sub new
 		model   => {},
 		writes  => {},
 		stats   => { stmts => 0, pairs => 0, skipped => 0, expected_errors => 0, checks => 0,
-			queries => 0, clchecks => 0, changes => 0, txns => 0, ops => {} },
+			queries => 0, clchecks => 0, changes => 0, overwrites => 0, txns => 0, ops => {} },
 		tx      => [],
 		logpos  => 0,
 	}, $class;
@@ -232,6 +232,14 @@ sub run_txn
 	$e->{in_txn} = 0;
 	$e->{check_rng} = PkFuzz::Rng->new(($e->{seed} * 7919 + $txn->{id} * 104729 + 17) & 0xFFFFFFFF);
 	$e->note("-- transaction $txn->{id}");
+	# a TRUNCATE expires every earlier snapshot: their changes are read
+	# first, so that its -D records can be checked against the replay
+	my %truncates = map { $_->{t} => 1 } grep { ($_->{op} // '') eq 'truncate' } @{ $txn->{steps} };
+	for my $ti ($e->{nocheck} ? () : sort { $a <=> $b } keys %truncates)
+	{
+		my $f = $e->changelog_check($ti, stream_only => 1);
+		return $f if $f;
+	}
 	my %wrote;
 	for my $s (@{ $txn->{steps} })
 	{
@@ -623,20 +631,29 @@ sub check_pair
 }
 
 # Reads the change stream of table $ti from the last snapshot checked to
-# the newest and replays it into the table's model.  lookup and
-# full-compaction must give a retract stream (+I only for an absent key,
-# -U and -D carry exactly the current row, +U right after the -U of its
-# key); none and input are replayed as upserts (+I/+U set, -U/-D delete).
-# Either way the replay must equal the table, and every snapshot's
-# changelog_record_count the records pk_changes gives for it.  An
-# OVERWRITE snapshot (TRUNCATE) restarts the stream: the model is emptied
-# before its changes.  full-compaction is first compacted fully: its
-# stream lags until then.
+# the newest and replays it into the table's model, by the stream rules of
+# the README (Changelog producers).  lookup and full-compaction must give a
+# retract stream (+I only for an absent key, -U and -D carry exactly the
+# current row, +U right after the -U of its key); none and input are
+# replayed as upserts (+I/+U set, -U/-D delete).  A TRUNCATE (an OVERWRITE
+# snapshot) opens its snapshot's changes: for none and input one record of
+# rowkind TRUNCATE (row NULL), which empties the replay; for lookup and
+# full-compaction the -D of every row the replay holds, before any other
+# change.  Either way the replay must equal the table, every snapshot's
+# changelog_record_count (none: delta_record_count) the row records
+# pk_changes gives for it, every record's producer the table's, and
+# pk_current_snapshot the newest snapshot.  full-compaction is first
+# compacted fully: its stream lags until then.
+# stream_only: read the stream up to the newest snapshot without the
+# compaction and the comparison with the table (before a transaction that
+# truncates the table: its TRUNCATE expires every earlier snapshot, and
+# its -D records retract what the stream told before).
 sub changelog_check
 {
-	my ($e, $ti) = @_;
+	my ($e, $ti, %o) = @_;
 	my $t = $e->table($ti);
 	my $n = $t->{name};
+	my $stream_only = $o{stream_only} && $t->{prod} eq 'full-compaction';
 	$e->{writes}{$ti} = 0;
 	$e->{stats}{clchecks}++;
 	my $m = $e->{model}{$ti} //= { last => 0, rows => {} };
@@ -648,13 +665,55 @@ sub changelog_check
 		return ($r, undef);
 	};
 	my ($r, $f);
-	if ($t->{prod} eq 'full-compaction')
+	if ($t->{prod} eq 'full-compaction' && !$stream_only)
 	{
 		($r, $f) = $q->("SELECT pk_compact('$n', true)");
 		return $f if $f;
 	}
 	($r, $f) = $q->('BEGIN ISOLATION LEVEL REPEATABLE READ');
 	return $f if $f;
+	my $abort = sub {
+		my ($r, $f) = @_;
+		$e->exec('ROLLBACK', quiet => 1) unless $r->{lost};
+		return $f;
+	};
+	($r, $f) = $q->("SELECT snapshot_id, commit_kind, changelog_record_count, delta_record_count, producer, "
+		  . "pk_current_snapshot('$n') FROM pk_snapshots('$n') ORDER BY 1");
+	return $abort->($r, $f) if $f;
+	my $snaps = $r->{rows};
+	my $max = @$snaps ? $snaps->[-1][0] : $m->{last};
+	my $min = @$snaps ? $snaps->[0][0] : $m->{last} + 1;
+	if (@$snaps && $snaps->[0][5] != $max)
+	{
+		return $abort->($r, $e->fail('changelog', $ti, "pk_current_snapshot gives $snaps->[0][5], "
+			  . "the newest snapshot pk_snapshots lists is $max"));
+	}
+	# TRUNCATE expires the snapshots before its OVERWRITE (their changes went
+	# with the old storage): the stream may restart there, without the
+	# replay knowing the rows it retracts; a read from before it is refused
+	my $restart = $min > $m->{last} + 1;
+	if ($restart && $snaps->[0][1] ne 'OVERWRITE')
+	{
+		return $abort->($r, $e->fail('changelog', $ti, "snapshots $m->{last}+1 .. " . ($min - 1)
+			  . " expired before the check read them (the oldest kept is $min, newest $max; retention "
+			  . ($t->{opts}{snapshot_num_retained_min} // 10) . ')'));
+	}
+	if ($restart)
+	{
+		for my $sql ('SAVEPOINT fz_expired', "SELECT count(*) FROM pk_changes('$n', $m->{last})")
+		{
+			($r, $f) = $q->($sql);
+			last if $f;
+		}
+		return $abort->($r, $f) if $r->{lost};
+		if (!$f || $r->{state} ne '72000')
+		{
+			return $abort->($r, $e->fail('changelog', $ti, "pk_changes from snapshot $m->{last} (expired: the oldest kept is "
+				  . "$min) must fail with 72000, not " . ($f ? "$r->{state} $r->{msg}" : 'succeed')));
+		}
+		($r, $f) = $q->('ROLLBACK TO SAVEPOINT fz_expired');
+		return $abort->($r, $f) if $f;
+	}
 	my $kj = sub { my ($src) = @_; join(', ', map { $src . "->>'" . $_ . "'" } @{ $t->{key} }) };
 	# rows as their generated columns: those ALTER TABLE added hold their
 	# defaults (the contents checks compare them) and appear in the
@@ -666,35 +725,20 @@ sub changelog_check
 	};
 	my @res;
 	for my $sql (
-		"SELECT snapshot_id, commit_kind, changelog_record_count, delta_record_count FROM pk_snapshots('$n') ORDER BY 1",
-		'SELECT c.snapshot_id, c.rowkind, ' . $kj->('c.row') . ', ' . $proj->('c.row') . " FROM pk_changes('$n', $m->{last})"
-		  . ' WITH ORDINALITY AS c(snapshot_id, rowkind, row, ord) ORDER BY c.ord',
-		'SELECT ' . $kj->('to_jsonb(x)') . ', ' . $proj->('to_jsonb(x)') . " FROM $n x",
+		'SELECT c.snapshot_id, c.rowkind, c.producer, ' . $kj->('c.row') . ', ' . $proj->('c.row')
+		  . " FROM pk_changes('$n'" . ($restart ? '' : ", $m->{last}") . ')'
+		  . ' WITH ORDINALITY AS c(snapshot_id, rowkind, row, producer, ord) ORDER BY c.ord',
+		($stream_only ? () : ('SELECT ' . $kj->('to_jsonb(x)') . ', ' . $proj->('to_jsonb(x)') . " FROM $n x")),
 		($e->{data_runs_check} ? ("SELECT check_data_runs('$n')") : ()),
 		'COMMIT')
 	{
 		($r, $f) = $q->($sql);
-		if ($f)
-		{
-			$e->exec('ROLLBACK', quiet => 1) unless $r->{lost};
-			return $f;
-		}
+		return $abort->($r, $f) if $f;
 		push @res, $r->{rows};
 	}
-	my ($snaps, $changes, $table, $dr) = @res;
+	my ($changes, $table, $dr) = $stream_only ? ($res[0], undef, $res[1]) : @res;
 	$dr = undef unless $e->{data_runs_check};
 	return $e->fail('data_runs', $ti, "check_data_runs: $dr->[0][0]") if $dr && $dr->[0][0] ne 'ok';
-	return undef unless @$snaps;
-	my $max = $snaps->[-1][0];
-	my $min = $snaps->[0][0];
-	# TRUNCATE expires the snapshots before its OVERWRITE (their changes went
-	# with the old storage): the stream may restart there
-	if ($min > $m->{last} + 1 && $max > $m->{last} && $snaps->[0][1] ne 'OVERWRITE')
-	{
-		return $e->fail('changelog', $ti, "snapshots $m->{last}+1 .. " . ($min - 1)
-			  . " expired before the check read them (the oldest kept is $min, newest $max; retention "
-			  . ($t->{opts}{snapshot_num_retained_min} // 10) . ')');
-	}
 	my %kind = map { $_->[0] => $_->[1] } @$snaps;
 	my %count;
 	my $nk = @{ $t->{key} };
@@ -703,7 +747,7 @@ sub changelog_check
 	my $pending;
 	my $ctx = sub {
 		my ($c, $key) = @_;
-		return "snapshot $c->[0] ($kind{$c->[0]}): $c->[1] of key " . show_key($key) . ' ' . $c->[ $nk + 3 ]
+		return "snapshot $c->[0] ($kind{$c->[0]}): $c->[1] of key " . show_key($key) . ' ' . $c->[ $nk + 4 ]
 		  . '; the replay holds ' . ($rows->{$key} ? $rows->{$key}[1] : 'no row');
 	};
 	my %bysnap;
@@ -717,14 +761,68 @@ sub changelog_check
 	{
 		my $sid = $snap->[0];
 		next if $sid <= $m->{last};
-		%$rows = () if $kind{$sid} eq 'OVERWRITE';
-		for my $c (@{ $bysnap{$sid} // [] })
+		if ($snap->[4] ne $t->{prod})
+		{
+			return $e->fail('changelog', $ti, "pk_snapshots says snapshot $sid was made by $snap->[4], the table's "
+				  . "producer is $t->{prod}");
+		}
+		my @cs = @{ $bysnap{$sid} // [] };
+		if ($kind{$sid} eq 'OVERWRITE')
+		{
+			$e->{stats}{overwrites}++ unless $restart && $sid == $min;
+			if (!$retract)
+			{
+				if (!@cs || $cs[0][1] ne 'TRUNCATE')
+				{
+					return $e->fail('changelog', $ti, "snapshot $sid (OVERWRITE) of a $t->{prod} table does not "
+						  . 'begin with a TRUNCATE record: ' . (@cs ? "$cs[0][1] first" : 'no records'));
+				}
+				shift @cs;
+				%$rows = ();
+			}
+			else
+			{
+				# the -D of every row, first; unchecked where the stream
+				# restarts here (the replay does not know those rows)
+				while (@cs && $cs[0][1] eq '-D')
+				{
+					my $c = shift @cs;
+					$count{$sid}++;
+					$e->{stats}{changes}++;
+					next if $restart && $sid == $min;
+					my $key = norm_key($t, [ @$c[ 3 .. 2 + $nk ] ]);
+					if (!$rows->{$key} || $rows->{$key}[0] ne $c->[ $nk + 3 ])
+					{
+						return $e->fail('changelog', $ti, '-D of the TRUNCATE does not retract the current row: '
+							  . $ctx->($c, $key));
+					}
+					delete $rows->{$key};
+				}
+				if (%$rows && !($restart && $sid == $min))
+				{
+					my @left = sort keys %$rows;
+					return $e->fail('changelog', $ti, "snapshot $sid (OVERWRITE) retracts only some rows before "
+						  . (@cs ? "its $cs[0][1] of key " . show_key(norm_key($t, [ @{ $cs[0] }[ 3 .. 2 + $nk ] ])) : 'its end')
+						  . '; ' . scalar(@left) . ' rows of the replay are left, e.g. ' . show_key($left[0]) . ' '
+						  . $rows->{ $left[0] }[1]);
+				}
+				%$rows = ();
+			}
+		}
+		for my $c (@cs)
 		{
 			my $kindc = $c->[1];
+			my $key = norm_key($t, [ @$c[ 3 .. 2 + $nk ] ]);
+			if ($c->[2] ne $snap->[4])
+			{
+				return $e->fail('changelog', $ti, "a record says producer $c->[2], its snapshot $snap->[4]: "
+					  . $ctx->($c, $key));
+			}
+			return $e->fail('changelog', $ti, 'a TRUNCATE record other than first of an OVERWRITE snapshot: '
+				  . $ctx->($c, $key)) if $kindc eq 'TRUNCATE';
 			$count{$sid}++;
 			$e->{stats}{changes}++;
-			my $key = norm_key($t, [ @$c[ 2 .. 1 + $nk ] ]);
-			my $val = [ $c->[ $nk + 2 ], $c->[ $nk + 3 ] ];
+			my $val = [ $c->[ $nk + 3 ], $c->[ $nk + 4 ] ];
 			if ($retract)
 			{
 				if (defined $pending && ($kindc ne '+U' || $key ne $pending))
@@ -760,9 +858,13 @@ sub changelog_check
 			{
 				$rows->{$key} = $val;
 			}
-			else
+			elsif ($kindc eq '-U' || $kindc eq '-D')
 			{
 				delete $rows->{$key};
+			}
+			else
+			{
+				return $e->fail('changelog', $ti, "unknown rowkind: " . $ctx->($c, $key));
 			}
 		}
 	}
@@ -772,15 +874,18 @@ sub changelog_check
 		next if $s->[0] <= $m->{last};
 		my $got = $count{ $s->[0] } // 0;
 		# none has no changelog of its own: its stream is the delta of its
-		# APPEND and OVERWRITE snapshots
+		# APPEND and OVERWRITE snapshots; a TRUNCATE record is no row
+		# record, and no run holds it
 		my ($col, $want) = $t->{prod} ne 'none' ? ('changelog_record_count', $s->[2])
 		  : $s->[1] eq 'COMPACT' ? ('(none: no changes)', 0) : ('delta_record_count', $s->[3]);
 		if (!$e->{avoid}{cl_count} && defined $want && $want != $got)
 		{
 			return $e->fail('changelog', $ti, "snapshot $s->[0] ($s->[1]) has $col $want, "
-				  . "pk_changes gives $got records for it");
+				  . "pk_changes gives $got row records for it");
 		}
 	}
+	$m->{last} = $max;
+	return undef if $stream_only;
 	my %tab;
 	$tab{ norm_key($t, $_) } = [ $_->[$nk], $_->[ $nk + 1 ] ] for @$table;
 	my @diff;
@@ -792,11 +897,10 @@ sub changelog_check
 	}
 	if (@diff)
 	{
-		return $e->fail('changelog', $ti, "replaying the stream (snapshots " . ($m->{last} + 1) . "..$max, "
+		return $e->fail('changelog', $ti, "replaying the stream (snapshots up to $max, "
 			  . ($retract ? 'as a retract stream' : 'as upserts') . ') does not give the table; '
 			  . scalar(@diff) . " keys differ:\n" . join("\n", @diff[ 0 .. ($#diff < 7 ? $#diff : 7) ]));
 	}
-	$m->{last} = $max;
 	return undef;
 }
 
