@@ -28,7 +28,8 @@
 # tables among SAVEPOINT / ROLLBACK TO / RELEASE, ending in COMMIT or
 # ROLLBACK; some are single autocommit statements; some are maintenance
 # (VACUUM, ANALYZE, pk_compact, pk_expire_snapshots, CHECKPOINT, an
-# immediate restart).
+# immediate restart, ALTER TABLE ... SET (changelog_producer) to another
+# producer).
 # Operations: single- and multi-row INSERT (an upsert on pkmerge; the heap
 # twin gets the same rows through MERGE ... WHEN MATCHED THEN UPDATE SET
 # every column, which also replaces the key's representation, e.g. 1.0 by
@@ -77,7 +78,9 @@
 # it), pk_changes from the last snapshot checked to the newest is replayed
 # into a per-table model, inside one REPEATABLE READ transaction with the
 # table's contents, by the stream rules of the README (Changelog
-# producers): lookup and full-compaction must obey the retract-stream
+# producers), each snapshot by the rules of the producer pk_snapshots
+# says made it (one the table had since the last check): lookup and
+# full-compaction must obey the retract-stream
 # rules (+I only for an absent key, -U and -D carry exactly the current
 # row, +U right after its -U); none and input are replayed as upserts.  An
 # OVERWRITE snapshot (TRUNCATE) must begin with one TRUNCATE record (none,
@@ -87,7 +90,7 @@
 # generated columns: added ones hold their defaults and the contents checks
 # cover them), every snapshot's changelog_record_count (none:
 # delta_record_count) the row records pk_changes gives for it (a TRUNCATE
-# record is none), every record's producer the table's, pk_current_snapshot
+# record is none), every record's producer its snapshot's, pk_current_snapshot
 # the newest snapshot, and check_data_runs (sql/changelog_checker.sql) must
 # hold.  No snapshot may expire before it was read (retention is at least
 # 30 snapshots, and a table writes at most a few per transaction) unless a
@@ -124,7 +127,8 @@
 # past a known defect: spill, fail, fail_merge, fail_spill (no failing
 # statements on tables with a 1MB write buffer), keyupdate, shift (no
 # multi-row key updates), truncate, truncate_none, onc_after_delete,
-# cursor, ddl, prepared, restart; cl_count skips the changelog_record_count check.
+# cursor, ddl, prepared, restart, switch; cl_count skips the
+# changelog_record_count check.
 # By default every class is generated and every check made.
 package PkFuzz;
 
@@ -598,7 +602,7 @@ sub repro_script
 	elsif ($t && $k =~ /^(changelog|data_runs)$/)
 	{
 		$out .= "-- the stream and the table\n";
-		$out .= "SELECT pk_compact('$t->{name}', true);\n" if $t->{prod} eq 'full-compaction';
+		$out .= "SELECT pk_compact('$t->{name}', true);\n";
 		$out .= "SELECT snapshot_id, commit_kind, delta_record_count, changelog_record_count FROM pk_snapshots('$t->{name}');\n"
 		  . "SELECT snapshot_id, rowkind, left(row::text, 100) FROM pk_changes('$t->{name}');\n"
 		  . "SELECT left(to_jsonb(x)::text, 100) FROM $t->{name} x ORDER BY 1;\n";

@@ -55,7 +55,7 @@ if (!$res->{failure} && !%avoid)
 	is($res->{txns}, $ntxn, "all $ntxn transactions ran");
 	my $ops = $res->{stats}{ops};
 	for my $op (qw(insert bulk onc_update onc_nothing update keyupdate shift cte_move delete merge copy truncate
-		cursor ddl prepared restart fail_divzero fail_merge fail_onc fail_ddl))
+		cursor ddl prepared restart switch fail_divzero fail_merge fail_onc fail_ddl))
 	{
 		cmp_ok($ops->{$op} // 0, '>', 0, "operation $op ran");
 	}

@@ -81,6 +81,9 @@ sub disconnect
 
 sub table { my ($e, $i) = @_; return $e->{tables}[$i]; }
 
+# the changelog producer of table $i now (ALTER TABLE ... SET switches it)
+sub producer { my ($e, $i) = @_; return $e->{prod}{$i} // $e->{tables}[$i]{prod}; }
+
 sub note { my ($e, $text) = @_; push @{ $e->{tx} }, { note => $text } if $e->{record}; }
 
 sub fail
@@ -91,7 +94,8 @@ sub fail
 		tidx  => $ti,
 		kind  => $kind,
 		table => $t ? $t->{name} : undef,
-		msg   => ($t ? PkFuzz::Gen::describe($t) . ': ' : '') . $msg,
+		msg   => ($t ? PkFuzz::Gen::describe($t)
+			  . ($e->producer($ti) ne $t->{prod} ? ' (producer now ' . $e->producer($ti) . ')' : '') . ': ' : '') . $msg,
 		sig   => $kind . ($t ? ":$t->{name}" : '') . ($o{state} ? ":$o{state}" : ''),
 		%o,
 	};
@@ -332,6 +336,13 @@ sub run_step
 		my $r = $e->exec(subst($s->{sql}, $t->{name}));
 		return $e->crash($r, $s->{t}, $s->{sql}) if $r->{lost};
 		return $e->fail('stmt', $s->{t}, "$s->{op} failed: $r->{state} $r->{msg}", state => $r->{state}) unless $r->{ok};
+		$e->{stats}{ops}{ $s->{op} }++;
+		if ($s->{prod})
+		{
+			# snapshots made before the switch keep their producer
+			$e->{prods_since}{ $s->{t} }{ $e->producer($s->{t}) } = 1;
+			$e->{prod}{ $s->{t} } = $s->{prod};
+		}
 		return undef;
 	}
 	return $e->check_pair($s->{t}, 'inside transaction ' . $txn->{id}) if $k eq 'check';
@@ -653,7 +664,10 @@ sub changelog_check
 	my ($e, $ti, %o) = @_;
 	my $t = $e->table($ti);
 	my $n = $t->{name};
-	my $stream_only = $o{stream_only} && $t->{prod} eq 'full-compaction';
+	# the producer now, and those the snapshots to read may have been made by
+	my $prod = $e->producer($ti);
+	my %prods = (%{ $e->{prods_since}{$ti} // {} }, $prod => 1);
+	my $stream_only = $o{stream_only} && $prod eq 'full-compaction';
 	$e->{writes}{$ti} = 0;
 	$e->{stats}{clchecks}++;
 	my $m = $e->{model}{$ti} //= { last => 0, rows => {} };
@@ -665,7 +679,7 @@ sub changelog_check
 		return ($r, undef);
 	};
 	my ($r, $f);
-	if ($t->{prod} eq 'full-compaction' && !$stream_only)
+	if ($prod eq 'full-compaction' && !$stream_only)
 	{
 		($r, $f) = $q->("SELECT pk_compact('$n', true)");
 		return $f if $f;
@@ -742,8 +756,8 @@ sub changelog_check
 	my %kind = map { $_->[0] => $_->[1] } @$snaps;
 	my %count;
 	my $nk = @{ $t->{key} };
-	my $retract = $t->{prod} =~ /lookup|full/;
 	my $rows = $m->{rows};
+	my $retract;
 	my $pending;
 	my $ctx = sub {
 		my ($c, $key) = @_;
@@ -761,11 +775,13 @@ sub changelog_check
 	{
 		my $sid = $snap->[0];
 		next if $sid <= $m->{last};
-		if ($snap->[4] ne $t->{prod})
+		if (!$prods{ $snap->[4] })
 		{
 			return $e->fail('changelog', $ti, "pk_snapshots says snapshot $sid was made by $snap->[4], the table's "
-				  . "producer is $t->{prod}");
+				  . 'producers since the last check are ' . join(', ', sort keys %prods));
 		}
+		# each snapshot by the rules of the producer that made it
+		$retract = $snap->[4] =~ /lookup|full/;
 		my @cs = @{ $bysnap{$sid} // [] };
 		if ($kind{$sid} eq 'OVERWRITE')
 		{
@@ -774,7 +790,7 @@ sub changelog_check
 			{
 				if (!@cs || $cs[0][1] ne 'TRUNCATE')
 				{
-					return $e->fail('changelog', $ti, "snapshot $sid (OVERWRITE) of a $t->{prod} table does not "
+					return $e->fail('changelog', $ti, "snapshot $sid (OVERWRITE) of a $snap->[4] table does not "
 						  . 'begin with a TRUNCATE record: ' . (@cs ? "$cs[0][1] first" : 'no records'));
 				}
 				shift @cs;
@@ -876,7 +892,7 @@ sub changelog_check
 		# none has no changelog of its own: its stream is the delta of its
 		# APPEND and OVERWRITE snapshots; a TRUNCATE record is no row
 		# record, and no run holds it
-		my ($col, $want) = $t->{prod} ne 'none' ? ('changelog_record_count', $s->[2])
+		my ($col, $want) = $s->[4] ne 'none' ? ('changelog_record_count', $s->[2])
 		  : $s->[1] eq 'COMPACT' ? ('(none: no changes)', 0) : ('delta_record_count', $s->[3]);
 		if (!$e->{avoid}{cl_count} && defined $want && $want != $got)
 		{
@@ -885,6 +901,7 @@ sub changelog_check
 		}
 	}
 	$m->{last} = $max;
+	$e->{prods_since}{$ti} = {};
 	return undef if $stream_only;
 	my %tab;
 	$tab{ norm_key($t, $_) } = [ $_->[$nk], $_->[ $nk + 1 ] ] for @$table;
@@ -898,7 +915,7 @@ sub changelog_check
 	if (@diff)
 	{
 		return $e->fail('changelog', $ti, "replaying the stream (snapshots up to $max, "
-			  . ($retract ? 'as a retract stream' : 'as upserts') . ') does not give the table; '
+			  . 'by the rules of ' . join(', ', sort keys %prods) . ') does not give the table; '
 			  . scalar(@diff) . " keys differ:\n" . join("\n", @diff[ 0 .. ($#diff < 7 ? $#diff : 7) ]));
 	}
 	return undef;

@@ -969,7 +969,7 @@ sub next_txn
 	{
 		my $t = $r->pick($g->{tables});
 		my $m = $r->weighted({ vacuum => 3, analyze => 1, compact => 3, expire => 2, checkpoint => 0.5, clcheck => 2,
-				restart => $g->{avoid}{restart} ? 0 : 0.4 });
+				restart => $g->{avoid}{restart} ? 0 : 0.4, switch => $g->{avoid}{switch} ? 0 : 1 });
 		my @steps;
 		if ($m eq 'vacuum' || $m eq 'analyze')
 		{
@@ -979,6 +979,15 @@ sub next_txn
 		elsif ($m eq 'compact')    { @steps = (op_compact($g, $t)); }
 		elsif ($m eq 'expire')     { @steps = ({ k => 'expire', t => $t->{idx} }); }
 		elsif ($m eq 'clcheck')    { @steps = ({ k => 'clcheck', t => $t->{idx} }); }
+		elsif ($m eq 'switch')
+		{
+			# another changelog producer: earlier snapshots keep their changes
+			my $cur = $g->{prod}{ $t->{idx} } // $t->{prod};
+			my $to = $r->pick([ grep { $_ ne $cur } @PRODUCERS ]);
+			$g->{prod}{ $t->{idx} } = $to;
+			@steps = ({ k => 'pk', t => $t->{idx}, op => 'switch', prod => $to,
+					sql => "ALTER TABLE %T SET (changelog_producer = '$to')" });
+		}
 		elsif ($m eq 'restart')
 		{
 			@steps = ({ k => 'restart' });
