@@ -10,13 +10,18 @@ GRANT USAGE ON SCHEMA pkchangelog TO PUBLIC;
 
 -- The library's version.  Creating (and calling) it loads the library, so a
 -- server without shared_preload_libraries = 'pkchangelog' fails here, at
--- CREATE EXTENSION, with the error and hint of _PG_init.
+-- CREATE EXTENSION, with the error and hint of _PG_init.  The library
+-- accepts the catalog of its own version and of every version it can be
+-- updated from (a newer library runs this script, then the update scripts).
 CREATE FUNCTION pkchangelog.library_version() RETURNS text
 	AS 'MODULE_PATHNAME', 'pk_library_version'
 	LANGUAGE C STRICT IMMUTABLE;
+CREATE FUNCTION pkchangelog.library_accepts(script_version text) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'pk_library_accepts'
+	LANGUAGE C STRICT IMMUTABLE;
 DO $$
 BEGIN
-	IF pkchangelog.library_version() OPERATOR(pg_catalog.<>) '0.1' THEN
+	IF NOT pkchangelog.library_accepts('0.1') THEN
 		RAISE EXCEPTION 'pkchangelog library version % does not match SQL script version 0.1',
 			pkchangelog.library_version();
 	END IF;
@@ -216,6 +221,13 @@ GRANT SELECT (relid, run_id, relfilenode, level, kind, from_commit, start_block,
 	nblocks, record_count, size_bytes, row_base, min_seq, max_seq, index_offset,
 	bloom_offset, created_snapshot) ON pkchangelog.runs TO PUBLIC;
 
+-- NULL arguments: a function is STRICT (NULL in, NULL or no rows out, as
+-- PostgreSQL's own functions) unless NULL means something for one of its
+-- arguments: pk_changes' from_snapshot (from the oldest retained snapshot)
+-- and to_snapshot (to the latest), pk_expire_snapshots' max_snapshots (all
+-- that are due); a NULL table then still gives no rows or NULL.  pk_write refuses every NULL
+-- argument: a record dropped without an error would be lost.
+
 -- SQL-language functions run with search_path pinned to pg_catalog: an
 -- unqualified call (percentile_cont, jsonb_object_agg, an operator) must
 -- never resolve to another role's object in a schema on the caller's
@@ -260,7 +272,7 @@ CREATE FUNCTION pk_write(rel regclass, rowkind text, r anyelement) RETURNS void
 	AS 'MODULE_PATHNAME', 'pk_write' LANGUAGE C VOLATILE;
 
 CREATE FUNCTION pk_compact(rel regclass, "full" boolean DEFAULT false) RETURNS bigint
-	AS 'MODULE_PATHNAME', 'pk_compact' LANGUAGE C VOLATILE;
+	AS 'MODULE_PATHNAME', 'pk_compact' LANGUAGE C STRICT VOLATILE;
 
 -- from_snapshot NULL: from the oldest retained snapshot on; to_snapshot
 -- NULL: up to the newest
@@ -369,6 +381,8 @@ COMMENT ON SEQUENCE pkchangelog.run_id_seq IS 'run ids of pkchangelog.runs';
 
 COMMENT ON FUNCTION pkchangelog.library_version() IS
 	'version of the loaded pkchangelog library';
+COMMENT ON FUNCTION pkchangelog.library_accepts(text) IS
+	'whether the loaded pkchangelog library works with the catalog of an extension version, as it is or after ALTER EXTENSION UPDATE';
 COMMENT ON FUNCTION pkchangelog.pkmerge_relid(regclass) IS
 	'the oid of a pkmerge table (an error for any other relation): the SQL functions'' check of their argument';
 COMMENT ON FUNCTION pkchangelog.lookup_cache_stats(oid) IS

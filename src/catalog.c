@@ -160,13 +160,21 @@ cat_open(CatTable which, LOCKMODE lockmode)
 		match = !TupleDescAttr(desc, i)->attisdropped &&
 			TupleDescAttr(desc, i)->atttypid == cat_shapes[which].types[i];
 	if (!match)
+	{
+		/* a catalog this library updates from is not to be dropped */
+		char	   *old_version = pk_catalog_to_update();
+
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the pkchangelog catalog does not match the pkchangelog library"),
 				 errdetail("pkchangelog.%s has other columns than the %d this library reads.",
 						   name, cat_shapes[which].natts),
+				 old_version ?
+				 errhint("The extension is at version %s: update it to version %s with ALTER EXTENSION pkchangelog UPDATE.",
+						 old_version, PKCHANGELOG_VERSION) :
 				 errhint("The extension was created by another build of version %s: drop and create it again.",
 						 PKCHANGELOG_VERSION)));
+	}
 	return crel;
 }
 
@@ -234,7 +242,7 @@ run_row_as(Relation crel, Oid relid, int64 run_id, Snapshot snapshot, HeapTuple 
 	scan = systable_beginscan(crel, cat_index_oid("runs"), true, snapshot, 2, key);
 	*tup = systable_getnext(scan);
 	if (!HeapTupleIsValid(*tup))
-		elog(ERROR, "run " INT64_FORMAT " of relation %u is gone", run_id, relid);
+		elog(ERROR, "run %lld of relation %u is gone", (long long) run_id, relid);
 	return scan;
 }
 
@@ -299,6 +307,22 @@ cat_run_set_snapshot(Oid relid, int64 run_id, int64 snapshot_id)
 	Datum		value = Int64GetDatum(snapshot_id);
 
 	run_update(relid, run_id, 1, &attnum, &value, false);
+}
+
+/*
+ * VACUUM FULL copied a run into the table's new storage (space_rewrite):
+ * its row names the new file and place; the run id stays, as it is in the
+ * run's header and in the table's list of data runs.
+ */
+void
+cat_run_move(Oid relid, int64 run_id, Oid relfilenode, BlockNumber start_block,
+			 int64 row_base)
+{
+	int			attnums[3] = {Anum_runs_relfilenode, Anum_runs_start_block, Anum_runs_row_base};
+	Datum		values[3] = {ObjectIdGetDatum(relfilenode), Int64GetDatum((int64) start_block),
+	Int64GetDatum(row_base)};
+
+	run_update(relid, run_id, 3, attnums, values, false);
 }
 
 /* a spilled run joins its commit: its sequence number and snapshot id */

@@ -103,5 +103,7 @@ extern void cat_space_lock(Oid relid);
 extern void cat_space_unlock(Oid relid);
 extern void cat_run_set_snapshot(Oid relid, int64 run_id, int64 snapshot_id);
 extern void cat_run_finalize(Oid relid, int64 run_id, int64 seq, int64 snapshot_id);
+extern void cat_run_move(Oid relid, int64 run_id, Oid relfilenode,
+						 BlockNumber start_block, int64 row_base);
 
 #endif							/* PK_CATALOG_H */

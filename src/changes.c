@@ -239,10 +239,22 @@ pk_changes(PG_FUNCTION_ARGS)
 			RunInfo    *r = lfirst(rc);
 			RunCursor	cur;
 
-			/* runs of a storage a TRUNCATE replaced are not in rel's file */
-			if (r->created_snapshot != si->snapshot_id || !snapshot_uses(si, r) ||
-				r->relfilenode != rel->rd_node.relNode)
+			if (r->created_snapshot != si->snapshot_id || !snapshot_uses(si, r))
 				continue;
+
+			/*
+			 * A run in a storage that a TRUNCATE or VACUUM FULL committed
+			 * since the caller's snapshot replaced: not in rel's file any
+			 * more (VACUUM FULL moved it, TRUNCATE expired it).  Leaving it
+			 * out would return part of the range.
+			 */
+			if (r->relfilenode != rel->rd_node.relNode)
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not read the changes of pkmerge table \"%s\" as of this transaction's snapshot",
+								RelationGetRelationName(rel)),
+						 errdetail("A TRUNCATE or VACUUM FULL of the table committed after the snapshot was taken."),
+						 errhint("Run pk_changes again in a new transaction.")));
 			run_cursor_open(&cur, rel, t, r, NULL);
 			for (run_cursor_start(&cur); !cur.done; run_cursor_next(&cur))
 			{

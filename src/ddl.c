@@ -4,25 +4,35 @@
  *	  DDL on pkmerge tables.  A ProcessUtility hook takes the table options
  *	  out of CREATE TABLE / ALTER TABLE (PostgreSQL 15 would validate them
  *	  with heap's list) and stores them in pg_class.reloptions, makes the
- *	  primary key a pkmerge_key index, and refuses what pkmerge does not
- *	  support with a clear error.  An object access hook removes a dropped
- *	  table's catalog rows.
+ *	  primary key a pkmerge_key index (however it is given: PRIMARY KEY,
+ *	  the primary_key option, LIKE ... INCLUDING INDEXES; a pkmerge key
+ *	  copied into another table becomes a btree), and refuses what pkmerge
+ *	  does not support with a clear error.  An object access hook removes a
+ *	  dropped table's catalog rows, and refuses table rewrites other than
+ *	  VACUUM FULL's.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "catalog/dependency.h"
+#include "catalog/index.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_constraint.h"
+#include "catalog/pg_index.h"
 #include "commands/defrem.h"
 #include "commands/tablecmds.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "storage/lmgr.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -40,29 +50,18 @@
 static ProcessUtility_hook_type prev_utility = NULL;
 static object_access_hook_type prev_object_access = NULL;
 
-static bool
-relid_is_pkmerge(Oid relid)
-{
-	HeapTuple	tup;
-	bool		result = false;
-
-	if (!OidIsValid(relid) || !OidIsValid(pk_table_am_oid()))
-		return false;
-	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	if (HeapTupleIsValid(tup))
-	{
-		Form_pg_class form = (Form_pg_class) GETSTRUCT(tup);
-
-		result = form->relkind == RELKIND_RELATION && form->relam == pk_table_am_oid();
-		ReleaseSysCache(tup);
-	}
-	return result;
-}
+/*
+ * Is the utility statement running now a VACUUM FULL (and is it VERBOSE)?
+ * Statements it runs in turn (an index expression's function calling SQL)
+ * are not: each utility statement sets these for its own run.
+ */
+static bool in_vacuum_full = false;
+static bool vacuum_full_verbose = false;
 
 static bool
 rangevar_is_pkmerge(RangeVar *rv)
 {
-	return rv && relid_is_pkmerge(RangeVarGetRelid(rv, NoLock, true));
+	return rv && pk_relid_is_pkmerge(RangeVarGetRelid(rv, NoLock, true));
 }
 
 static void
@@ -73,6 +72,11 @@ not_supported(const char *what, const char *relname, const char *hint)
 			 errmsg("%s is not supported on pkmerge table \"%s\"", what, relname),
 			 hint ? errhint("%s", hint) : 0));
 }
+
+#define KEY_CHANGE_HINT "The primary key of a pkmerge table cannot be changed: create a new table and copy the rows."
+
+/* CLUSTER and ALTER TABLE ... CLUSTER ON */
+#define CLUSTER_HINT "A pkmerge table's runs are always sorted by its primary key; VACUUM FULL merges them into one run and rewrites the file compactly."
 
 static void
 refuse_fk_to_pkmerge(Constraint *c)
@@ -168,6 +172,83 @@ set_reloptions(Oid relid, Datum newopts)
 	CommandCounterIncrement();
 }
 
+/*
+ * The table's primary key index, or InvalidOid.  (RelationGetPrimaryKeyIndex
+ * leaves out a DEFERRABLE one.)
+ */
+static Oid
+primary_key_index(Relation rel)
+{
+	ListCell   *lc;
+
+	foreach(lc, RelationGetIndexList(rel))
+	{
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+		bool		primary;
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for index %u", lfirst_oid(lc));
+		primary = ((Form_pg_index) GETSTRUCT(tup))->indisprimary;
+		ReleaseSysCache(tup);
+		if (primary)
+			return lfirst_oid(lc);
+	}
+	return InvalidOid;
+}
+
+/*
+ * The primary key a LIKE clause of a CREATE TABLE copies, as "a, b", or
+ * NULL.  PostgreSQL copies a table's primary key with its indexes
+ * (INCLUDING INDEXES, or ALL), as a cloned index statement run after the
+ * table is created; *likes counts the LIKE clauses, so that the "needs a
+ * primary key" error can point to INCLUDING INDEXES.  A source the caller
+ * may not read is left to PostgreSQL's own error.
+ */
+static char *
+like_primary_key(CreateStmt *stmt, int *likes)
+{
+	char	   *result = NULL;
+	ListCell   *lc;
+
+	*likes = 0;
+	foreach(lc, stmt->tableElts)
+	{
+		TableLikeClause *like = lfirst(lc);
+		Oid			srcid;
+		Relation	src;
+		Oid			pkindex;
+
+		if (!IsA(like, TableLikeClause))
+			continue;
+		(*likes)++;
+		if (!(like->options & CREATE_TABLE_LIKE_INDEXES) || result != NULL)
+			continue;
+		srcid = RangeVarGetRelid(like->relation, NoLock, true);
+		if (!OidIsValid(srcid) ||
+			pg_class_aclcheck(srcid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+			continue;
+		src = relation_open(srcid, AccessShareLock);
+		pkindex = primary_key_index(src);
+		if (OidIsValid(pkindex))
+		{
+			Relation	index = index_open(pkindex, AccessShareLock);
+			List	   *names = NIL;
+
+			for (int i = 0; i < IndexRelationGetNumberOfKeyAttributes(index); i++)
+			{
+				AttrNumber	attnum = index->rd_index->indkey.values[i];
+
+				names = lappend(names, makeString(NameStr(TupleDescAttr(RelationGetDescr(src),
+																		attnum - 1)->attname)));
+			}
+			result = key_string(names);
+			index_close(index, AccessShareLock);
+		}
+		relation_close(src, AccessShareLock);
+	}
+	return result;
+}
+
 static bool
 is_pkmerge_am(const char *am)
 {
@@ -188,10 +269,13 @@ prepare_create(CreateStmt *stmt)
 	List	   *defs = pkopt_validate(stmt->options, true);
 	const char *opt_key = pkopt_value(defs, "primary_key");
 	char	   *constraint_key = NULL;
+	char	   *like_key;
+	int			likes;
 	ListCell   *lc;
 
 	if (stmt->partspec || stmt->partbound || stmt->inhRelations || stmt->ofTypename)
-		not_supported("table partitioning, inheritance or OF type", relname, NULL);
+		not_supported("table partitioning, inheritance or OF type", relname,
+					  "Create a stand-alone pkmerge table; partitions and inheritance need heap tables.");
 	/*
 	 * An unlogged table's file is reset after a crash, while the catalog
 	 * rows of its runs, in logged tables, would survive it.
@@ -233,15 +317,46 @@ prepare_create(CreateStmt *stmt)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 				 errmsg("option primary_key = '%s' does not match PRIMARY KEY (%s) of table \"%s\"",
-						opt_key, constraint_key, relname)));
+						opt_key, constraint_key, relname),
+				 errhint("Name the same columns in both, or give only one of them.")));
+	/* a primary key copied by LIKE ... INCLUDING INDEXES */
+	like_key = like_primary_key(stmt, &likes);
+	if (!constraint_key && like_key && opt_key && !same_key(like_key, opt_key))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+				 errmsg("option primary_key = '%s' does not match the primary key (%s) that LIKE copies into table \"%s\"",
+						opt_key, like_key, relname),
+				 errhint("Leave out the option, or copy with LIKE ... EXCLUDING INDEXES and declare the key.")));
+	if (!constraint_key)
+		constraint_key = like_key;
 	if (!constraint_key && !opt_key)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 				 errmsg("pkmerge table \"%s\" needs a primary key", relname),
+				 likes > 0 ?
+				 errhint("Declare PRIMARY KEY (...), give WITH (primary_key = '...'), or copy the source's primary key with LIKE ... INCLUDING INDEXES.") :
 				 errhint("Declare PRIMARY KEY (...) or give WITH (primary_key = '...').")));
 	if (!opt_key)
 		defs = lappend(defs, makeDefElem("primary_key",
 										 (Node *) makeString(constraint_key), -1));
+
+	/*
+	 * A key given by the option alone gets the same key index as PRIMARY
+	 * KEY (...) would make: key lookups, ON CONFLICT (key), NOT NULL key
+	 * columns.  Not in a binary upgrade, whose dump adds the constraint
+	 * itself with the index's preserved OID.
+	 */
+	if (!constraint_key && !IsBinaryUpgrade)
+	{
+		Constraint *c = makeNode(Constraint);
+
+		c->contype = CONSTR_PRIMARY;
+		c->location = -1;
+		foreach(lc, pkopt_split_key(opt_key))
+			c->keys = lappend(c->keys, makeString(lfirst(lc)));
+		c->access_method = "pkmerge_key";
+		stmt->tableElts = lappend(stmt->tableElts, c);
+	}
 	stmt->options = NIL;
 	return defs;
 }
@@ -283,6 +398,42 @@ switch_producer(Relation rel, PkTable *t, PkProducer producer)
 }
 
 /*
+ * ALTER TABLE ... ADD PRIMARY KEY of the key a pkmerge table already has
+ * an index for, as a restore of pg_dump's output does: its CREATE TABLE
+ * carries the primary_key option, which builds the key index
+ * (prepare_create), and the constraint follows.  The key index takes the
+ * constraint's name (and is made again when the constraint's
+ * deferrability differs).  Returns true when nothing is left to do.
+ */
+static bool
+redefine_key(Oid relid, Oid pkindex, Constraint *c)
+{
+	Oid			conoid = get_index_constraint(pkindex);
+	HeapTuple	tup;
+	Form_pg_constraint con;
+	bool		same;
+	ObjectAddress addr;
+
+	LockRelationOid(relid, AccessExclusiveLock);
+	tup = SearchSysCache1(CONSTROID, ObjectIdGetDatum(conoid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for constraint %u", conoid);
+	con = (Form_pg_constraint) GETSTRUCT(tup);
+	same = con->condeferrable == c->deferrable && con->condeferred == c->initdeferred;
+	ReleaseSysCache(tup);
+	if (same)
+	{
+		if (c->conname && strcmp(c->conname, get_rel_name(pkindex)) != 0)
+			RenameRelationInternal(pkindex, c->conname, false, true);
+		return true;
+	}
+	ObjectAddressSet(addr, ConstraintRelationId, conoid);
+	performDeletion(&addr, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+	CommandCounterIncrement();
+	return false;
+}
+
+/*
  * ALTER TABLE on a pkmerge table: options are applied here; unsupported
  * subcommands are refused.  Returns false when no subcommand is left for
  * PostgreSQL to run.
@@ -294,7 +445,7 @@ handle_alter(AlterTableStmt *stmt)
 	const char *relname = stmt->relation->relname;
 	List	   *keep = NIL;
 	ListCell   *lc;
-	bool		pkmerge = relid_is_pkmerge(relid);
+	bool		pkmerge = pk_relid_is_pkmerge(relid);
 
 	/*
 	 * ALTER TABLE needs ownership, which PostgreSQL checks before it locks
@@ -311,6 +462,9 @@ handle_alter(AlterTableStmt *stmt)
 
 		if (cmd->subtype == AT_AddConstraint && IsA(cmd->def, Constraint))
 			refuse_fk_to_pkmerge((Constraint *) cmd->def);
+		if (!pkmerge && OidIsValid(relid) && cmd->subtype == AT_SetRelOptions &&
+			stmt->objtype == OBJECT_TABLE)
+			pkopt_refuse_elsewhere((List *) cmd->def, relname, false);
 		if (!pkmerge)
 		{
 			keep = lappend(keep, cmd);
@@ -374,16 +528,22 @@ handle_alter(AlterTableStmt *stmt)
 					{
 						Relation	rel = table_open(relid, AccessShareLock);
 						PkTable    *t = pk_table(rel);
+						Oid			pkindex;
 
 						if (c->indexname)
-							not_supported("PRIMARY KEY USING INDEX", relname, NULL);
+							not_supported("PRIMARY KEY USING INDEX", relname,
+										  "A pkmerge table's primary key index is made by the table: declare PRIMARY KEY (...) without USING INDEX.");
 						if (!same_key(key_string(c->keys), t->opts.primary_key))
 							ereport(ERROR,
 									(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 									 errmsg("PRIMARY KEY (%s) does not match the key (%s) of pkmerge table \"%s\"",
-											key_string(c->keys), t->opts.primary_key, relname)));
+											key_string(c->keys), t->opts.primary_key, relname),
+									 errhint(KEY_CHANGE_HINT)));
+						pkindex = primary_key_index(rel);
 						table_close(rel, AccessShareLock);
 						c->access_method = "pkmerge_key";
+						if (OidIsValid(pkindex) && redefine_key(relid, pkindex, c))
+							break;
 					}
 					else if (c->contype == CONSTR_UNIQUE || c->contype == CONSTR_EXCLUSION)
 						not_supported("a UNIQUE or EXCLUDE constraint", relname,
@@ -402,7 +562,8 @@ handle_alter(AlterTableStmt *stmt)
 						Constraint *c = lfirst(cc);
 
 						if (c->contype == CONSTR_PRIMARY || c->contype == CONSTR_UNIQUE)
-							not_supported("adding a key column", relname, NULL);
+							not_supported("adding a key column", relname,
+										  "Add the column without PRIMARY KEY or UNIQUE: a pkmerge table's key cannot change, and it has no other index.");
 						/*
 						 * A column whose values must be computed for every
 						 * row (a volatile default, serial, a domain with
@@ -410,7 +571,8 @@ handle_alter(AlterTableStmt *stmt)
 						 * which refuse_rewrite stops; these say so earlier.
 						 */
 						if (c->contype == CONSTR_IDENTITY || c->contype == CONSTR_GENERATED)
-							not_supported("ADD COLUMN with an identity or generated value", relname, NULL);
+							not_supported("ADD COLUMN with an identity or generated value", relname,
+										  "Add a plain column, then set its values with UPDATE.");
 					}
 					keep = lappend(keep, cmd);
 				}
@@ -424,7 +586,7 @@ handle_alter(AlterTableStmt *stmt)
 					for (int i = 0; i < t->nkeys; i++)
 						if (strcmp(NameStr(TupleDescAttr(t->tupdesc, t->keys[i].attnum - 1)->attname),
 								   cmd->name) == 0)
-							not_supported("dropping a primary key column", relname, NULL);
+							not_supported("dropping a primary key column", relname, KEY_CHANGE_HINT);
 					table_close(rel, AccessShareLock);
 					keep = lappend(keep, cmd);
 				}
@@ -433,10 +595,10 @@ handle_alter(AlterTableStmt *stmt)
 			case AT_DropConstraintRecurse:
 				{
 					Relation	rel = table_open(relid, AccessShareLock);
-					Oid			pkindex = RelationGetPrimaryKeyIndex(rel);
+					Oid			pkindex = primary_key_index(rel);
 
 					if (OidIsValid(pkindex) && strcmp(get_rel_name(pkindex), cmd->name) == 0)
-						not_supported("dropping the primary key", relname, NULL);
+						not_supported("dropping the primary key", relname, KEY_CHANGE_HINT);
 					table_close(rel, AccessShareLock);
 					keep = lappend(keep, cmd);
 				}
@@ -455,17 +617,19 @@ handle_alter(AlterTableStmt *stmt)
 							  "pkmerge tables are always logged: their runs' catalog rows are, and must agree with their pages after a crash.");
 				break;
 			case AT_SetTableSpace:
-				not_supported("ALTER TABLE ... SET TABLESPACE", relname, NULL);
+				not_supported("ALTER TABLE ... SET TABLESPACE", relname,
+							  "Create a new table in the tablespace (CREATE TABLE ... USING pkmerge TABLESPACE ...) and copy the rows.");
 				break;
 			case AT_ClusterOn:
-				not_supported("CLUSTER", relname, NULL);
+				not_supported("CLUSTER", relname, CLUSTER_HINT);
 				break;
 			case AT_AddInherit:
 			case AT_AttachPartition:
 				not_supported("inheritance and partitioning", relname, NULL);
 				break;
 			case AT_AddIdentity:
-				not_supported("identity columns", relname, NULL);
+				not_supported("identity columns", relname,
+							  "Give the column a sequence default instead: ALTER TABLE ... ALTER COLUMN ... SET DEFAULT nextval('...').");
 				break;
 			default:
 				keep = lappend(keep, cmd);
@@ -491,7 +655,7 @@ finish_rename(RenameStmt *stmt)
 	ListCell   *lc;
 	bool		changed = false;
 
-	if (!relid_is_pkmerge(relid))
+	if (!pk_relid_is_pkmerge(relid))
 		return;
 	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	old = SysCacheGetAttr(RELOID, tup, Anum_pg_class_reloptions, &isnull);
@@ -518,6 +682,36 @@ finish_rename(RenameStmt *stmt)
 													 NIL));
 }
 
+/* VACUUM with the FULL option (its VERBOSE option in *verbose) */
+static bool
+is_vacuum_full(Node *parsetree, bool *verbose)
+{
+	VacuumStmt *stmt = (VacuumStmt *) parsetree;
+	bool		full = false;
+	ListCell   *lc;
+
+	*verbose = false;
+	if (!IsA(parsetree, VacuumStmt) || !stmt->is_vacuumcmd)
+		return false;
+	foreach(lc, stmt->options)
+	{
+		DefElem    *opt = lfirst(lc);
+
+		if (strcmp(opt->defname, "full") == 0)
+			full = defGetBoolean(opt);
+		else if (strcmp(opt->defname, "verbose") == 0)
+			*verbose = defGetBoolean(opt);
+	}
+	return full;
+}
+
+/* what VACUUM FULL reports of a pkmerge table: INFO under VERBOSE */
+int
+ddl_vacuum_full_elevel(void)
+{
+	return in_vacuum_full && vacuum_full_verbose ? INFO : DEBUG2;
+}
+
 static void
 pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		   ProcessUtilityContext context, ParamListInfo params,
@@ -527,6 +721,8 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	List	   *create_defs = NIL;
 	CreateStmt *create = NULL;
 	RenameStmt *rename = NULL;
+	bool		save_full;
+	bool		save_verbose;
 
 	/* statements are changed in place below: work on a copy */
 	if (readOnlyTree)
@@ -542,9 +738,13 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 
 				foreach(lc, create_constraints(stmt))
 					refuse_fk_to_pkmerge(lfirst(lc));
-				if (is_pkmerge_am(stmt->accessMethod) &&
-					!(stmt->if_not_exists &&
-					  OidIsValid(RangeVarGetRelid(stmt->relation, NoLock, true))))
+				/* IF NOT EXISTS of an existing table: PostgreSQL skips it */
+				if (stmt->if_not_exists &&
+					OidIsValid(RangeVarGetRelid(stmt->relation, NoLock, true)))
+					break;
+				if (!is_pkmerge_am(stmt->accessMethod))
+					pkopt_refuse_elsewhere(stmt->options, stmt->relation->relname, true);
+				else
 				{
 					create_defs = prepare_create(stmt);
 					create = stmt;
@@ -555,6 +755,8 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 			{
 				CreateTableAsStmt *stmt = (CreateTableAsStmt *) parsetree;
 
+				if (stmt->objtype == OBJECT_TABLE && !is_pkmerge_am(stmt->into->accessMethod))
+					pkopt_refuse_elsewhere(stmt->into->options, stmt->into->rel->relname, true);
 				if (stmt->objtype == OBJECT_TABLE && is_pkmerge_am(stmt->into->accessMethod))
 					not_supported("CREATE TABLE AS / SELECT INTO", stmt->into->rel->relname,
 								  "Create the table with its PRIMARY KEY, then INSERT ... SELECT.");
@@ -572,12 +774,45 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		case T_IndexStmt:
 			{
 				IndexStmt  *stmt = (IndexStmt *) parsetree;
+				bool		on_pkmerge = rangevar_is_pkmerge(stmt->relation);
+				bool		key_am = stmt->accessMethod &&
+					strcmp(stmt->accessMethod, "pkmerge_key") == 0;
 
-				if (rangevar_is_pkmerge(stmt->relation) &&
-					!(stmt->primary && stmt->accessMethod &&
-					  strcmp(stmt->accessMethod, "pkmerge_key") == 0))
+				/*
+				 * An index statement already transformed comes from
+				 * CREATE TABLE ... (LIKE src INCLUDING INDEXES), cloned from
+				 * an index of src (see ProcessUtilitySlow).  A primary key
+				 * copied into a pkmerge table becomes its key index; the key
+				 * index of a pkmerge source copied into another table
+				 * becomes a btree.
+				 */
+				if (stmt->transformed && stmt->primary && on_pkmerge && !key_am)
+				{
+					stmt->accessMethod = "pkmerge_key";
+					stmt->options = NIL;	/* btree's options are not ours */
+					key_am = true;
+				}
+				else if (stmt->transformed && stmt->primary && !on_pkmerge && key_am)
+					stmt->accessMethod = DEFAULT_INDEX_TYPE;
+				if (on_pkmerge && !(stmt->primary && key_am) && stmt->transformed)
+					not_supported("copying an index other than the primary key", stmt->relation->relname,
+								  "A pkmerge table's only index is its primary key: copy with LIKE ... INCLUDING ALL EXCLUDING INDEXES and declare the PRIMARY KEY.");
+				if (on_pkmerge && !(stmt->primary && key_am))
 					not_supported("CREATE INDEX", stmt->relation->relname,
 								  "A pkmerge table's only index is its primary key, which serves key lookups, ranges and ORDER BY.");
+			}
+			break;
+		case T_ClusterStmt:
+			{
+				ClusterStmt *stmt = (ClusterStmt *) parsetree;
+
+				/*
+				 * PostgreSQL would refuse the key index (not clusterable) or
+				 * the missing clustered index, or else rewrite the table
+				 * (refuse_rewrite): say what CLUSTER means here instead.
+				 */
+				if (rangevar_is_pkmerge(stmt->relation))
+					not_supported("CLUSTER", stmt->relation->relname, CLUSTER_HINT);
 			}
 			break;
 		case T_RenameStmt:
@@ -588,10 +823,22 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 			break;
 	}
 
-	if (prev_utility)
-		prev_utility(pstmt, queryString, false, context, params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, false, context, params, queryEnv, dest, qc);
+	save_full = in_vacuum_full;
+	save_verbose = vacuum_full_verbose;
+	in_vacuum_full = is_vacuum_full(parsetree, &vacuum_full_verbose);
+	PG_TRY();
+	{
+		if (prev_utility)
+			prev_utility(pstmt, queryString, false, context, params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, false, context, params, queryEnv, dest, qc);
+	}
+	PG_FINALLY();
+	{
+		in_vacuum_full = save_full;
+		vacuum_full_verbose = save_verbose;
+	}
+	PG_END_TRY();
 
 	if (create)
 		finish_create(create, create_defs);
@@ -606,8 +853,10 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
  * the table AM under the new relation's OID, then swap the files.  A
  * pkmerge table keeps its runs' catalog rows under its own OID, so neither
  * direction can work: refuse, before a row is copied.  Commands known to
- * rewrite are refused earlier with more precise messages (handle_alter);
- * this catches every other way there, present or future.
+ * rewrite are refused earlier with more precise messages (handle_alter,
+ * CLUSTER); this catches every other way there, present or future.
+ * VACUUM FULL is the exception: its copy (pk_relation_copy_for_cluster)
+ * moves the table's runs into the new storage under the table's own OID.
  */
 static void
 refuse_rewrite(Oid relid)
@@ -623,11 +872,13 @@ refuse_rewrite(Oid relid)
 	RelationClose(rel);
 	if (!OidIsValid(old))
 		return;
-	if (relid_is_pkmerge(old))
+	if (in_vacuum_full && to_pkmerge && pk_relid_is_pkmerge(old))
+		return;
+	if (pk_relid_is_pkmerge(old))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("rewriting pkmerge table \"%s\" is not supported", get_rel_name(old)),
-				 errdetail("Commands that compute every row again are refused: adding a column whose value is computed per row (serial, a volatile default, a domain with constraints), changing a column's type or the table's access method or persistence, VACUUM FULL, CLUSTER."),
+				 errdetail("Commands that compute every row again are refused: adding a column whose value is computed per row (serial, a volatile default, a domain with constraints), changing a column's type or the table's access method or persistence, CLUSTER."),
 				 errhint("Add a column without a default, then set its values with UPDATE and its default with ALTER TABLE ... ALTER COLUMN ... SET DEFAULT.")));
 	if (to_pkmerge)
 		ereport(ERROR,
@@ -646,7 +897,7 @@ pk_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId,
 		refuse_rewrite(objectId);
 	/* DROP TABLE: its catalog rows go in the same transaction */
 	if (access == OAT_DROP && classId == RelationRelationId && subId == 0 &&
-		relid_is_pkmerge(objectId))
+		pk_relid_is_pkmerge(objectId))
 		cat_drop_table(objectId);
 }
 

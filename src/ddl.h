@@ -11,6 +11,7 @@
 
 /* ddl.c */
 extern void ddl_init(void);
+extern int	ddl_vacuum_full_elevel(void);
 
 /* onconflict.c */
 extern void onconflict_init(void);

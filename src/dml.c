@@ -383,7 +383,7 @@ check_current(Relation rel, PkTable *t, ItemPointer tid, CommandId cid,
 	if (lookup_buffered(wb, t, key, hash, InvalidCommandId, &v))
 		self = !ItemPointerEquals(&v.tid, &old->tid) &&
 			!(v.cid == cid && PK_KIND_IS_ADD(v.kind) &&
-			  !wbuf_retracted_by(wb, t, key, cid) &&
+			  !wbuf_retracted_by(wb, t, key, hash, cid) &&
 			  !spill_lookup_since(rel, t, wb, cid, key, hash, &spilled));
 	else
 		self = spill_lookup_since(rel, t, wb, cid, key, hash, &v) &&

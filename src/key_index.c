@@ -74,7 +74,8 @@ key_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("pkmerge_key indexes can only be built on pkmerge tables"),
-				 errhint("\"%s\" is not a pkmerge table.", RelationGetRelationName(heap))));
+				 errhint("\"%s\" is not a pkmerge table: give its index another access method, such as btree.",
+						 RelationGetRelationName(heap))));
 	/* not ii_Unique: a REINDEX may build without the uniqueness check */
 	if (!index->rd_index->indisunique || indexInfo->ii_Expressions != NIL ||
 		indexInfo->ii_Predicate != NIL ||

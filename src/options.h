@@ -19,6 +19,12 @@ typedef enum PkProducer
 	PK_PRODUCER_FULL_COMPACTION
 } PkProducer;
 
+typedef enum PkMergeEngine
+{
+	PK_MERGE_ENGINE_DEDUPLICATE
+} PkMergeEngine;
+
+/* values are stored in run blocks (run_format.h): do not renumber */
 typedef enum PkCompression
 {
 	PK_COMPRESSION_NONE,
@@ -31,6 +37,7 @@ typedef struct PkOptions
 	PkProducer	changelog_producer;
 	bool		changelog_row_deduplicate;
 	int			full_compaction_delta_commits;
+	PkMergeEngine merge_engine;
 	int			num_sorted_run_compaction_trigger;
 	int			num_sorted_run_stop_trigger;
 	int			num_levels;
@@ -49,12 +56,22 @@ typedef struct PkOptions
 	char	   *primary_key;	/* comma-separated column names, or NULL */
 } PkOptions;
 
+/* one option as pk_options() shows it */
+typedef struct PkOptionShown
+{
+	const char *name;			/* canonical */
+	const char *value;			/* NULL: unset, and no default */
+} PkOptionShown;
+
 /* options.c */
 extern List *pkopt_validate(List *defs, bool with_values);
+extern void pkopt_refuse_elsewhere(List *defs, const char *relname,
+								   bool creating);
 extern void pkopt_parse(Datum reloptions, PkOptions *opts);
 extern Datum pkopt_merge_reloptions(Datum oldopts, List *set_defs,
 									List *reset_names);
 extern List *pkopt_split_key(const char *primary_key);
 extern const char *pkopt_value(List *defs, const char *name);
+extern List *pkopt_show(Datum reloptions);
 
 #endif							/* PK_OPTIONS_H */

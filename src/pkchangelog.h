@@ -12,6 +12,9 @@
 
 #define PKCHANGELOG_VERSION "0.1"
 
+/* pkchangelog.c */
+extern char *pk_catalog_to_update(void);
+
 /* guc.c */
 extern bool pk_worker_enabled;
 extern int	pk_worker_naptime;

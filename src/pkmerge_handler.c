@@ -25,8 +25,11 @@
 #include "storage/smgr.h"
 #include "utils/backend_status.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "catalog.h"
+#include "compaction.h"
+#include "ddl.h"
 #include "dml.h"
 #include "lookup.h"
 #include "run.h"
@@ -199,6 +202,45 @@ pk_relation_copy_data(Relation rel, const RelFileNode *newrnode)
 	not_supported(rel, "ALTER TABLE ... SET TABLESPACE", NULL);
 }
 
+/*
+ * The records and pages of the table's data runs, for VACUUM's statistics.
+ * Not through the active snapshot, which vacuum_rel took before the
+ * catalog was vacuumed: a lazy VACUUM runs with PROC_IN_VACUUM, so its
+ * xmin holds back nobody's pruning, its own included, and the runs a
+ * compaction replaced since that snapshot may have lost their rows.  A
+ * snapshot taken now, reading the data runs' rows directly, misses at most
+ * a run retired meanwhile: the figures are an estimate anyway.  VACUUM
+ * FULL counts with it too (its own compaction included).
+ */
+static double
+vacuum_count_rows(Relation rel, BlockNumber *pages)
+{
+	double		n = 0;
+	ListCell   *lc;
+
+	*pages = 0;
+	foreach(lc, cat_runs_visible(RelationGetRelid(rel), GetLatestSnapshot(), true))
+	{
+		RunInfo    *r = lfirst(lc);
+
+		if (r->relfilenode != rel->rd_node.relNode)
+			continue;
+		n += r->record_count;
+		*pages += r->nblocks;
+	}
+	return n;
+}
+
+/*
+ * VACUUM FULL (CLUSTER is refused in ddl.c, which lets only VACUUM FULL's
+ * new storage be created): a full compaction, as pk_compact(rel, true)
+ * does (its COMPACT snapshot, and the full-compaction producer's
+ * changelog), then every run the table still has (the compaction's
+ * output, the changelog and delta runs of retained snapshots) is copied
+ * into NewTable's file from its first block on.  PostgreSQL swaps that
+ * file in when the command commits and removes the old one; an abort or
+ * a crash leaves the table as it was.
+ */
 static void
 pk_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 							 Relation OldIndex, bool use_sort,
@@ -208,8 +250,31 @@ pk_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 							 double *num_tuples, double *tups_vacuumed,
 							 double *tups_recently_dead)
 {
-	not_supported(OldTable, "VACUUM FULL or CLUSTER",
-				  "Use VACUUM; runs are merged by compaction.");
+	BlockNumber before = RelationGetNumberOfBlocks(OldTable);
+	BlockNumber data_pages;
+	BlockNumber pages;
+	double		records_before;
+	int			nruns;
+
+	if (OldIndex != NULL)
+		not_supported(OldTable, "CLUSTER", NULL);
+	records_before = vacuum_count_rows(OldTable, &data_pages);
+	(void) compact_table(OldTable, true);
+	CommandCounterIncrement();
+	*num_tuples = vacuum_count_rows(OldTable, &data_pages);
+	*tups_vacuumed = Max(records_before - *num_tuples, 0);
+	*tups_recently_dead = 0;
+	space_rewrite(OldTable, NewTable, &nruns, &pages);
+
+	/* no xids are stored in the relation's pages: nothing to freeze */
+	*xid_cutoff = InvalidTransactionId;
+	*multi_cutoff = InvalidMultiXactId;
+
+	ereport(ddl_vacuum_full_elevel(),
+			(errmsg("pkmerge table \"%s\": rewritten from %u to %u pages",
+					RelationGetRelationName(OldTable), before, pages),
+			 errdetail("%d runs hold %u pages, %u of them data runs with %.0f records.",
+					   nruns, pages, data_pages, *num_tuples)));
 }
 
 /*
@@ -234,7 +299,7 @@ pk_relation_vacuum(Relation rel, struct VacuumParams *params,
 	heap_vacuum_rel(runs, &catparams, bstrategy);
 	table_close(runs, ShareUpdateExclusiveLock);
 	space_truncate(rel, &before, &after, &used);
-	records = scan_count_rows(rel, &data_pages);
+	records = vacuum_count_rows(rel, &data_pages);
 
 	/*
 	 * The cumulative statistics: last_vacuum and vacuum_count, and the

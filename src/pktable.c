@@ -21,6 +21,7 @@
 
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "catalog/index.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "commands/defrem.h"
@@ -112,13 +113,61 @@ pk_is_pkmerge(Relation rel)
 		rel->rd_rel->relam == pk_table_am_oid();
 }
 
-static void
-not_pkmerge(const char *relname)
+/* is relid a pkmerge table?  From pg_class alone, without a lock. */
+bool
+pk_relid_is_pkmerge(Oid relid)
 {
+	HeapTuple	tup;
+	bool		result = false;
+
+	if (!OidIsValid(relid) || !OidIsValid(pk_table_am_oid()))
+		return false;
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (HeapTupleIsValid(tup))
+	{
+		Form_pg_class form = (Form_pg_class) GETSTRUCT(tup);
+
+		result = form->relkind == RELKIND_RELATION && form->relam == pk_table_am_oid();
+		ReleaseSysCache(tup);
+	}
+	return result;
+}
+
+/*
+ * The error for a SQL function's argument that is not a pkmerge table
+ * (form: its pg_class row).  An index is named by mistake for its table
+ * often enough (\di lists them beside the tables): name the table.
+ */
+static void
+not_pkmerge(Oid relid, Form_pg_class form)
+{
+	const char *relname = NameStr(form->relname);
+
+	if (form->relkind == RELKIND_INDEX || form->relkind == RELKIND_PARTITIONED_INDEX)
+	{
+		Oid			tableid = IndexGetRelation(relid, true);
+		char	   *table = OidIsValid(tableid) ? get_rel_name(tableid) : NULL;
+
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is an index, not a pkmerge table", relname),
+				 table == NULL ? 0 :
+				 pk_relid_is_pkmerge(tableid) ?
+				 errhint("Pass the table instead: the index belongs to pkmerge table \"%s\".", table) :
+				 errhint("The index belongs to table \"%s\", which is not a pkmerge table either.", table)));
+	}
+	if (form->relkind != RELKIND_RELATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a pkmerge table", relname),
+				 errdetail_relkind_not_supported(form->relkind),
+				 errhint("Pass a table created with CREATE TABLE ... USING pkmerge.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 			 errmsg("\"%s\" is not a pkmerge table", relname),
-			 errhint("Create it with CREATE TABLE ... USING pkmerge.")));
+			 errdetail("Table \"%s\" uses access method \"%s\".", relname,
+					   OidIsValid(form->relam) ? get_am_name(form->relam) : "none"),
+			 errhint("Pass a table created with CREATE TABLE ... USING pkmerge.")));
 }
 
 /*
@@ -138,7 +187,7 @@ pk_check_table(Oid relid)
 	form = (Form_pg_class) GETSTRUCT(tup);
 	if (form->relkind != RELKIND_RELATION || !OidIsValid(form->relam) ||
 		form->relam != pk_table_am_oid())
-		not_pkmerge(pstrdup(NameStr(form->relname)));
+		not_pkmerge(relid, form);
 	ReleaseSysCache(tup);
 }
 
@@ -171,7 +220,7 @@ pk_open_table(Oid relid, LOCKMODE lockmode, AclMode mode)
 	check_privilege(relid, mode);
 	rel = table_open(relid, lockmode);
 	if (!pk_is_pkmerge(rel))
-		not_pkmerge(RelationGetRelationName(rel));
+		not_pkmerge(relid, rel->rd_rel);
 	check_privilege(relid, mode);
 	return rel;
 }

@@ -48,6 +48,7 @@ typedef struct PkTable
 /* pktable.c */
 extern Oid	pk_table_am_oid(void);
 extern bool pk_is_pkmerge(Relation rel);
+extern bool pk_relid_is_pkmerge(Oid relid);
 extern PkTable *pk_table(Relation rel);
 extern bool pk_has_key_option(Relation rel);
 extern void pk_check_table(Oid relid);

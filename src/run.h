@@ -125,5 +125,7 @@ run_cursor_row(RunCursor *c)
 extern void space_reserve(Relation rel, RunInfo *run);
 extern void space_truncate(Relation rel, BlockNumber *before,
 						   BlockNumber *after, BlockNumber *used);
+extern void space_rewrite(Relation rel, Relation dst, int *nruns,
+						  BlockNumber *npages);
 
 #endif							/* PK_RUN_H */

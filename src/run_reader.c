@@ -186,8 +186,9 @@ corrupt(Relation rel, const RunInfo *run, const char *what, int64 where, const c
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_DATA_CORRUPTED),
-			 errmsg("corrupt %s " INT64_FORMAT " of run " INT64_FORMAT " in pkmerge table \"%s\"",
-					what, where, run->run_id, RelationGetRelationName(rel)),
+			 errmsg("corrupt %s %lld of run %lld in pkmerge table \"%s\"",
+					what, (long long) where, (long long) run->run_id,
+					RelationGetRelationName(rel)),
 			 errdetail("%s", detail),
 			 errhint("Restore the table from a backup or a physical standby.")));
 }
@@ -245,8 +246,8 @@ old_format(Relation rel, const RunInfo *run)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_DATA_CORRUPTED),
-			 errmsg("run " INT64_FORMAT " of pkmerge table \"%s\" has an unsupported format",
-					run->run_id, RelationGetRelationName(rel)),
+			 errmsg("run %lld of pkmerge table \"%s\" has an unsupported format",
+					(long long) run->run_id, RelationGetRelationName(rel)),
 			 errdetail("The run was written by an earlier build of pkchangelog %s (run format 1); this build reads run format 2.",
 					   PKCHANGELOG_VERSION),
 			 errhint("Read the table with the build that wrote it, and load its rows into a table created by this build.")));
@@ -541,7 +542,7 @@ run_block_get(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
 
 	reader_init();
 	if (blockno >= idx->nblocks)
-		elog(ERROR, "block %u of run " INT64_FORMAT " out of range", blockno, run->run_id);
+		elog(ERROR, "block %u of run %lld out of range", blockno, (long long) run->run_id);
 	if (private)
 	{
 		b = decode_block(rel, run, idx, blockno, strategy, CurrentMemoryContext, spare);

@@ -5,17 +5,23 @@
  *	  VACUUM found gaps, the first gap between the extents of existing runs
  *	  that is large enough.  Space of runs that are gone (their catalog rows
  *	  removed by VACUUM, or written by transactions that aborted or crashed)
- *	  is thereby reused.
+ *	  is thereby reused.  Gives the file's unused end back (VACUUM), and
+ *	  lays the live runs out again from the first block of a new file
+ *	  (VACUUM FULL).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/xloginsert.h"
 #include "catalog/storage.h"
+#include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/smgr.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
 #include "hints.h"
 #include "run.h"
@@ -150,4 +156,106 @@ space_truncate(Relation rel, BlockNumber *before, BlockNumber *after,
 	/* gaps inside the file: writers look for them again */
 	hints_set_free_space(RelationGetRelid(rel), *used < end);
 	cat_space_unlock(RelationGetRelid(rel));
+}
+
+static int
+run_start_cmp(const ListCell *a, const ListCell *b)
+{
+	BlockNumber sa = ((RunInfo *) lfirst(a))->start_block;
+	BlockNumber sb = ((RunInfo *) lfirst(b))->start_block;
+
+	return (sa > sb) - (sa < sb);
+}
+
+/*
+ * VACUUM FULL: copy every run of rel that the transaction sees (its data
+ * runs, and the changelog and delta runs of the retained snapshots) into
+ * dst, the new storage that PostgreSQL swaps in for rel's when the command
+ * commits, one after the other from block 0, and point their catalog rows
+ * there.  Pages are copied as they are: a run's bytes hold offsets from its
+ * first block and its run id, never its place, and its row numbers follow
+ * from the place its catalog row names.  Each page is WAL-logged as a full
+ * image, as run_writer.c writes them.  Nobody else reads or writes rel
+ * meanwhile (AccessExclusiveLock).  Returns the runs and pages copied.
+ */
+void
+space_rewrite(Relation rel, Relation dst, int *nruns, BlockNumber *npages)
+{
+	Oid			relid = RelationGetRelid(rel);
+	List	   *runs = NIL;
+	ListCell   *lc;
+	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
+	bool		needs_wal = RelationNeedsWAL(dst);
+	BlockNumber next = 0;
+	PGAlignedBlock copy;
+	TableState	state;
+	MemoryContext runcxt;
+	MemoryContext old;
+
+	foreach(lc, cat_runs_visible(relid, GetLatestSnapshot(), false))
+	{
+		RunInfo    *r = lfirst(lc);
+
+		if (r->relfilenode == rel->rd_node.relNode)
+			runs = lappend(runs, r);
+	}
+	/* in the order they had: the file's oldest runs stay first */
+	list_sort(runs, run_start_cmp);
+
+	runcxt = AllocSetContextCreate(CurrentMemoryContext, "pkmerge run move",
+								   ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(runcxt);
+	foreach(lc, runs)
+	{
+		RunInfo    *r = lfirst(lc);
+
+		for (int32 i = 0; i < r->nblocks; i++)
+		{
+			Buffer		src;
+			Buffer		buf;
+
+			CHECK_FOR_INTERRUPTS();
+			src = ReadBufferExtended(rel, MAIN_FORKNUM, r->start_block + i,
+									 RBM_NORMAL, strategy);
+			LockBuffer(src, BUFFER_LOCK_SHARE);
+			memcpy(copy.data, BufferGetPage(src), BLCKSZ);
+			UnlockReleaseBuffer(src);
+
+			/* dst is new and ours alone: no extension lock is needed */
+			buf = ReadBufferExtended(dst, MAIN_FORKNUM, P_NEW, RBM_NORMAL, NULL);
+			if (BufferGetBlockNumber(buf) != next + i)
+				elog(ERROR, "new storage of relation %u extended to block %u, not %u",
+					 relid, BufferGetBlockNumber(buf), next + i);
+			LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+			START_CRIT_SECTION();
+			memcpy(BufferGetPage(buf), copy.data, BLCKSZ);
+			MarkBufferDirty(buf);
+			if (needs_wal)
+				log_newpage_buffer(buf, true);
+			END_CRIT_SECTION();
+			UnlockReleaseBuffer(buf);
+		}
+		cat_run_move(relid, r->run_id, dst->rd_node.relNode, next,
+					 (int64) next * PK_ROWS_PER_PAGE);
+		next += r->nblocks;
+		MemoryContextReset(runcxt);
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(runcxt);
+	FreeAccessStrategy(strategy);
+
+	/*
+	 * A new version of the table's catalog row, though its counters and
+	 * run list stay: run lists cached under a version (runcache.c) hold
+	 * the runs' places, which are in the old file.
+	 */
+	cat_commit_lock(relid);
+	state = cat_table_state(relid);
+	cat_table_state_update(relid, &state);
+
+	/* the new file has no gaps, and ends after its last run */
+	hints_set_file_end(&dst->rd_node, next);
+	hints_set_free_space(relid, false);
+	*nruns = list_length(runs);
+	*npages = next;
 }

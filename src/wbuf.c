@@ -421,6 +421,30 @@ wbuf_fold(WriteBuffer *wb, const uint32 *group, uint32 n, CommandId curcid)
 }
 
 /*
+ * The buffer's latest sorted view, made again when more entries than eight
+ * times the square root of those it covers came after it.  A point lookup
+ * compares the hashes of the entries after the view and binary-searches
+ * the view, so a command that alternates reads and writes of n keys (an
+ * ON CONFLICT insert, a key-shifting UPDATE) costs O(n^1.5), not a merge
+ * of the whole view every few reads.  The factor weighs a hash comparison
+ * in the tail against a key comparison in the merge.  The view stays the
+ * buffer's (no pin for the caller): nothing appends while the caller uses
+ * it.
+ */
+static WbSorted *
+lookup_view(WriteBuffer *wb, PkTable *t)
+{
+	WbSorted   *s = wb->sorted;
+
+	if (s == NULL || (uint64) (wb->n - s->n) * (wb->n - s->n) > 64 * (uint64) Max(s->n, 64))
+	{
+		s = wbuf_sorted_pin(wb, t);
+		wbuf_sorted_unpin(wb, s);
+	}
+	return s;
+}
+
+/*
  * The position of key's version visible to a command with curcid (see
  * wbuf_fold), or -1.  Looks at the entries appended after the sorted view
  * linearly, then at the key's group in the view.
@@ -429,17 +453,13 @@ int64
 wbuf_lookup(WriteBuffer *wb, PkTable *t, const Datum *keys, uint32 hash,
 			CommandId curcid)
 {
-	WbSorted   *s = wb->sorted;
+	WbSorted   *s;
 	uint32		cand[2];
 	uint32		ncand = 0;
 
 	if (wb->n == 0)
 		return -1;
-	if (s == NULL || wb->n - s->n > 64)
-	{
-		s = wbuf_sorted_pin(wb, t);
-		wbuf_sorted_unpin(wb, s);
-	}
+	s = lookup_view(wb, t);
 
 	/*
 	 * wbuf_fold needs the two newest visible entries of the key at most:
@@ -472,24 +492,32 @@ wbuf_lookup(WriteBuffer *wb, PkTable *t, const Datum *keys, uint32 hash,
  * same row twice (TM_SelfModified).
  */
 bool
-wbuf_retracted_by(WriteBuffer *wb, PkTable *t, const Datum *keys, CommandId cid)
+wbuf_retracted_by(WriteBuffer *wb, PkTable *t, const Datum *keys,
+				  uint32 hash, CommandId cid)
 {
 	WbSorted   *s;
-	bool		found = false;
 
 	if (wb == NULL || wb->n == 0)
 		return false;
-	s = wbuf_sorted_pin(wb, t);
-	for (uint32 i = view_group(wb, t, s, keys); i < s->npos && !found; i++)
+	s = lookup_view(wb, t);
+	for (uint32 p = s->n; p < wb->n; p++)
+	{
+		WbEntry    *e = wbuf_entry(wb, p);
+
+		if (e->kind != WB_TRUNCATE && e->hash == hash && e->cid == cid &&
+			wbuf_is_rmw_retraction(e) && pk_key_cmp(t, e->keys, keys) == 0)
+			return true;
+	}
+	for (uint32 i = view_group(wb, t, s, keys); i < s->npos; i++)
 	{
 		WbEntry    *e = wbuf_entry(wb, s->pos[i]);
 
 		if (pk_key_cmp(t, e->keys, keys) != 0)
 			break;
-		found = e->cid == cid && wbuf_is_rmw_retraction(e);
+		if (e->cid == cid && wbuf_is_rmw_retraction(e))
+			return true;
 	}
-	wbuf_sorted_unpin(wb, s);
-	return found;
+	return false;
 }
 
 typedef struct InputMove

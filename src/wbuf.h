@@ -144,7 +144,7 @@ extern int64 wbuf_find_tid(WriteBuffer *wb, ItemPointer tid);
 extern uint32 wbuf_pinned_extent(WriteBuffer *wb);
 extern Size wbuf_entry_bytes(WriteBuffer *wb, WbEntry *e);
 extern bool wbuf_retracted_by(WriteBuffer *wb, PkTable *t, const Datum *keys,
-							  CommandId cid);
+							  uint32 hash, CommandId cid);
 extern int64 wbuf_fold(WriteBuffer *wb, const uint32 *group, uint32 n,
 					   CommandId curcid);
 extern uint32 *wbuf_input_order(WriteBuffer *wb, PkTable *t,

@@ -91,7 +91,7 @@
 # cover them), every snapshot's changelog_record_count (none:
 # delta_record_count) the row records pk_changes gives for it (a TRUNCATE
 # record is none), every record's producer its snapshot's, pk_current_snapshot
-# the newest snapshot, and check_data_runs (sql/changelog_checker.sql) must
+# the newest snapshot, and check_data_runs (test/setup/changelog_checker.sql) must
 # hold.  No snapshot may expire before it was read (retention is at least
 # 30 snapshots, and a table writes at most a few per transaction) unless a
 # TRUNCATE expired it; a read from before such a TRUNCATE must fail with
@@ -142,15 +142,15 @@ use PkFuzz::Engine;
 
 my $CREATEDB_OPTS = "TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C' LOCALE_PROVIDER icu ICU_LOCALE 'en-US'";
 
-# check_data_runs from sql/changelog_checker.sql, if it is there
+# check_data_runs from test/setup/changelog_checker.sql, if it is there
 sub checker_sql
 {
-	my $f = dirname(__FILE__) . '/../../sql/changelog_checker.sql';
+	my $f = dirname(__FILE__) . '/../setup/changelog_checker.sql';
 	open(my $fh, '<', $f) or return undef;
 	local $/;
 	my $text = <$fh>;
 	close $fh;
-	return $text =~ /(CREATE FUNCTION check_data_runs\b.*?^\$\$)/ms ? $1 : undef;
+	return $text =~ /(CREATE (?:OR REPLACE )?FUNCTION check_data_runs\b.*?^\$\$)/ms ? $1 : undef;
 }
 
 sub setup_sql

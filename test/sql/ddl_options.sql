@@ -107,11 +107,28 @@ ALTER TABLE orders DROP COLUMN note;
 SELECT * FROM orders;
 VACUUM FULL orders;
 CLUSTER orders USING orders_pkey;
+CLUSTER orders;
+ALTER TABLE orders CLUSTER ON orders_pkey;
 
--- pk_* functions refuse tables of other access methods
+-- pk_* functions refuse tables of other access methods, and other
+-- relations; an index is taken for its table often enough to name it
 CREATE TABLE plain (a int PRIMARY KEY);
 SELECT * FROM pk_options('plain');
 SELECT * FROM pk_snapshots('plain');
+SELECT * FROM pk_changes('orders_pkey');
+SELECT * FROM pk_runs('plain_pkey');
+CREATE VIEW plain_view AS SELECT * FROM plain;
+SELECT pk_compact('plain_view');
+
+-- pkmerge options given to a table of another access method
+CREATE TABLE plain_opts (a int) WITH (changelog_producer = 'lookup');
+CREATE TABLE plain_opts (a int) WITH (fillfactor = 50, "file.compression" = 'none');
+CREATE TABLE plain_opts WITH ("snapshot.time-retained" = '1h') AS SELECT 1 AS a;
+ALTER TABLE plain SET (changelog_producer = 'lookup');
+ALTER TABLE plain SET (fillfactor = 50);
+ALTER TABLE IF EXISTS no_such_table SET (changelog_producer = 'lookup');
+CREATE TABLE IF NOT EXISTS plain (a int) WITH (changelog_producer = 'lookup');
+DROP VIEW plain_view;
 DROP TABLE plain;
 
 DROP TABLE orders, lines, by_option, quoted, spellings, via_default;

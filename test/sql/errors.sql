@@ -52,6 +52,35 @@ BEGIN;
 ALTER TABLE pkchangelog.snapshots ALTER COLUMN duration_ms TYPE numeric;
 DELETE FROM t WHERE id = 1;
 COMMIT;
+-- NULL arguments, one rule for every function: STRICT (a NULL argument
+-- gives no rows, or NULL) unless NULL means something for that argument:
+-- pk_changes' from_snapshot (from the oldest retained snapshot) and
+-- to_snapshot (to the latest), pk_expire_snapshots' max_snapshots (all that
+-- are due), where a NULL table still gives no rows or NULL; pk_write refuses every NULL
+-- (22004, and 23502 for the row, above).  The catalog says which
+-- functions are STRICT.
+SELECT p.oid::regprocedure AS function, p.proisstrict AS strict
+FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+  AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pkchangelog')
+ORDER BY p.oid::regprocedure::text COLLATE "C";
+SELECT count(*) AS options FROM pk_options(NULL);
+SELECT count(*) AS snapshots FROM pk_snapshots(NULL);
+SELECT count(*) AS runs FROM pk_runs(NULL);
+SELECT pk_stats(NULL) IS NULL AS stats_null, (SELECT count(*) FROM pk_stats(NULL)) AS stats_rows;
+SELECT pkchangelog.pkmerge_relid(NULL) IS NULL AS relid_null;
+SELECT count(*) AS changes FROM pk_changes(NULL);
+SELECT count(*) AS changes FROM pk_changes(NULL, 0, 1);
+SELECT * FROM pk_changes('t', NULL);
+SELECT * FROM pk_changes('t', NULL, NULL);
+SELECT * FROM pk_changes('t', 0, NULL);
+SELECT pk_compact(NULL) IS NULL AS compact_null, pk_compact(NULL, true) IS NULL AS compact_full_null,
+	   pk_compact('t', NULL) IS NULL AS compact_t_null;
+SELECT pk_expire_snapshots(NULL) IS NULL AS expire_null, pk_expire_snapshots(NULL, 5) IS NULL AS expire_5_null,
+	   pk_expire_snapshots('t', NULL) AS expired_t;
+SELECT pk_write(NULL, '+I', ROW(2, 'x')::t);
+SELECT pk_write(NULL, NULL, NULL::t);
+
 -- nothing above changed the table
 \set VERBOSITY default
 SELECT * FROM t ORDER BY id;

@@ -3,8 +3,13 @@
 -- one transaction, several writes of one key in one commit, delete of a
 -- key that never existed, re-insert after delete, key-column updates,
 -- rollback and savepoints, changelog_row_deduplicate, pk_write, TRUNCATE.
--- Streams are read with pk_changes; check_changelog (changelog_checker.sql)
--- replays them against the table.
+-- Streams are read with pk_changes; check_changelog (loaded from
+-- test/setup/changelog_checker.sql) replays them against the table.
+\set ECHO none
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set checker :abs_srcdir '/setup/changelog_checker.sql'
+\i :checker
+\set ECHO all
 
 CREATE FUNCTION make_orders(producer text) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN

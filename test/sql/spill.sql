@@ -2,6 +2,11 @@
 -- runs of the writing transaction (DESIGN §4), which later commands see,
 -- savepoints roll back, and the commit makes part of its one snapshot.
 -- Rows carry 2000 bytes of padding, so 1MB holds about 500 of them.
+\set ECHO none
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set checker :abs_srcdir '/setup/changelog_checker.sql'
+\i :checker
+\set ECHO all
 CREATE TABLE sp (id int PRIMARY KEY, v int, pad text) USING pkmerge
 	WITH (write_buffer_size = '1MB', changelog_producer = 'input');
 CREATE VIEW sp_runs AS

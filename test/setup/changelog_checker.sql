@@ -1,12 +1,22 @@
--- changelog_checker.sql: defines check_changelog(rel), the invariant the
--- producer tests rely on, and shows that it catches broken streams.  For
--- input (SQL DML only), lookup and full-compaction, per key the change
--- stream must be a valid retract stream (+I only first or after -D; -U
--- equals the row last added; +U directly follows the -U of its key; -D
--- equals the row last added; a TRUNCATE record empties the table) and
--- replaying it must give exactly the table.  init: the rows before the
--- stream begins.
-CREATE FUNCTION check_stream(changes jsonb, keycols text[], tab jsonb,
+-- test/setup/changelog_checker.sql: the changelog checker, loaded by every
+-- regression suite that checks a table's stream (and by the TAP test
+-- t/015_changelog_invariant.pl).  check_changelog(rel) is the invariant
+-- the producer tests rely on: for input (SQL DML only), lookup and
+-- full-compaction, per key the change stream must be a valid retract
+-- stream (+I only first or after -D; -U equals the row last added; +U
+-- directly follows the -U of its key; -D equals the row last added; a
+-- TRUNCATE record empties the table) and replaying it must give exactly
+-- the table.  check_stream's init: the rows before the stream begins.
+-- check_data_runs(rel) compares a table's named data runs with its runs.
+-- CREATE OR REPLACE: suites that run one after another in one database
+-- each load it.  A suite loads it with
+--   \set ECHO none
+--   \getenv abs_srcdir PG_ABS_SRCDIR
+--   \set checker :abs_srcdir '/setup/changelog_checker.sql'
+--   \i :checker
+--   \set ECHO all
+-- (pg_regress sets PG_ABS_SRCDIR to its --inputdir, test/).
+CREATE OR REPLACE FUNCTION check_stream(changes jsonb, keycols text[], tab jsonb,
 							 init jsonb DEFAULT '{}') RETURNS text
 LANGUAGE sql SET enable_nestloop = off AS $$
 	-- set-based, so that long streams check fast (the planner cannot know
@@ -58,11 +68,12 @@ LANGUAGE sql SET enable_nestloop = off AS $$
 		 FROM final WHERE state IS DISTINCT FROM tab),
 		'ok')
 $$;
+
 -- check_stream on a table's stream (pk_changes from its oldest retained
 -- snapshot).  When that snapshot is a TRUNCATE of a producer that
 -- retracts every row it removed (lookup, full-compaction), those -D
 -- records, which lead its changes, are the rows before the stream.
-CREATE FUNCTION check_changelog(rel regclass) RETURNS text
+CREATE OR REPLACE FUNCTION check_changelog(rel regclass) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
 	keycols text[] := string_to_array(replace(
@@ -88,9 +99,10 @@ BEGIN
 		INTO tab USING keycols;
 	RETURN check_stream(changes, keycols, tab, init);
 END $$;
+
 -- The data runs a table's pkchangelog.tables row names (readers list them
 -- from it) must be exactly its data runs in pkchangelog.runs.
-CREATE FUNCTION check_data_runs(rel regclass) RETURNS text
+CREATE OR REPLACE FUNCTION check_data_runs(rel regclass) RETURNS text
 LANGUAGE sql AS $$
 	WITH named AS (SELECT unnest(data_runs) AS run_id FROM pkchangelog.tables WHERE relid = rel),
 		 listed AS (SELECT run_id FROM pkchangelog.runs r
@@ -105,83 +117,3 @@ LANGUAGE sql AS $$
 						  'a data run, not named: ' || missing.ids) END
 	FROM extra, missing
 $$;
--- the checker itself: a valid stream passes, each broken one is named
-SELECT check_stream('[{"snapshot_id":1,"rowkind":"+I","row":{"id":1,"v":1}},
-					  {"snapshot_id":2,"rowkind":"-U","row":{"id":1,"v":1}},
-					  {"snapshot_id":2,"rowkind":"+U","row":{"id":1,"v":2}}]',
-					'{id}', '{"1":{"id":1,"v":2}}') AS valid;
- valid 
--------
- ok
-(1 row)
-
-SELECT check_stream('[{"snapshot_id":1,"rowkind":"+I","row":{"id":1,"v":1}},
-					  {"snapshot_id":2,"rowkind":"+U","row":{"id":1,"v":2}}]',
-					'{id}', '{"1":{"id":1,"v":2}}') AS missing_retraction;
-         missing_retraction         
-------------------------------------
- snapshot 2: +U of key 1 without -U
-(1 row)
-
-SELECT check_stream('[{"snapshot_id":1,"rowkind":"+I","row":{"id":1,"v":1}},
-					  {"snapshot_id":2,"rowkind":"+I","row":{"id":1,"v":2}}]',
-					'{id}', '{"1":{"id":1,"v":2}}') AS double_insert;
-               double_insert               
--------------------------------------------
- snapshot 2: +I of key 1, which is present
-(1 row)
-
-SELECT check_stream('[{"snapshot_id":1,"rowkind":"+I","row":{"id":1,"v":1}},
-					  {"snapshot_id":2,"rowkind":"-U","row":{"id":1,"v":9}},
-					  {"snapshot_id":2,"rowkind":"+U","row":{"id":1,"v":2}}]',
-					'{id}', '{"1":{"id":1,"v":2}}') AS wrong_retraction;
-                             wrong_retraction                              
----------------------------------------------------------------------------
- snapshot 2: -U of key 1 retracts {"v": 9, "id": 1}, not {"v": 1, "id": 1}
-(1 row)
-
-SELECT check_stream('[{"snapshot_id":1,"rowkind":"+I","row":{"id":1,"v":1}},
-					  {"snapshot_id":2,"rowkind":"-D","row":{"id":1,"v":1}}]',
-					'{id}', '{"1":{"id":1,"v":1}}') AS replay_differs;
-                             replay_differs                              
--------------------------------------------------------------------------
- replaying the stream gives {}, the table holds {"1": {"v": 1, "id": 1}}
-(1 row)
-
-SELECT check_stream('[{"snapshot_id":1,"rowkind":"-U","row":{"id":1,"v":1}}]',
-					'{id}', '{}') AS dangling;
-                            dangling                             
------------------------------------------------------------------
- snapshot 1: -U of key 1 retracts {"v": 1, "id": 1}, not nothing
-(1 row)
-
--- check_data_runs: a table's row agrees with its runs; a run left out, or
--- one named that is not a data run, is reported
-CREATE TABLE dr (id int PRIMARY KEY) USING pkmerge;
-INSERT INTO dr VALUES (1);
-INSERT INTO dr VALUES (2);
-SELECT check_data_runs('dr') AS agrees;
- agrees 
---------
- ok
-(1 row)
-
-BEGIN;
-UPDATE pkchangelog.tables SET data_runs = data_runs[2:] WHERE relid = 'dr'::regclass;
-SELECT check_data_runs('dr') LIKE 'a data run, not named: %' AS left_out;
- left_out 
-----------
- t
-(1 row)
-
-ROLLBACK;
-BEGIN;
-UPDATE pkchangelog.tables SET data_runs = data_runs || -7::bigint WHERE relid = 'dr'::regclass;
-SELECT check_data_runs('dr') AS not_a_run;
-         not_a_run         
----------------------------
- named, not a data run: -7
-(1 row)
-
-ROLLBACK;
-DROP TABLE dr;

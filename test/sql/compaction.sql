@@ -3,6 +3,11 @@
 -- after, tombstones dropped only into the bottom level, output runs split at
 -- target_run_size, writers compacting inline at num_sorted_run_stop_trigger.
 -- (The background worker: t/014_worker.pl.)
+\set ECHO none
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set checker :abs_srcdir '/setup/changelog_checker.sql'
+\i :checker
+\set ECHO all
 CREATE TABLE c (id int PRIMARY KEY, v text) USING pkmerge
 	WITH (num_sorted_run_compaction_trigger = 3, num_sorted_run_stop_trigger = 4,
 		  num_levels = 3, changelog_producer = 'lookup');
@@ -10,99 +15,28 @@ INSERT INTO c SELECT g, 'a' || g FROM generate_series(1, 100) g;
 INSERT INTO c SELECT g, 'b' || g FROM generate_series(50, 150) g;
 DELETE FROM c WHERE id <= 10;
 SELECT level, record_count, min_key, max_key FROM pk_runs('c') WHERE kind = 'data' ORDER BY run_id;
- level | record_count | min_key | max_key 
--------+--------------+---------+---------
-     0 |          100 | 1       | 100
-     0 |          101 | 50      | 150
-     0 |           10 | 1       | 10
-(3 rows)
-
 SELECT count(*), min(id), max(id), sum(length(v)) FROM c;
- count | min | max | sum 
--------+-----+-----+-----
-   140 |  11 | 150 | 471
-(1 row)
-
 -- three sorted runs reach the trigger: universal compaction picks them
 SELECT pk_compact('c') AS snapshot;
- snapshot 
-----------
-        4
-(1 row)
-
 SELECT level, record_count, min_key, max_key FROM pk_runs('c') WHERE kind = 'data';
- level | record_count | min_key | max_key 
--------+--------------+---------+---------
-     2 |          140 | 11      | 150
-(1 row)
-
 SELECT count(*), min(id), max(id), sum(length(v)) FROM c;
- count | min | max | sum 
--------+-----+-----+-----
-   140 |  11 | 150 | 471
-(1 row)
-
 SELECT snapshot_id, commit_kind, delta_record_count FROM pk_snapshots('c') WHERE commit_kind = 'COMPACT';
- snapshot_id | commit_kind | delta_record_count 
--------------+-------------+--------------------
-           4 | COMPACT     |                140
-(1 row)
-
 -- nothing due: NULL
 SELECT pk_compact('c') AS nothing_to_do;
- nothing_to_do 
----------------
-              
-(1 row)
-
 -- the writers' stop trigger: a commit that would make the fourth sorted run
 -- first compacts the three committed ones, then adds its own
 DELETE FROM c WHERE id = 20;
 INSERT INTO c VALUES (1000, 'x');
 SELECT count(*) AS data_runs_before FROM pk_runs('c') WHERE kind = 'data';
- data_runs_before 
-------------------
-                3
-(1 row)
-
 INSERT INTO c VALUES (1001, 'y');
 SELECT count(*) AS data_runs, count(*) < 4 AS under_stop_trigger FROM pk_runs('c') WHERE kind = 'data';
- data_runs | under_stop_trigger 
------------+--------------------
-         2 | t
-(1 row)
-
 SELECT count(*) FILTER (WHERE id = 20) AS deleted_key, count(*) AS rows FROM c;
- deleted_key | rows 
--------------+------
-           0 |  141
-(1 row)
-
 INSERT INTO c VALUES (1002, 'z');
 -- a full compaction writes everything into the bottom level, tombstones gone
 SELECT pk_compact('c', true) IS NOT NULL AS compacted;
- compacted 
------------
- t
-(1 row)
-
 SELECT level, record_count FROM pk_runs('c') WHERE kind = 'data';
- level | record_count 
--------+--------------
-     2 |          142
-(1 row)
-
 SELECT pk_compact('c', true) AS nothing_left;
- nothing_left 
---------------
-             
-(1 row)
-
 SELECT check_changelog('c');
- check_changelog 
------------------
- ok
-(1 row)
 
 -- a merge above the bottom level keeps tombstones: they must still hide
 -- the key's rows below
@@ -110,95 +44,31 @@ CREATE TABLE tb (id int PRIMARY KEY, v text) USING pkmerge
 	WITH (num_sorted_run_compaction_trigger = 3, num_sorted_run_stop_trigger = 10, num_levels = 3);
 INSERT INTO tb SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
 SELECT pk_compact('tb', true) IS NOT NULL AS compacted;
- compacted 
------------
- t
-(1 row)
-
 DELETE FROM tb WHERE id = 5;
 INSERT INTO tb VALUES (30001, 'x');
 INSERT INTO tb VALUES (30002, 'y');
 SELECT pk_compact('tb') IS NOT NULL AS compacted;
- compacted 
------------
- t
-(1 row)
-
 SELECT level, record_count, min_key, max_key FROM pk_runs('tb') WHERE kind = 'data' ORDER BY level;
- level | record_count | min_key | max_key 
--------+--------------+---------+---------
-     1 |            3 | 5       | 30002
-     2 |        20000 | 1       | 20000
-(2 rows)
-
 SELECT count(*) FILTER (WHERE id = 5) AS deleted_key, count(*) AS rows FROM tb;
- deleted_key | rows  
--------------+-------
-           0 | 20001
-(1 row)
-
 -- into the bottom the tombstone goes
 SELECT pk_compact('tb', true) IS NOT NULL AS compacted;
- compacted 
------------
- t
-(1 row)
-
 SELECT level, record_count FROM pk_runs('tb') WHERE kind = 'data';
- level | record_count 
--------+--------------
-     2 |        20001
-(1 row)
-
 SELECT count(*) FILTER (WHERE id = 5) AS deleted_key, count(*) AS rows FROM tb;
- deleted_key | rows  
--------------+-------
-           0 | 20001
-(1 row)
 
 -- output runs are split at target_run_size
 CREATE TABLE s (id int PRIMARY KEY, v text) USING pkmerge WITH (target_run_size = '64kB');
 INSERT INTO s SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
 SELECT count(*) AS runs_before FROM pk_runs('s') WHERE kind = 'data';
- runs_before 
--------------
-           1
-(1 row)
-
 SELECT pk_compact('s', true) IS NOT NULL AS compacted;
- compacted 
------------
- t
-(1 row)
-
 SELECT count(*) > 1 AS split, bool_and(size_bytes <= 64 * 1024 + 32 * 1024) AS near_target,
 	   sum(record_count) AS records
 FROM pk_runs('s') WHERE kind = 'data';
- split | near_target | records 
--------+-------------+---------
- t     | t           |   20000
-(1 row)
-
 -- the pieces cover disjoint key ranges in order
 SELECT bool_and(min_key::int > prev_max) AS disjoint
 FROM (SELECT min_key, lag(max_key::int) OVER (ORDER BY min_key::int) AS prev_max
 	  FROM pk_runs('s') WHERE kind = 'data') r WHERE prev_max IS NOT NULL;
- disjoint 
-----------
- t
-(1 row)
-
 SELECT count(*), sum(hashtext(v)) = (SELECT sum(hashtext(md5(g::text))) FROM generate_series(1, 20000) g) AS same_rows FROM s;
- count | same_rows 
--------+-----------
- 20000 | t
-(1 row)
-
 SELECT * FROM s WHERE id = 12345;
-  id   |                v                 
--------+----------------------------------
- 12345 | 827ccb0eea8a706c4c34a16891f84e7b
-(1 row)
 
 -- no compaction outputs to level 0 (as in Paimon): merging the two young
 -- 1-row runs alone would stay at level 0 beside the large level-0 run, so
@@ -209,78 +79,24 @@ INSERT INTO l0 SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
 INSERT INTO l0 VALUES (20001, 'a');
 INSERT INTO l0 VALUES (20002, 'b');
 SELECT pk_compact('l0') IS NOT NULL AS compacted;
- compacted 
------------
- t
-(1 row)
-
 SELECT level, record_count FROM pk_runs('l0') WHERE kind = 'data';
- level | record_count 
--------+--------------
-     3 |        20002
-(1 row)
-
 -- small runs above the bottom merge into the level above it
 INSERT INTO l0 VALUES (20003, 'c');
 INSERT INTO l0 VALUES (20004, 'd');
 INSERT INTO l0 VALUES (20005, 'e');
 SELECT pk_compact('l0') IS NOT NULL AS compacted;
- compacted 
------------
- t
-(1 row)
-
 SELECT level, record_count FROM pk_runs('l0') WHERE kind = 'data' ORDER BY level;
- level | record_count 
--------+--------------
-     2 |            3
-     3 |        20002
-(2 rows)
-
 SELECT count(*), max(id) FROM l0;
- count |  max  
--------+-------
- 20005 | 20005
-(1 row)
-
 -- a compaction can be prepared: it takes effect at COMMIT PREPARED
 INSERT INTO l0 VALUES (20006, 'f');
 INSERT INTO l0 VALUES (20007, 'g');
 BEGIN;
 SELECT pk_compact('l0', true) IS NOT NULL AS compacted;
- compacted 
------------
- t
-(1 row)
-
 PREPARE TRANSACTION 'pk_compact_prepared';
 SELECT count(*) AS runs_before_commit FROM pk_runs('l0') WHERE kind = 'data';
- runs_before_commit 
---------------------
-                  4
-(1 row)
-
 COMMIT PREPARED 'pk_compact_prepared';
 SELECT level, record_count FROM pk_runs('l0') WHERE kind = 'data';
- level | record_count 
--------+--------------
-     3 |        20007
-(1 row)
-
 SELECT count(*), max(id) FROM l0;
- count |  max  
--------+-------
- 20007 | 20007
-(1 row)
-
 -- each table's row in pkchangelog.tables names exactly its data runs
 SELECT t, check_data_runs(t) FROM unnest('{c,tb,s,l0}'::regclass[]) t;
- t  | check_data_runs 
-----+-----------------
- c  | ok
- tb | ok
- s  | ok
- l0 | ok
-(4 rows)
-
 DROP TABLE c, s, tb, l0;

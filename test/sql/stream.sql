@@ -6,6 +6,11 @@
 -- stream: the -D of every row it removed for the producers that retract
 -- (lookup, full-compaction: as their stream told the rows), one TRUNCATE
 -- record for none and input; rows show in the table's current shape.
+\set ECHO none
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set checker :abs_srcdir '/setup/changelog_checker.sql'
+\i :checker
+\set ECHO all
 
 -- producer switches keep every listed snapshot's changes
 CREATE TABLE sw (k int PRIMARY KEY, v int) USING pkmerge;
