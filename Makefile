@@ -8,6 +8,8 @@
 #                   PGHOST/PGPORT, which must preload the library (see below)
 #   make demo       build, install, run test/demo/*.sql on a throwaway cluster
 #   make bench      print pkmerge figures beside heap (not a pass/fail test)
+#   make fuzz       randomized differential test against heap twins
+#                   (SEED=n MINUTES=m; prints a minimal reproduction on failure)
 
 EXTENSION = pkchangelog
 MODULE_big = pkchangelog
@@ -73,7 +75,7 @@ pkchangelog.exports: $(wildcard src/*.c)
 	   sed -n 's/^PGDLLEXPORT [a-z]* \([a-z_0-9]*\)(.*/  \1;/p' $^; \
 	   echo 'local: *; };'; } > $@
 
-.PHONY: test demo bench deps test-lists freeze-baseline
+.PHONY: test demo bench fuzz deps test-lists freeze-baseline
 
 # the lists above, for test/run-tests.sh
 test-lists:
@@ -97,3 +99,6 @@ demo: deps
 
 bench: deps
 	@PG_CONFIG="$(PG_CONFIG)" bash test/bench.sh
+
+fuzz: deps
+	@PG_CONFIG="$(PG_CONFIG)" SEED="$(SEED)" MINUTES="$(MINUTES)" bash test/fuzz.sh

@@ -23,6 +23,7 @@
 #include "storage/predicate.h"
 #include "storage/proc.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
@@ -563,6 +564,7 @@ collect_removed(Relation rel, PkTable *t, WriteBuffer *wb)
 	MergeRow	row;
 	TupleTableSlot *slot;
 	MemoryContext old;
+	ResourceOwner saved_owner;
 
 	foreach(lc, runs)
 	{
@@ -574,8 +576,16 @@ collect_removed(Relation rel, PkTable *t, WriteBuffer *wb)
 	}
 	if (read == NIL)
 		return;
+	/*
+	 * Its temporary files outlive the statement, until the commit: they
+	 * belong to the top transaction (a subtransaction's abort ends the
+	 * store, wbuf.c).
+	 */
 	old = MemoryContextSwitchTo(wb->cxt);
+	saved_owner = CurrentResourceOwner;
+	CurrentResourceOwner = TopTransactionResourceOwner;
 	wb->removed = tuplestore_begin_heap(false, false, work_mem);
+	CurrentResourceOwner = saved_owner;
 	MemoryContextSwitchTo(old);
 	wb->removed_subid = GetCurrentSubTransactionId();
 	slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsMinimalTuple);

@@ -18,6 +18,7 @@
 #include "access/xact.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
+#include "utils/tuplestore.h"
 
 #include "shmem.h"
 #include "tid.h"
@@ -677,9 +678,12 @@ wbuf_subxact_abort(SubTransactionId mysubid)
 			if (((WbSpill *) lfirst(sc))->subid == mysubid)
 				wb->spills = foreach_delete_current(wb->spills, sc);
 		}
-		/* its temporary files are closed with the subtransaction */
+		/* its temporary files belong to the top transaction */
 		if (wb->removed && wb->removed_subid == mysubid)
+		{
+			tuplestore_end(wb->removed);
 			wb->removed = NULL;
+		}
 		while (n > 0 && wbuf_entry(wb, n - 1)->subid == mysubid)
 		{
 			n--;

@@ -120,6 +120,27 @@ SELECT check_changelog('tr_lookup') AS lookup;
 DROP FUNCTION tr_all(text);
 DROP TABLE tr_none, tr_input, tr_lookup, tr_fc;
 
+-- the rows a TRUNCATE removes, beyond work_mem, are in a temporary file
+-- that lasts until the commit, through a savepoint released or rolled back
+CREATE TABLE tr_big (k int PRIMARY KEY, v text) USING pkmerge
+	WITH (changelog_producer = 'lookup');
+SET work_mem = '64kB';
+INSERT INTO tr_big SELECT i, repeat(md5(i::text), 40) FROM generate_series(1, 200) i;
+BEGIN;
+SAVEPOINT s;
+TRUNCATE tr_big;
+ROLLBACK TO s;
+COMMIT;
+BEGIN;
+SAVEPOINT s;
+TRUNCATE tr_big;
+RELEASE s;
+INSERT INTO tr_big VALUES (0, 'after');
+COMMIT;
+SELECT rowkind, count(*) FROM pk_changes('tr_big', pk_current_snapshot('tr_big') - 1) GROUP BY 1 ORDER BY 1;
+RESET work_mem;
+DROP TABLE tr_big;
+
 -- rows show in the table's current shape: a renamed column by its new
 -- name, a dropped one left out, an added one null (or its default)
 CREATE TABLE shape (k int PRIMARY KEY, a int, b int) USING pkmerge
