@@ -20,6 +20,7 @@
 #include "commands/vacuum.h"
 #include "executor/tuptable.h"
 #include "pgstat.h"
+#include "run_space.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/smgr.h"

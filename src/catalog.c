@@ -2,8 +2,8 @@
  *
  * catalog.c
  *	  Reads and writes the extension's catalog tables (pkchangelog.tables,
- *	  .snapshots, .runs) with direct heap and index access, takes the
- *	  per-table locks that order their changes, records which tables' runs
+ *	  .snapshots, .runs) with direct heap and index access (catalog_lock.c
+ *	  has the locks that order their changes), records which tables' runs
  *	  the transaction changed, and knows which catalog versions (of the
  *	  extension's scripts) this library works with.
  *
@@ -205,55 +205,6 @@ cat_open(CatTable which, LOCKMODE lockmode)
 						 PKCHANGELOG_VERSION)));
 	}
 	return crel;
-}
-
-/*
- * Lock held from a table's commit until transaction end: snapshot ids,
- * sequence numbers, the lookup producer and conflict checks all see the
- * previous commit complete.  A heavyweight lock, so the deadlock detector
- * sees it.
- */
-void
-cat_commit_lock(Oid relid)
-{
-	LockDatabaseObject(cat_oid("tables", false), relid, 0, ExclusiveLock);
-}
-
-/*
- * One compaction of a table at a time (pk_compact waits for a running one);
- * held to transaction end.  Commits are not blocked by it.
- */
-void
-cat_compaction_lock(Oid relid)
-{
-	LockDatabaseObject(cat_oid("tables", false), relid, 1, ExclusiveLock);
-}
-
-/* the compaction lock if it is free now (writers do not wait for it) */
-bool
-cat_compaction_trylock(Oid relid)
-{
-	LOCKTAG		tag;
-
-	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, cat_oid("tables", false), relid, 1);
-	return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
-}
-
-/*
- * Serializes the choice of a run's blocks and row numbers with the
- * insertion of the run row that reserves them (other allocators see the
- * row, committed or not, through SnapshotAny).  Released once the row is in.
- */
-void
-cat_space_lock(Oid relid)
-{
-	LockDatabaseObject(cat_oid("runs", false), relid, 0, ExclusiveLock);
-}
-
-void
-cat_space_unlock(Oid relid)
-{
-	UnlockDatabaseObject(cat_oid("runs", false), relid, 0, ExclusiveLock);
 }
 
 /*
@@ -880,6 +831,12 @@ Oid
 cat_runs_relid(void)
 {
 	return cat_oid("runs", false);
+}
+
+Oid
+cat_tables_relid(void)
+{
+	return cat_oid("tables", false);
 }
 
 /*

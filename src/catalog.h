@@ -103,9 +103,6 @@ extern List *cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only);
 extern void cat_run_insert(Oid relid, const RunInfo *run);
 extern void cat_truncate(Oid relid);
 extern void cat_run_delete(Oid relid, int64 run_id);
-extern void cat_compaction_lock(Oid relid);
-extern bool cat_compaction_trylock(Oid relid);
-extern void cat_commit_lock(Oid relid);
 extern TableState cat_table_state(Oid relid);
 extern TableState cat_table_state_peek(Oid relid);
 extern bool cat_table_version(Oid relid, Snapshot snapshot, TransactionId *xmin,
@@ -125,9 +122,8 @@ extern void cat_snapshot_expire(Oid relid, int64 snapshot_id);
 extern void cat_drop_table(Oid relid);
 extern int64 cat_next_run_id(void);
 extern Oid	cat_runs_relid(void);
+extern Oid	cat_tables_relid(void);
 extern List *cat_used_extents(Oid relid, Oid relfilenode);
-extern void cat_space_lock(Oid relid);
-extern void cat_space_unlock(Oid relid);
 extern void cat_run_set_snapshot(Oid relid, int64 run_id, int64 snapshot_id);
 extern void cat_run_finalize(Oid relid, int64 run_id, int64 seq, int64 snapshot_id);
 extern void cat_run_move(Oid relid, int64 run_id, Oid relfilenode,

@@ -19,6 +19,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog_lock.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "storage/bufmgr.h"

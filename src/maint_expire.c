@@ -22,6 +22,7 @@
  */
 #include "postgres.h"
 
+#include "catalog_lock.h"
 #include "miscadmin.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"

@@ -37,6 +37,7 @@
 #include "access/xact.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_database.h"
+#include "catalog_lock.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
 #include "pgstat.h"

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * run.h
- *	  Sorted runs: writing one (run_write.c), reading one (run_read.c),
- *	  and finding the blocks to put it in (run_space.c).
+ *	  Sorted runs: writing one (run_write.c) and reading one (run_read.c);
+ *	  run_space.h has where a run's blocks go.
  *
  *-------------------------------------------------------------------------
  */
@@ -119,12 +119,5 @@ run_cursor_row(RunCursor *c)
 {
 	return (RunRowHeader *) (c->block->raw + c->block->offsets[c->rowno]);
 }
-
-/* run_space.c */
-extern void space_reserve(Relation rel, RunInfo *run);
-extern void space_truncate(Relation rel, BlockNumber *before,
-						   BlockNumber *after, BlockNumber *used);
-extern void space_rewrite(Relation rel, Relation dst, int *nruns,
-						  BlockNumber *npages);
 
 #endif							/* PK_RUN_H */

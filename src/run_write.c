@@ -14,9 +14,12 @@
  * bounded memory; what stays in memory is one data block, and at the end
  * the bloom filter (10 bits per key, at most 512 MB).
  *
- * The writer only produces pages and a RunInfo; making the run visible (its
- * pkchangelog.runs row) is the caller's business.  See run_format.h for the
- * layout.
+ * run_writer_finish reserves the run's blocks together with its
+ * pkchangelog.runs row (space_reserve, under the space lock), so another
+ * writer never picks the same blocks; the row becomes visible to others
+ * with the writing transaction's commit, and what it means for the table
+ * (a data run in the tables row, a snapshot's changelog) is the caller's
+ * business.  See run_format.h for the layout.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,6 +32,7 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "port/pg_crc32c.h"
+#include "run_space.h"
 #include "storage/buffile.h"
 #include "storage/bufmgr.h"
 #include "utils/memutils.h"

@@ -3,8 +3,10 @@
  * sql_funcs.c
  *	  SQL-callable functions in C that are not part of an access method:
  *	  pk_write, pk_runs, pk_options, pk_compact, pk_expire_snapshots, and
- *	  the helpers the SQL-language functions use.  (pk_changes is in
- *	  changelog_read.c.)
+ *	  the helpers the SQL-language functions use (pkmerge_relid,
+ *	  lookup_cache_stats).  pk_changes and pk_current_snapshot are in
+ *	  changelog_read.c, library_version and library_accepts in
+ *	  pkchangelog.c.
  *
  * Every function checks the caller's privileges before it asks for a lock
  * on the table (pk_open_table).  pk_write runs the SQL statement that does

@@ -28,6 +28,7 @@
 
 #include "am_dml.h"
 #include "catalog.h"
+#include "catalog_lock.h"
 #include "changelog_produce.h"
 #include "maint_compaction.h"
 #include "maint_expire.h"

@@ -1,0 +1,18 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog_lock.h
+ *	  The per-table locks that order changes of the catalog rows.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PK_CATALOG_LOCK_H
+#define PK_CATALOG_LOCK_H
+
+/* catalog_lock.c */
+extern void cat_commit_lock(Oid relid);
+extern void cat_compaction_lock(Oid relid);
+extern bool cat_compaction_trylock(Oid relid);
+extern void cat_space_lock(Oid relid);
+extern void cat_space_unlock(Oid relid);
+
+#endif							/* PK_CATALOG_LOCK_H */
