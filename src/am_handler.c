@@ -33,7 +33,6 @@
 #include "catalog.h"
 #include "maint_compaction.h"
 #include "read_point.h"
-#include "run.h"
 #include "sql_ddl.h"
 #include "tid.h"
 

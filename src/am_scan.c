@@ -33,8 +33,8 @@
 
 #include "am_scan.h"
 #include "read_point.h"
-#include "run.h"
 #include "run_merge.h"
+#include "run_read.h"
 #include "shmem.h"
 #include "tid.h"
 

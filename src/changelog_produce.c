@@ -23,6 +23,7 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "run_write.h"
 
 #include "changelog_produce.h"
 #include "read_point.h"

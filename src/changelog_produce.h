@@ -9,7 +9,6 @@
 #ifndef PK_PRODUCER_H
 #define PK_PRODUCER_H
 
-#include "run.h"
 #include "write_buffer.h"
 
 /* changelog_produce.c */

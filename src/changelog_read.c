@@ -28,7 +28,7 @@
 
 #include "catalog.h"
 #include "changelog_produce.h"
-#include "run.h"
+#include "run_read.h"
 
 static const char *const rowkind_names[] = {"+I", "-U", "+U", "-D"};
 

@@ -22,6 +22,7 @@
 #include "catalog_lock.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
+#include "run_write.h"
 #include "storage/bufmgr.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"

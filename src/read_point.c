@@ -13,7 +13,9 @@
 
 #include "catalog.h"
 #include "read_point.h"
+#include "run.h"
 #include "run_cache.h"
+#include "run_read.h"
 #include "tid.h"
 
 /*

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * run.h
- *	  Sorted runs: writing one (run_write.c) and reading one (run_read.c);
- *	  run_space.h has where a run's blocks go.
+ *	  Sequence numbers of runs' rows, which the writers and readers of runs
+ *	  share (run_write.h writes a run, run_read.h reads one, run_space.h
+ *	  places it).
  *
  *-------------------------------------------------------------------------
  */
@@ -38,86 +39,6 @@ static inline uint64
 run_row_seq(const RunInfo *run, const RunRowHeader *rh)
 {
 	return run->min_seq == run->max_seq ? (uint64) run->min_seq : RUN_ROW_SEQ(rh);
-}
-
-/* run_write.c */
-typedef struct RunWriter RunWriter;
-
-extern RunWriter *run_writer_begin(Relation rel, PkTable *t, int level,
-								   RunKind kind, bool from_commit);
-extern void run_writer_add(RunWriter *w, uint64 seq, PkRowKind kind,
-						   MinimalTuple tup, const Datum *keys, uint32 hash);
-extern void run_writer_set_seq(RunWriter *w, uint64 seq);
-extern uint64 run_writer_nrows(RunWriter *w);
-extern uint64 run_writer_stream_size(RunWriter *w);
-extern RunInfo *run_writer_finish(RunWriter *w, int64 created_snapshot);
-
-/* run_read.c */
-
-/* a run's block index and bloom filter, cached per backend */
-typedef struct RunIndex
-{
-	int64		run_id;
-	uint32		nblocks;
-	RunIndexEntry *entries;		/* nblocks of them */
-	Datum	   *first_keys;		/* nblocks * nkeys, into keytuples */
-	uint32		bloom_nbits;
-	uint8	   *bloom;
-} RunIndex;
-
-/* one decompressed data block */
-typedef struct RunBlock
-{
-	uint32		nrows;
-	uint64		first_row;		/* ordinal of rows[0] in the run */
-	char	   *raw;
-	uint32	   *offsets;		/* of each RunRowHeader in raw */
-	int			pins;			/* cache: held by cursors; -1: private */
-	Size		raw_cap;		/* allocated sizes, for reuse */
-	uint32		offsets_cap;
-	char	   *stored;			/* private blocks: the compressed bytes */
-	Size		stored_cap;
-} RunBlock;
-
-/* a position in a run, moved in key order */
-typedef struct RunCursor
-{
-	Relation	rel;
-	PkTable    *table;
-	const RunInfo *run;
-	RunIndex   *index;
-	BufferAccessStrategy strategy;
-	uint32		blockno;		/* current data block */
-	RunBlock   *block;
-	uint32		rowno;			/* row within block */
-	bool		done;
-	bool		unloaded;		/* opened, not yet started or sought */
-} RunCursor;
-
-extern RunIndex *run_index_get(Relation rel, PkTable *t, const RunInfo *run);
-extern RunBlock *run_block_get(Relation rel, PkTable *t, const RunInfo *run,
-							   RunIndex *idx, uint32 blockno, bool private,
-							   BufferAccessStrategy strategy, RunBlock *spare);
-extern void run_block_release(RunBlock *b);
-extern bool run_bloom_may_contain(RunIndex *idx, uint32 hash);
-extern uint32 run_index_find_block(PkTable *t, RunIndex *idx, const Datum *key,
-								   int nprefix, bool strict);
-extern void run_cursor_open(RunCursor *c, Relation rel, PkTable *t,
-							const RunInfo *run, BufferAccessStrategy strategy);
-extern void run_cursor_seek(RunCursor *c, const Datum *key, int nprefix);
-extern void run_cursor_start(RunCursor *c);
-extern void run_cursor_next(RunCursor *c);
-extern void run_cursor_close(RunCursor *c);
-extern bool run_lookup(Relation rel, PkTable *t, const RunInfo *run,
-					   const Datum *key, uint32 hash, RunRowHeader **hdr,
-					   uint64 *ordinal, RunBlock **pinned);
-extern RunRowHeader *run_row_at(Relation rel, PkTable *t, const RunInfo *run,
-								uint64 ordinal, RunBlock **pinned);
-
-static inline RunRowHeader *
-run_cursor_row(RunCursor *c)
-{
-	return (RunRowHeader *) (c->block->raw + c->block->offsets[c->rowno]);
 }
 
 #endif							/* PK_RUN_H */

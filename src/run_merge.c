@@ -12,7 +12,9 @@
 
 #include "lib/binaryheap.h"
 
+#include "run.h"
 #include "run_merge.h"
+#include "run_read.h"
 #include "tid.h"
 
 typedef struct MergeSource

@@ -11,7 +11,6 @@
 
 #include "storage/itemptr.h"
 
-#include "run.h"
 #include "write_buffer.h"
 
 /* the version of a key the merge chose */

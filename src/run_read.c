@@ -37,8 +37,8 @@
 
 #include "catalog.h"
 #include "pkchangelog.h"
-#include "run.h"
 #include "run_cache_stats.h"
+#include "run_read.h"
 
 /* block cache capacity, bytes of decompressed blocks */
 #define BLOCK_CACHE_BYTES	(32 * 1024 * 1024)

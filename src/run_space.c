@@ -26,7 +26,6 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
-#include "run.h"
 #include "shmem.h"
 #include "tid.h"
 

@@ -39,6 +39,8 @@
 
 #include "guc.h"
 #include "run.h"
+#include "run_read.h"
+#include "run_write.h"
 #include "tid.h"
 
 /*

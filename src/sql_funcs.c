@@ -45,7 +45,6 @@
 #include "maint_compaction.h"
 #include "maint_expire.h"
 #include "pkchangelog.h"
-#include "run.h"
 #include "run_cache_stats.h"
 #include "sql_funcs.h"
 #include "table_desc.h"

@@ -53,6 +53,7 @@
 
 #include "catalog.h"
 #include "run.h"
+#include "run_write.h"
 #include "write_spill.h"
 
 /* a read of a key found absent: the read's read_seq, flagged */

@@ -1,0 +1,87 @@
+/*-------------------------------------------------------------------------
+ *
+ * run_read.h
+ *	  Reading sorted runs: block index, bloom filter, data blocks, cursors
+ *	  and point lookups.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PK_RUN_READ_H
+#define PK_RUN_READ_H
+
+#include "access/htup.h"
+#include "storage/bufmgr.h"
+#include "utils/rel.h"
+
+#include "run_format.h"
+#include "table_desc.h"
+
+/* run_read.c */
+
+/* a run's block index and bloom filter, cached per backend */
+typedef struct RunIndex
+{
+	int64		run_id;
+	uint32		nblocks;
+	RunIndexEntry *entries;		/* nblocks of them */
+	Datum	   *first_keys;		/* nblocks * nkeys, into keytuples */
+	uint32		bloom_nbits;
+	uint8	   *bloom;
+} RunIndex;
+
+/* one decompressed data block */
+typedef struct RunBlock
+{
+	uint32		nrows;
+	uint64		first_row;		/* ordinal of rows[0] in the run */
+	char	   *raw;
+	uint32	   *offsets;		/* of each RunRowHeader in raw */
+	int			pins;			/* cache: held by cursors; -1: private */
+	Size		raw_cap;		/* allocated sizes, for reuse */
+	uint32		offsets_cap;
+	char	   *stored;			/* private blocks: the compressed bytes */
+	Size		stored_cap;
+} RunBlock;
+
+/* a position in a run, moved in key order */
+typedef struct RunCursor
+{
+	Relation	rel;
+	PkTable    *table;
+	const RunInfo *run;
+	RunIndex   *index;
+	BufferAccessStrategy strategy;
+	uint32		blockno;		/* current data block */
+	RunBlock   *block;
+	uint32		rowno;			/* row within block */
+	bool		done;
+	bool		unloaded;		/* opened, not yet started or sought */
+} RunCursor;
+
+extern RunIndex *run_index_get(Relation rel, PkTable *t, const RunInfo *run);
+extern RunBlock *run_block_get(Relation rel, PkTable *t, const RunInfo *run,
+							   RunIndex *idx, uint32 blockno, bool private,
+							   BufferAccessStrategy strategy, RunBlock *spare);
+extern void run_block_release(RunBlock *b);
+extern bool run_bloom_may_contain(RunIndex *idx, uint32 hash);
+extern uint32 run_index_find_block(PkTable *t, RunIndex *idx, const Datum *key,
+								   int nprefix, bool strict);
+extern void run_cursor_open(RunCursor *c, Relation rel, PkTable *t,
+							const RunInfo *run, BufferAccessStrategy strategy);
+extern void run_cursor_seek(RunCursor *c, const Datum *key, int nprefix);
+extern void run_cursor_start(RunCursor *c);
+extern void run_cursor_next(RunCursor *c);
+extern void run_cursor_close(RunCursor *c);
+extern bool run_lookup(Relation rel, PkTable *t, const RunInfo *run,
+					   const Datum *key, uint32 hash, RunRowHeader **hdr,
+					   uint64 *ordinal, RunBlock **pinned);
+extern RunRowHeader *run_row_at(Relation rel, PkTable *t, const RunInfo *run,
+								uint64 ordinal, RunBlock **pinned);
+
+static inline RunRowHeader *
+run_cursor_row(RunCursor *c)
+{
+	return (RunRowHeader *) (c->block->raw + c->block->offsets[c->rowno]);
+}
+
+#endif							/* PK_RUN_READ_H */

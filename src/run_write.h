@@ -1,0 +1,30 @@
+/*-------------------------------------------------------------------------
+ *
+ * run_write.h
+ *	  Writing one sorted run.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PK_RUN_WRITE_H
+#define PK_RUN_WRITE_H
+
+#include "access/htup.h"
+#include "storage/bufmgr.h"
+#include "utils/rel.h"
+
+#include "run_format.h"
+#include "table_desc.h"
+
+/* run_write.c */
+typedef struct RunWriter RunWriter;
+
+extern RunWriter *run_writer_begin(Relation rel, PkTable *t, int level,
+								   RunKind kind, bool from_commit);
+extern void run_writer_add(RunWriter *w, uint64 seq, PkRowKind kind,
+						   MinimalTuple tup, const Datum *keys, uint32 hash);
+extern void run_writer_set_seq(RunWriter *w, uint64 seq);
+extern uint64 run_writer_nrows(RunWriter *w);
+extern uint64 run_writer_stream_size(RunWriter *w);
+extern RunInfo *run_writer_finish(RunWriter *w, int64 created_snapshot);
+
+#endif							/* PK_RUN_WRITE_H */
