@@ -66,12 +66,26 @@ pk_slot_callbacks(Relation rel)
 	return &TTSOpsMinimalTuple;
 }
 
+/*
+ * TIDs are row numbers (tid.h), not block and offset: a TID is valid when
+ * it decodes to a row number, whatever the file's length, since the row
+ * numbers of runs and of the write buffer have nothing to do with blocks.
+ * Whether the row exists is for the fetch to find out.
+ */
 static bool
 pk_tuple_tid_valid(TableScanDesc scan, ItemPointer tid)
 {
 	return pk_tid_valid(tid);
 }
 
+/*
+ * currtid_byrelname and WHERE CURRENT OF after an update: the TID of the
+ * key's newest version.  A pkmerge update writes a new version under a new
+ * TID rather than chaining the old one to it, so the chain heap follows
+ * is the key: find the row the TID names, then the newest live version of
+ * its key (own buffer first, then the latest committed runs).  A deleted
+ * key leaves the TID as it was, as heap does at the end of a chain.
+ */
 static void
 pk_tuple_get_latest_tid(TableScanDesc scan, ItemPointer tid)
 {
@@ -101,6 +115,12 @@ pk_index_delete_tuples(Relation rel, TM_IndexDeleteOp *delstate)
 	return InvalidTransactionId;
 }
 
+/*
+ * Inserts append to the transaction's write buffer and read nothing: an
+ * INSERT of an existing key is an upsert (DESIGN §3), which is what keeps
+ * ingest from reading.  Bulk-insert state and options (heap's FSM and
+ * WAL hints) have no meaning for a buffer written as a run at commit.
+ */
 static void
 pk_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid, int options,
 				struct BulkInsertStateData *bistate)
@@ -117,6 +137,13 @@ pk_tuple_insert_speculative(Relation rel, TupleTableSlot *slot, CommandId cid,
 	dml_insert(rel, slot, cid, true);
 }
 
+/*
+ * Nothing to confirm or kill: a speculative insert is not visible to
+ * other sessions before commit anyway (it is in the buffer), and it does
+ * not fail afterwards, because pkmerge_key reports no conflict at index
+ * insertion: the arbiter check before the insert is the check, and an
+ * insert of the same key by another transaction is caught at commit.
+ */
 static void
 pk_tuple_complete_speculative(Relation rel, TupleTableSlot *slot,
 							  uint32 specToken, bool succeeded)
@@ -139,6 +166,13 @@ pk_tuple_delete(Relation rel, ItemPointer tid, CommandId cid, Snapshot snapshot,
 	return dml_delete(rel, tid, cid, snapshot, tmfd);
 }
 
+/*
+ * Update, delete and row locks check that the version acted on is still
+ * the newest one (am_dml.c), as heap's do, and record what they read so
+ * that commit can check it again under the commit lock.  Update reports
+ * LockTupleExclusive: an update may change the key (it is a delete and an
+ * insert), so no weaker lock mode describes it.
+ */
 static TM_Result
 pk_tuple_update(Relation rel, ItemPointer otid, TupleTableSlot *slot,
 				CommandId cid, Snapshot snapshot, Snapshot crosscheck,
@@ -196,6 +230,11 @@ pk_relation_nontransactional_truncate(Relation rel)
 	dml_truncate(rel);
 }
 
+/*
+ * SET TABLESPACE would copy the file block by block to the new place, but
+ * the runs' catalog rows name the old relfilenode: refused, with a hint to
+ * create the table anew in the tablespace and copy its rows.
+ */
 static void
 pk_relation_copy_data(Relation rel, const RelFileNode *newrnode)
 {

@@ -230,6 +230,7 @@ read_stream(Relation rel, const RunInfo *run, uint64 off, uint64 len, char *dst,
 	}
 }
 
+/* CRC-32C of len bytes: the checksum every part of a run carries */
 static pg_crc32c
 crc_of(const void *data, Size len)
 {
@@ -395,6 +396,13 @@ run_index_get(Relation rel, PkTable *t, const RunInfo *run)
 	return e->index;
 }
 
+/*
+ * Can the run hold a key of this hash?  False is certain (a key added sets
+ * every bit its hash functions name), true only likely: with
+ * RUN_BLOOM_BITS_PER_KEY bits per key and RUN_BLOOM_NHASHES functions
+ * about 1% of absent keys pass, and a point lookup reads no block of a run
+ * its key is not in the other 99% of the time.
+ */
 bool
 run_bloom_may_contain(RunIndex *idx, uint32 hash)
 {
@@ -509,6 +517,12 @@ decode_block(Relation rel, const RunInfo *run, RunIndex *idx, uint32 blockno,
 	return b;
 }
 
+/*
+ * Make room for need bytes by dropping the least recently used blocks.
+ * Pinned blocks are skipped, not waited for: a cursor or a lookup holds
+ * them, and the cache may exceed its size until they are released, which
+ * bounds the excess by what the running statements hold.
+ */
 static void
 evict_blocks(Size need)
 {
@@ -577,6 +591,12 @@ run_block_get(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
 	return b;
 }
 
+/*
+ * Give back a block run_block_get returned.  A private block is freed at
+ * once (a sequential scan would otherwise fill memory with blocks it never
+ * reads again); a cached one only loses its pin and stays for later
+ * lookups until evict_blocks needs its room.
+ */
 void
 run_block_release(RunBlock *b)
 {
@@ -646,6 +666,14 @@ block_lower_bound(PkTable *t, RunBlock *b, const Datum *key, int nprefix)
 	return lo;
 }
 
+/*
+ * Load block c->blockno, or the first non-empty one after it, for a
+ * cursor; done when none is left.  The writer makes no empty block, but a
+ * block of no rows is skipped rather than positioned in.  Cursors read
+ * private blocks:
+ * a scan reads each block once, so caching it would only evict the blocks
+ * point lookups keep coming back to.
+ */
 static void
 cursor_load(RunCursor *c)
 {
@@ -674,6 +702,12 @@ cursor_load(RunCursor *c)
 	c->done = true;
 }
 
+/*
+ * Open a cursor on a run without reading a data block: the merge iterator
+ * opens a cursor per run and then either starts each at its first row or
+ * seeks each to a key, and reading block 0 first would waste a read per
+ * run for every seek.
+ */
 void
 run_cursor_open(RunCursor *c, Relation rel, PkTable *t, const RunInfo *run,
 				BufferAccessStrategy strategy)
@@ -697,6 +731,7 @@ run_cursor_start(RunCursor *c)
 	cursor_load(c);
 }
 
+/* advance to the next row in key order, across blocks; done at the end */
 void
 run_cursor_next(RunCursor *c)
 {
@@ -739,6 +774,7 @@ run_cursor_seek(RunCursor *c, const Datum *key, int nprefix)
 	}
 }
 
+/* release the cursor's block; the cursor reads as done afterwards */
 void
 run_cursor_close(RunCursor *c)
 {
