@@ -58,6 +58,11 @@ static object_access_hook_type prev_object_access = NULL;
 static bool in_vacuum_full = false;
 static bool vacuum_full_verbose = false;
 
+/*
+ * Does a name in a statement not yet run denote a pkmerge table?  Looked
+ * up without a lock: the statement itself takes the right one, and a
+ * table dropped meanwhile fails there with PostgreSQL's own error.
+ */
 static bool
 rangevar_is_pkmerge(RangeVar *rv)
 {
@@ -78,6 +83,12 @@ not_supported(const char *what, const char *relname, const char *hint)
 /* CLUSTER and ALTER TABLE ... CLUSTER ON */
 #define CLUSTER_HINT "A pkmerge table's runs are always sorted by its primary key; VACUUM FULL merges them into one run and rewrites the file compactly."
 
+/*
+ * PostgreSQL 15 takes only a b-tree unique index as the referenced key of
+ * a foreign key; pkmerge_key is not one, and core's own error would name
+ * the index rather than the reason.  Refused here with the reason and
+ * what to do instead.
+ */
 static void
 refuse_fk_to_pkmerge(Constraint *c)
 {
@@ -122,6 +133,12 @@ key_string(List *names)
 	return buf.data;
 }
 
+/*
+ * Do two primary_key values name the same columns in the same order?
+ * Compared as split identifiers, so that spacing and quoting ("a, b"
+ * against "a,\"b\"") do not make a restored or LIKE-copied key look
+ * different.
+ */
 static bool
 same_key(const char *a, const char *b)
 {
@@ -149,6 +166,13 @@ list_member_str(List *names, const char *name)
 	return false;
 }
 
+/*
+ * Write a table's reloptions directly into pg_class.  PostgreSQL 15 would
+ * validate them against heap's list (and reject every pkmerge option), so
+ * the utility hook takes the options out of the statement, validates them
+ * itself (table_options.c) and stores them here; pg_dump then reads them
+ * back as WITH (...) and a restore gives them to this hook again.
+ */
 static void
 set_reloptions(Oid relid, Datum newopts)
 {
@@ -249,6 +273,7 @@ like_primary_key(CreateStmt *stmt, int *likes)
 	return result;
 }
 
+/* a CREATE TABLE's USING clause, or default_table_access_method without one */
 static bool
 is_pkmerge_am(const char *am)
 {
@@ -712,6 +737,14 @@ ddl_vacuum_full_elevel(void)
 	return in_vacuum_full && vacuum_full_verbose ? INFO : DEBUG2;
 }
 
+/*
+ * The ProcessUtility hook.  Before the standard processing it takes
+ * pkmerge options out of CREATE/ALTER TABLE (and refuses what pkmerge
+ * cannot do, before anything changes); after it, it stores the options
+ * and builds the key index for the table now created.  A VACUUM FULL is
+ * marked while it runs, the one rewrite the object access hook lets
+ * through (its copy is the table AM's, am_handler.c).
+ */
 static void
 pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		   ProcessUtilityContext context, ParamListInfo params,
@@ -887,6 +920,13 @@ refuse_rewrite(Oid relid)
 				 errhint("Create a pkmerge table with a primary key and copy the rows with INSERT ... SELECT.")));
 }
 
+/*
+ * The object access hook catches what the utility hook cannot see by
+ * statement: every creation of a relation (a rewrite's transient table
+ * names the table it rewrites in relrewrite, however the rewrite was
+ * reached) and every drop of a pkmerge table, including by DROP SCHEMA ...
+ * CASCADE or DROP OWNED, whose catalog rows go in the dropping transaction.
+ */
 static void
 pk_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId,
 				 void *arg)
