@@ -86,6 +86,14 @@ static ZSTD_DCtx *zstd_dctx = NULL;
 static Oid	cache_catalog = InvalidOid;
 static bool cache_catalog_checked = false;
 
+/*
+ * At transaction end no cursor or lookup holds a block any more, but an
+ * error may have left pins behind (a cursor's close is not reached when
+ * its scan fails); clearing them lets those blocks be evicted again.  The
+ * index cache is kept across transactions (indexes of immutable runs stay
+ * valid) unless it grew past INDEX_CACHE_BYTES, which only a session
+ * reading very many runs reaches.
+ */
 static void
 reader_xact_callback(XactEvent event, void *arg)
 {
@@ -120,6 +128,10 @@ reader_relcache_callback(Datum arg, Oid relid)
 		cache_catalog_checked = false;
 }
 
+/*
+ * The caches live in TopMemoryContext, per backend, and are made on first
+ * use: most backends never read a run.
+ */
 static void
 reader_init(void)
 {
@@ -182,6 +194,12 @@ reader_check_catalog(void)
 	index_cache = NULL;
 }
 
+/*
+ * Every check of what was read from a run fails through here: the data is
+ * damaged, not the request, so the error is ERRCODE_DATA_CORRUPTED with
+ * where it was found, and the hint points to the copies that may be
+ * intact.
+ */
 static void
 corrupt(Relation rel, const RunInfo *run, const char *what, int64 where, const char *detail)
 {
