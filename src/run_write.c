@@ -341,6 +341,14 @@ run_writer_add(RunWriter *w, uint64 seq, PkRowKind kind, MinimalTuple tup,
 	appendBinaryStringInfo(&w->raw, (char *) &rh, sizeof(rh));
 	appendBinaryStringInfo(&w->raw, (char *) tup, tup->t_len);
 	appendStringInfoSpaces(&w->raw, RUN_ROW_SIZE(tup->t_len) - (w->raw.len - start));
+
+	/*
+	 * A tuple read back from a tuplestore's file (a spilled TRUNCATE, a
+	 * spilled write buffer) leaves its header padding unset; the block is
+	 * compressed, checksummed and WAL-logged, so every byte must be defined.
+	 */
+	memset(w->raw.data + start + sizeof(rh) + offsetof(MinimalTupleData, mt_padding),
+		   0, MINIMAL_TUPLE_PADDING);
 	w->blk_nrows++;
 
 	/* changelog runs are read in order, never probed: no filter */
