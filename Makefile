@@ -5,6 +5,8 @@
 #   make test       install packages if needed, build, install, run every test
 #   make demo       run test/demo/*.sql on a throwaway cluster
 #   make bench      print pkmerge figures beside heap (not a pass/fail test)
+#   make check-debug  the tests under an assert-enabled PostgreSQL, with
+#                   debug_discard_caches and valgrind (slow; not in make test)
 
 EXTENSION = pkchangelog
 MODULE_big = pkchangelog
@@ -37,7 +39,7 @@ endif
 # PGXS tracks no header dependencies: any header change rebuilds every object
 $(OBJS): $(wildcard src/*.h)
 
-.PHONY: test demo bench deps
+.PHONY: test demo bench deps check-debug
 
 deps:
 	@bash test/setup-deps.sh
@@ -50,3 +52,9 @@ demo: deps
 
 bench: deps
 	@PG_CONFIG="$(PG_CONFIG)" bash test/bench.sh
+
+# Builds (or reuses) an assert-enabled PostgreSQL 15 in $(PG_DEBUG_PREFIX)
+# and installs into it, whatever PG_CONFIG says.
+PG_DEBUG_PREFIX ?= /opt/pg-assert
+check-debug:
+	@PG_DEBUG_PREFIX="$(PG_DEBUG_PREFIX)" bash test/debug-build.sh $(CHECKS)
