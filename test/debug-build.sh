@@ -9,9 +9,10 @@
 #   test/debug-build.sh [CHECK...]
 #
 # CHECK is one of (default: all three)
-#   assert     every pg_regress suite, isolation spec and test/debug/*.sql
-#              against the assert build
-#   discard    the same with debug_discard_caches = 1
+#   assert     "make test" (every pg_regress suite, isolation spec and TAP
+#              test) and test/debug/*.sql against the assert build
+#   discard    the pg_regress suites, isolation specs and test/debug/*.sql
+#              with debug_discard_caches = 1
 #   valgrind   the crash-prone suites ($PK_VALGRIND_SUITES) and
 #              test/debug/*.sql with every server process under valgrind
 #
@@ -22,17 +23,20 @@
 #   PG_DEBUG_SRC        an unpacked PostgreSQL 15 source tree to build from
 #                       (default: Debian's postgresql-15 source package,
 #                       downloaded with apt-get source)
-#   PK_SUITES           pg_regress suites to run (default: test/schedule)
-#   PK_SPECS            isolation specs (default: every spec; "none" skips)
+#   PK_SUITES           pg_regress suites run with debug_discard_caches
+#                       (default: those of test/schedule)
+#   PK_SPECS            isolation specs run with it (default: every spec;
+#                       "none" skips them)
 #   PK_VALGRIND_SUITES  suites run under valgrind
 #                       (default: dml on_conflict savepoints spill)
 #
-# Each suite runs in a fresh database of one cluster per check (the suites
-# that call the changelog checker get sql/changelog_checker.sql loaded
-# first), so a crash in one suite does not fail the next.  Prints every failed
-# assertion (TRAP), crash, valgrind error and output difference, then a
-# summary; exits non-zero if anything was found.  Outputs are kept in the
-# directory named at the end.
+# With discard and valgrind each suite runs in a fresh database of one
+# cluster per check (the suites that call the changelog checker get
+# sql/changelog_checker.sql loaded first), so a crash in one suite does not
+# fail the next.  Prints every failed assertion (TRAP), crash, internal
+# error, valgrind error and output difference, then a summary; exits
+# non-zero if anything was found.  Outputs are kept in the directory named
+# at the end.
 set -uo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -292,6 +296,23 @@ collect_core()
 	done
 }
 
+# "make test" against the assert build: every suite, spec and TAP test in
+# temporary instances; the failed assertions in the logs it keeps on failure
+run_make_test()
+{
+	local out=$work/assert-make-test.out kept
+	PG_CONFIG=$PG_CONFIG bash "$top/test/run-tests.sh" >"$out" 2>&1
+	summary+=("assert: make test: $(tail -n 1 "$out")")
+	if ! grep -q ' 0 failed$' "$out"; then
+		finding assert "make test failed (output in $out)" \
+			"$(grep -E '\.\.\. +FAILED|^not ok|^t/.*(Wstat|Dubious)|^outputs kept' "$out")"
+	fi
+	kept=$(sed -n 's/^outputs kept in \([^ ]*\).*/\1/p' "$out")
+	if [ -n "$kept" ] && grep -rqs '^TRAP:' "$kept" --include='*.log'; then
+		finding assert "failed assertions in make test" "$(grep -rh -A 24 '^TRAP:' "$kept" --include='*.log')"
+	fi
+}
+
 finding()
 {
 	findings=$((findings + 1))
@@ -346,11 +367,8 @@ for check in "${checks[@]}"; do
 	echo "== $check"
 	case "$check" in
 		assert)
+			run_make_test
 			cluster_start assert "" || exit 1
-			# shellcheck disable=SC2086
-			run_tests assert regress $suites
-			# shellcheck disable=SC2086
-			[ -z "$specs" ] || run_tests assert isolation $specs
 			run_debug_sql assert
 			;;
 		discard)
