@@ -19,7 +19,13 @@ PG_CONFIG ?= pg_config
 override with_llvm = no
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wall -Werror -Wmissing-prototypes -Wpointer-arith -Wendif-labels
-SHLIB_LINK = -lzstd
+# Only the entry points PostgreSQL looks up are exported (the backend loads
+# libraries with RTLD_GLOBAL, where a name such as scan_begin could collide
+# with another library's): _PG_init, the module magic, every function of
+# PG_FUNCTION_INFO_V1 with its info function, and the background workers'
+# PGDLLEXPORT main functions.  The list is made from the sources.
+SHLIB_LINK = -lzstd -Wl,--version-script=pkchangelog.exports
+EXTRA_CLEAN = pkchangelog.exports
 
 # pg_regress/isolation/TAP are driven by test/run-tests.sh, not PGXS's
 # installcheck: the tests need temporary instances with the library
@@ -38,6 +44,13 @@ endif
 
 # PGXS tracks no header dependencies: any header change rebuilds every object
 $(OBJS): $(wildcard src/*.h)
+
+$(shlib): pkchangelog.exports
+pkchangelog.exports: $(wildcard src/*.c)
+	@{ echo '{ global:'; echo '  Pg_magic_func; _PG_init;'; \
+	   sed -n 's/^PG_FUNCTION_INFO_V1(\([a-z_0-9]*\));/  \1; pg_finfo_\1;/p' $^; \
+	   sed -n 's/^PGDLLEXPORT [a-z]* \([a-z_0-9]*\)(.*/  \1;/p' $^; \
+	   echo 'local: *; };'; } > $@
 
 .PHONY: test demo bench deps check-debug
 

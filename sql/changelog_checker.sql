@@ -5,53 +5,49 @@
 -- equals the row last added; +U directly follows the -U of its key; -D
 -- equals the row last added) and replaying it must give exactly the table.
 CREATE FUNCTION check_stream(changes jsonb, keycols text[], tab jsonb) RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-	state jsonb := '{}';
-	pending text := NULL;		-- key whose -U awaits its +U
-	c jsonb;
-	k text;
-	cur jsonb;
-BEGIN
-	FOR c IN SELECT jsonb_array_elements(changes) LOOP
-		k := (SELECT string_agg(c->'row'->>col, '|') FROM unnest(keycols) col);
-		cur := state->k;
-		IF pending IS NOT NULL AND (c->>'rowkind' <> '+U' OR k <> pending) THEN
-			RETURN format('snapshot %s: %s of key %s where the +U of key %s was due',
-						  c->>'snapshot_id', c->>'rowkind', k, pending);
-		END IF;
-		CASE c->>'rowkind'
-			WHEN '+I' THEN
-				IF cur IS NOT NULL THEN
-					RETURN format('snapshot %s: +I of key %s, which is present', c->>'snapshot_id', k);
-				END IF;
-				state := state || jsonb_build_object(k, c->'row');
-			WHEN '-U' THEN
-				IF cur IS DISTINCT FROM c->'row' THEN
-					RETURN format('snapshot %s: -U of key %s retracts %s, not %s', c->>'snapshot_id', k, c->'row', coalesce(cur::text, 'nothing'));
-				END IF;
-				pending := k;
-			WHEN '+U' THEN
-				IF pending IS NULL THEN
-					RETURN format('snapshot %s: +U of key %s without -U', c->>'snapshot_id', k);
-				END IF;
-				pending := NULL;
-				state := state || jsonb_build_object(k, c->'row');
-			WHEN '-D' THEN
-				IF cur IS DISTINCT FROM c->'row' THEN
-					RETURN format('snapshot %s: -D of key %s retracts %s, not %s', c->>'snapshot_id', k, c->'row', coalesce(cur::text, 'nothing'));
-				END IF;
-				state := state - k;
-		END CASE;
-	END LOOP;
-	IF pending IS NOT NULL THEN
-		RETURN format('the stream ends after the -U of key %s', pending);
-	END IF;
-	IF state IS DISTINCT FROM tab THEN
-		RETURN format('replaying the stream gives %s, the table holds %s', state, tab);
-	END IF;
-	RETURN 'ok';
-END $$;
+LANGUAGE sql SET enable_nestloop = off AS $$
+	-- set-based, so that long streams check fast (the planner cannot know
+	-- how many changes there are: no nested loops): each change with its
+	-- key, the change before it in the stream, and the row its key held
+	-- before it (the last +I/+U, unless a -D came after)
+	WITH c AS (
+		SELECT ord, e->>'snapshot_id' AS snap, e->>'rowkind' AS kind, e->'row' AS r,
+			   (SELECT string_agg(e->'row'->>col, '|') FROM unnest(keycols) col) AS k
+		FROM jsonb_array_elements(changes) WITH ORDINALITY x(e, ord)),
+	w AS (
+		SELECT c.*, lag(kind) OVER s AS prev_kind, lag(k) OVER s AS prev_k,
+			   max(ord) FILTER (WHERE kind <> '-U') OVER (PARTITION BY k ORDER BY ord
+				   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS last_ord
+		FROM c WINDOW s AS (ORDER BY ord)),
+	v AS (
+		SELECT w.ord, w.kind, w.k, w.r, w.snap, w.prev_kind, w.prev_k,
+			   CASE WHEN l.kind IN ('+I', '+U') THEN l.r END AS cur
+		FROM w LEFT JOIN c l ON l.ord = w.last_ord),
+	bad AS (
+		SELECT ord, CASE
+			WHEN prev_kind = '-U' AND (kind <> '+U' OR k <> prev_k) THEN
+				format('snapshot %s: %s of key %s where the +U of key %s was due', snap, kind, k, prev_k)
+			WHEN kind = '+I' AND cur IS NOT NULL THEN
+				format('snapshot %s: +I of key %s, which is present', snap, k)
+			WHEN kind IN ('-U', '-D') AND cur IS DISTINCT FROM r THEN
+				format('snapshot %s: %s of key %s retracts %s, not %s', snap, kind, k, r, coalesce(cur::text, 'nothing'))
+			WHEN kind = '+U' AND prev_kind IS DISTINCT FROM '-U' THEN
+				format('snapshot %s: +U of key %s without -U', snap, k)
+			END AS msg
+		FROM v),
+	final AS (
+		SELECT coalesce(jsonb_object_agg(k, r), '{}') AS state
+		FROM (SELECT DISTINCT ON (k) k, kind, r FROM c WHERE kind <> '-U'
+			  ORDER BY k, ord DESC) last
+		WHERE kind <> '-D')
+	SELECT coalesce(
+		(SELECT msg FROM bad WHERE msg IS NOT NULL ORDER BY ord LIMIT 1),
+		(SELECT format('the stream ends after the -U of key %s', k)
+		 FROM c WHERE kind = '-U' AND ord = (SELECT max(ord) FROM c)),
+		(SELECT format('replaying the stream gives %s, the table holds %s', state, tab)
+		 FROM final WHERE state IS DISTINCT FROM tab),
+		'ok')
+$$;
 
 CREATE FUNCTION check_changelog(rel regclass) RETURNS text
 LANGUAGE plpgsql AS $$
@@ -64,7 +60,7 @@ BEGIN
 	SELECT coalesce(jsonb_agg(to_jsonb(c)), '[]') INTO changes FROM pk_changes(rel) c;
 	EXECUTE format($q$
 		SELECT coalesce(jsonb_object_agg(k, r), '{}')
-		FROM (SELECT to_jsonb(t) AS r FROM %s t) s,
+		FROM (SELECT to_jsonb(t.*) AS r FROM %s t) s,
 			 LATERAL (SELECT string_agg(s.r->>col, '|') AS k FROM unnest($1) col) kk$q$, rel)
 		INTO tab USING keycols;
 	RETURN check_stream(changes, keycols, tab);

@@ -90,7 +90,10 @@ SELECT key, value FROM pk_options('orders') WHERE key IN ('changelog_producer', 
 
 -- supported and refused column changes
 ALTER TABLE orders ADD COLUMN note text DEFAULT 'none';
+-- a default evaluated once (stable) needs no rewrite; one evaluated per row
+-- does (rewrites.sql)
 ALTER TABLE orders ADD COLUMN created timestamptz DEFAULT now();
+ALTER TABLE orders DROP COLUMN created;
 ALTER TABLE orders ALTER COLUMN amount TYPE numeric(20,2);
 ALTER TABLE orders DROP COLUMN order_id;
 ALTER TABLE orders DROP CONSTRAINT orders_pkey;

@@ -59,6 +59,16 @@ WHEN MATCHED THEN UPDATE SET amount = o.amount + v.amount
 WHEN NOT MATCHED THEN INSERT VALUES (v.id, 30, v.amount);
 SELECT * FROM orders WHERE store_id = 30 ORDER BY order_id;
 
+-- MERGE's INSERT action is an INSERT, so an upsert: a new key inserted
+-- twice by one MERGE is one row, the one written last in the order the
+-- plan met the source rows (heap raises a unique violation)
+MERGE INTO orders o
+USING (VALUES (2101::bigint, 1.00), (2101, 2.00)) AS v(id, amount)
+ON o.order_id = v.id
+WHEN NOT MATCHED THEN INSERT VALUES (v.id, 31, v.amount);
+SELECT order_id, count(*), min(amount) IN (1.00, 2.00) AS one_of_them
+FROM orders WHERE store_id = 31 GROUP BY order_id;
+
 -- a transaction sees its own earlier commands; other commands' writes stay
 -- invisible to the command that makes them
 BEGIN;

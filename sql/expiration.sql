@@ -39,4 +39,31 @@ SELECT snapshot_id, rowkind, "row" FROM pk_changes('d');
 SELECT pk_expire_snapshots('d') AS expired;
 SELECT kind, count(*) FROM pkchangelog.runs WHERE relid = 'd'::regclass GROUP BY kind ORDER BY kind;
 SELECT * FROM d ORDER BY id;
+-- a commit whose snapshot expired while its run was still a data run: the
+-- compaction that replaces the run deletes it rather than keeping a delta
+-- that no expiration would ever remove
+INSERT INTO d VALUES (3, 3);
+INSERT INTO d VALUES (4, 4);
+SELECT pk_expire_snapshots('d') AS expired;
+SELECT kind, created_snapshot FROM pk_runs('d') ORDER BY created_snapshot;
+SELECT pk_compact('d', true);
+SELECT kind, created_snapshot FROM pk_runs('d') ORDER BY created_snapshot;
+SELECT snapshot_id, rowkind, "row" FROM pk_changes('d');
+SELECT pk_expire_snapshots('d') AS expired;
+SELECT kind, created_snapshot FROM pk_runs('d') ORDER BY created_snapshot;
+SELECT * FROM d ORDER BY id;
+-- max_snapshots: at most that many, the oldest first; NULL: all that are due
+ALTER TABLE d SET (snapshot_time_retained = '1h');
+INSERT INTO d VALUES (5, 5);
+INSERT INTO d VALUES (6, 6);
+INSERT INTO d VALUES (7, 7);
+ALTER TABLE d SET (snapshot_time_retained = '0ms');
+SELECT snapshot_id FROM pk_snapshots('d');
+SELECT pk_expire_snapshots('d', 2) AS expired_at_most_2;
+SELECT snapshot_id FROM pk_snapshots('d');
+SELECT pk_expire_snapshots('d', 0) AS expired_at_most_0;
+SELECT pk_expire_snapshots('d', NULL) AS expired_all_due;
+SELECT snapshot_id FROM pk_snapshots('d');
+SELECT pk_expire_snapshots('d', -1);
+SELECT pk_expire_snapshots(NULL) AS no_table;
 DROP TABLE e, d;

@@ -44,6 +44,39 @@ COMMIT;
 INSERT INTO pk VALUES (6, 1, 'a'), (6, 2, 'b') ON CONFLICT (id) DO UPDATE SET a = EXCLUDED.a;
 INSERT INTO hp VALUES (6, 1, 'a'), (6, 2, 'b') ON CONFLICT (id) DO UPDATE SET a = EXCLUDED.a;
 
+-- a key the same transaction deleted, or moved away by a key update, is
+-- absent to ON CONFLICT: both forms insert, under READ COMMITTED and
+-- REPEATABLE READ, also when the delete went out with a spill
+BEGIN;
+DELETE FROM pk WHERE id = 1;
+INSERT INTO pk VALUES (1, 12, 'back') ON CONFLICT DO NOTHING;
+UPDATE pk SET id = id + 100 WHERE id = 2;
+INSERT INTO pk VALUES (2, 22, 'back') ON CONFLICT (id) DO UPDATE SET a = -1;
+COMMIT;
+BEGIN;
+DELETE FROM hp WHERE id = 1;
+INSERT INTO hp VALUES (1, 12, 'back') ON CONFLICT DO NOTHING;
+UPDATE hp SET id = id + 100 WHERE id = 2;
+INSERT INTO hp VALUES (2, 22, 'back') ON CONFLICT (id) DO UPDATE SET a = -1;
+COMMIT;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+DELETE FROM pk WHERE id = 3;
+INSERT INTO pk VALUES (3, 33, 'back') ON CONFLICT (id) DO NOTHING;
+COMMIT;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+DELETE FROM hp WHERE id = 3;
+INSERT INTO hp VALUES (3, 33, 'back') ON CONFLICT (id) DO NOTHING;
+COMMIT;
+CREATE TABLE pk_big (id int PRIMARY KEY, pad text) USING pkmerge WITH (write_buffer_size = '1MB');
+INSERT INTO pk_big SELECT i, repeat('x', 1000) FROM generate_series(1, 2000) i;
+BEGIN;
+DELETE FROM pk_big;
+SELECT count(*) > 0 AS spilled FROM pk_runs('pk_big') WHERE created_snapshot = 0;
+INSERT INTO pk_big VALUES (7, 'back') ON CONFLICT DO NOTHING;
+COMMIT;
+SELECT * FROM pk_big;
+DROP TABLE pk_big;
+
 SELECT * FROM pk ORDER BY id;
 -- both tables hold the same rows
 SELECT count(*) AS differing FROM (

@@ -16,7 +16,7 @@ CREATE FUNCTION pkchangelog.library_version() RETURNS text
 	LANGUAGE C STRICT IMMUTABLE;
 DO $$
 BEGIN
-	IF pkchangelog.library_version() <> '0.1' THEN
+	IF pkchangelog.library_version() OPERATOR(pg_catalog.<>) '0.1' THEN
 		RAISE EXCEPTION 'pkchangelog library version % does not match SQL script version 0.1',
 			pkchangelog.library_version();
 	END IF;
@@ -96,6 +96,12 @@ CREATE TABLE pkchangelog.runs (
 -- (_bt_killitems cannot mark part of a posting list dead).
 CREATE INDEX runs_kind ON pkchangelog.runs (relid, kind, run_id);
 
+-- expiration and the change stream look up the runs of a few snapshots:
+-- without this index each lookup reads every run of the table (a 'none'
+-- table keeps a delta run per retained commit, so expiring a backlog would
+-- read them all once per expired snapshot).  run_id keeps entries distinct.
+CREATE INDEX runs_snapshot ON pkchangelog.runs (relid, created_snapshot, run_id);
+
 -- Every commit inserts runs and snapshot rows and updates its tables row;
 -- every compaction deletes runs rows.  Vacuum them early, so that readers
 -- do not step over many dead entries (runs_kind has one key per table and
@@ -127,8 +133,13 @@ COMMENT ON ACCESS METHOD pkmerge_key IS 'virtual primary-key index of a pkmerge 
 -- pkmerge_key orders keys exactly as btree does, so its operator classes are
 -- btree's default ones, copied: same families, same operators and strategy
 -- numbers (1 <, 2 <=, 3 =, 4 >=, 5 >, cross-type members included), and the
--- comparison function as support 1.
-DO $$
+-- comparison function as support 1.  Created in the extension's schema
+-- (target).  The copying runs with search_path pinned to pg_catalog: the
+-- script's own search_path is the extension's schema, where another role's
+-- functions or operators (a better-matching format(), say) would otherwise
+-- run with the rights of the role creating the extension.
+CREATE FUNCTION pkchangelog.copy_btree_opclasses(target name) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	fam record;
 	opc record;
@@ -142,7 +153,7 @@ BEGIN
 		  AND EXISTS (SELECT 1 FROM pg_opclass c
 					  WHERE c.opcfamily = f.oid AND c.opcdefault)
 	LOOP
-		EXECUTE format('CREATE OPERATOR FAMILY %I USING pkmerge_key', fam.opfname);
+		EXECUTE format('CREATE OPERATOR FAMILY %I.%I USING pkmerge_key', target, fam.opfname);
 		FOR opc IN
 			SELECT c.opcname, c.opcintype
 			FROM pg_opclass c
@@ -162,8 +173,8 @@ BEGIN
 			FROM pg_amop o
 			WHERE o.amopfamily = fam.oid
 			  AND o.amoplefttype = opc.opcintype AND o.amoprighttype = opc.opcintype;
-			EXECUTE format('CREATE OPERATOR CLASS %I DEFAULT FOR TYPE %s USING pkmerge_key FAMILY %I AS %s',
-						   opc.opcname, opc.opcintype::regtype, fam.opfname, items);
+			EXECUTE format('CREATE OPERATOR CLASS %I.%I DEFAULT FOR TYPE %s USING pkmerge_key FAMILY %I.%I AS %s',
+						   target, opc.opcname, opc.opcintype::regtype, target, fam.opfname, items);
 		END LOOP;
 		-- cross-type members, so that "bigint_col = 42" (int8 = int4) can use the index
 		FOR m IN
@@ -171,8 +182,8 @@ BEGIN
 			FROM pg_amop o
 			WHERE o.amopfamily = fam.oid AND o.amoplefttype <> o.amoprighttype
 		LOOP
-			EXECUTE format('ALTER OPERATOR FAMILY %I USING pkmerge_key ADD OPERATOR %s %s (%s, %s)',
-						   fam.opfname, m.amopstrategy, (SELECT format('%I.%s', opn.nspname, op.oprname) FROM pg_operator op JOIN pg_namespace opn ON opn.oid = op.oprnamespace WHERE op.oid = m.amopopr),
+			EXECUTE format('ALTER OPERATOR FAMILY %I.%I USING pkmerge_key ADD OPERATOR %s %s (%s, %s)',
+						   target, fam.opfname, m.amopstrategy, (SELECT format('%I.%s', opn.nspname, op.oprname) FROM pg_operator op JOIN pg_namespace opn ON opn.oid = op.oprnamespace WHERE op.oid = m.amopopr),
 						   m.amoplefttype::regtype, m.amoprighttype::regtype);
 		END LOOP;
 		FOR m IN
@@ -181,18 +192,33 @@ BEGIN
 			WHERE p.amprocfamily = fam.oid AND p.amprocnum = 1
 			  AND p.amproclefttype <> p.amprocrighttype
 		LOOP
-			EXECUTE format('ALTER OPERATOR FAMILY %I USING pkmerge_key ADD FUNCTION 1 (%s, %s) %s',
-						   fam.opfname, m.amproclefttype::regtype, m.amprocrighttype::regtype,
+			EXECUTE format('ALTER OPERATOR FAMILY %I.%I USING pkmerge_key ADD FUNCTION 1 (%s, %s) %s',
+						   target, fam.opfname, m.amproclefttype::regtype, m.amprocrighttype::regtype,
 						   m.amproc::regprocedure);
 		END LOOP;
 	END LOOP;
 END $$;
+SELECT pkchangelog.copy_btree_opclasses(pg_catalog.current_schema());
+DROP FUNCTION pkchangelog.copy_btree_opclasses(name);
 
 -- ---------------------------------------------------------------------------
 -- SQL surface (DESIGN §8)
 -- ---------------------------------------------------------------------------
 
-GRANT SELECT ON ALL TABLES IN SCHEMA pkchangelog TO PUBLIC;
+-- Who may read what.  The catalog's table-level metadata (counters,
+-- snapshots, run sizes and levels) is readable by every role, as
+-- pg_stat_user_tables is.  The first and last keys of runs are values of
+-- the tables' rows: they are not granted, and pk_runs shows them only to
+-- roles that may read the key columns (as pg_stats shows column values).
+GRANT SELECT ON pkchangelog.tables, pkchangelog.snapshots TO PUBLIC;
+GRANT SELECT (relid, run_id, relfilenode, level, kind, from_commit, start_block,
+	nblocks, record_count, size_bytes, row_base, min_seq, max_seq, index_offset,
+	bloom_offset, created_snapshot) ON pkchangelog.runs TO PUBLIC;
+
+-- SQL-language functions run with search_path pinned to pg_catalog: an
+-- unqualified call (percentile_cont, jsonb_object_agg, an operator) must
+-- never resolve to another role's object in a schema on the caller's
+-- search_path.
 
 CREATE FUNCTION pkchangelog.pkmerge_relid(rel regclass) RETURNS oid
 	AS 'MODULE_PATHNAME', 'pk_pkmerge_relid' LANGUAGE C STRICT STABLE;
@@ -206,6 +232,7 @@ CREATE FUNCTION pk_snapshots(rel regclass,
 	OUT commit_user name, OUT commit_xid xid8, OUT total_record_count bigint,
 	OUT delta_record_count bigint, OUT changelog_record_count bigint)
 	RETURNS SETOF record LANGUAGE sql STABLE STRICT
+	SET search_path = pg_catalog, pg_temp
 AS $$
 	WITH t AS MATERIALIZED (SELECT pkchangelog.pkmerge_relid(rel) AS relid)
 	SELECT s.snapshot_id, s.commit_kind, s.commit_time, s.commit_user, s.commit_xid,
@@ -218,14 +245,8 @@ CREATE FUNCTION pk_runs(rel regclass,
 	OUT run_id bigint, OUT level int, OUT kind text, OUT record_count bigint,
 	OUT size_bytes bigint, OUT min_key text, OUT max_key text,
 	OUT created_snapshot bigint)
-	RETURNS SETOF record LANGUAGE sql STABLE STRICT
-AS $$
-	WITH t AS MATERIALIZED (SELECT pkchangelog.pkmerge_relid(rel) AS relid)
-	SELECT r.run_id, r.level, r.kind, r.record_count, r.size_bytes, r.min_key,
-		   r.max_key, r.created_snapshot
-	FROM pkchangelog.runs r JOIN t ON r.relid = t.relid
-	ORDER BY r.level, r.run_id
-$$;
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'pk_runs' LANGUAGE C STRICT STABLE;
 
 CREATE FUNCTION pk_write(rel regclass, rowkind text, r anyelement) RETURNS void
 	AS 'MODULE_PATHNAME', 'pk_write' LANGUAGE C VOLATILE;
@@ -239,8 +260,11 @@ CREATE FUNCTION pk_changes(rel regclass, from_snapshot bigint DEFAULT 0,
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'pk_changes' LANGUAGE C STABLE;
 
-CREATE FUNCTION pk_expire_snapshots(rel regclass) RETURNS bigint
-	AS 'MODULE_PATHNAME', 'pk_expire_snapshots' LANGUAGE C STRICT VOLATILE;
+-- max_snapshots: expire at most that many (the oldest), so that a backlog
+-- can be drained in transactions of bounded size; NULL: all that are due
+CREATE FUNCTION pk_expire_snapshots(rel regclass, max_snapshots bigint DEFAULT NULL)
+	RETURNS bigint
+	AS 'MODULE_PATHNAME', 'pk_expire_snapshots' LANGUAGE C VOLATILE;
 
 CREATE FUNCTION pkchangelog.block_cache_stats(OUT hits bigint, OUT misses bigint)
 	AS 'MODULE_PATHNAME', 'pk_block_cache_stats' LANGUAGE C STRICT VOLATILE;
@@ -253,12 +277,13 @@ CREATE FUNCTION pk_stats(rel regclass,
 	OUT lookup_cache_hits bigint, OUT lookup_cache_misses bigint,
 	OUT bytes_on_disk bigint)
 	LANGUAGE sql STABLE STRICT
+	SET search_path = pg_catalog, pg_temp
 AS $$
 	WITH t AS MATERIALIZED (SELECT pkchangelog.pkmerge_relid(rel) AS relid),
 	s AS (SELECT s.* FROM pkchangelog.snapshots s JOIN t USING (relid)),
 	c AS (SELECT * FROM s WHERE commit_kind <> 'COMPACT'),
 	k AS (SELECT * FROM s WHERE commit_kind = 'COMPACT'),
-	r AS (SELECT r.* FROM pkchangelog.runs r JOIN t USING (relid) WHERE r.kind = 'data')
+	r AS (SELECT r.level FROM pkchangelog.runs r JOIN t USING (relid) WHERE r.kind = 'data')
 	SELECT (SELECT count(*) FROM c),
 		   (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) FROM c),
 		   (SELECT percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) FROM c),

@@ -141,6 +141,20 @@ COMMIT;
 SELECT * FROM pk_changes('dedup', (SELECT max(snapshot_id) - 1 FROM pk_snapshots('dedup')));
 SELECT check_changelog('dedup');
 
+-- rows written after a TRUNCATE in its transaction are the OVERWRITE
+-- snapshot's changes for producer none too, and the snapshots before it
+-- expire with the changes they had
+CREATE TABLE trunc_none (id int PRIMARY KEY, v int) USING pkmerge;
+INSERT INTO trunc_none VALUES (1, 1);
+BEGIN;
+TRUNCATE trunc_none;
+INSERT INTO trunc_none VALUES (2, 2), (3, 3);
+COMMIT;
+SELECT snapshot_id, commit_kind, changelog_record_count FROM pk_snapshots('trunc_none');
+SELECT * FROM pk_changes('trunc_none');
+SELECT snapshot_id, commit_kind, changelog_record_count FROM pk_snapshots('dedup');
+DROP TABLE trunc_none;
+
 -- pk_changes ranges: (from, to]
 SELECT snapshot_id, rowkind FROM pk_changes('nodedup', 1, 2);
 SELECT count(*) FROM pk_changes('nodedup', 3);

@@ -40,7 +40,8 @@ INSERT INTO t VALUES (9, 'kept');
 COMMIT;
 SELECT * FROM t WHERE id >= 7 ORDER BY id;
 
--- TRUNCATE in a savepoint, undone, then done
+-- TRUNCATE in a savepoint, undone, then done (the committed TRUNCATE
+-- expires the snapshots before it)
 BEGIN;
 SAVEPOINT s;
 TRUNCATE t;
@@ -88,3 +89,33 @@ COMMIT;
 SELECT count(*), sum(v), count(DISTINCT id) FROM big;
 SELECT commit_kind, delta_record_count, total_record_count FROM pk_snapshots('big');
 DROP TABLE big;
+
+-- a statement failing in a savepoint leaves nothing behind that a later
+-- statement reads: here a MERGE that matched a row twice (21000) had
+-- handed rows of its key index scan to the table's fetch, and the UPDATE
+-- after the rollback fetches the same TIDs (with writes spilled before)
+CREATE TABLE t8 (k int PRIMARY KEY, s text) USING pkmerge WITH (write_buffer_size = '1MB');
+INSERT INTO t8 SELECT 22, string_agg(md5(i::text), '') FROM generate_series(1, 3125) i;
+INSERT INTO t8 VALUES (10, 'ten');
+BEGIN;
+INSERT INTO t8 SELECT i, repeat(md5(i::text), 100) FROM generate_series(1031, 1676) i;
+SAVEPOINT s;
+MERGE INTO t8 USING (VALUES (10), (1228), (10)) x(k) ON t8.k = x.k WHEN MATCHED THEN DELETE;
+ROLLBACK TO SAVEPOINT s;
+UPDATE t8 SET s = NULL WHERE k = 22 OR k = 10;
+SELECT k, s IS NULL AS cleared, length(s) FROM t8 WHERE k IN (10, 22, 1228) ORDER BY k;
+COMMIT;
+SELECT count(*), count(s), sum(k) FROM t8;
+
+-- the same with a cursor whose fetch fails in a savepoint, and its portal
+-- dropped by the rollback while its scan was open
+BEGIN;
+SAVEPOINT s;
+DECLARE c CURSOR FOR SELECT k, 1 / (k - 1228) AS boom FROM t8 WHERE k >= 1226 ORDER BY k;
+FETCH 2 FROM c;
+FETCH 1 FROM c;
+ROLLBACK TO SAVEPOINT s;
+UPDATE t8 SET s = 'x' WHERE k = 1227 OR k = 1226;
+SELECT k, left(s, 4), length(s) FROM t8 WHERE k BETWEEN 1226 AND 1228 ORDER BY k;
+COMMIT;
+DROP TABLE t8;

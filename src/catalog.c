@@ -157,17 +157,6 @@ cat_space_unlock(Oid relid)
 	UnlockDatabaseObject(cat_oid("runs", false), relid, 0, ExclusiveLock);
 }
 
-static int
-run_snapshot_cmp(const ListCell *a, const ListCell *b)
-{
-	const RunInfo *ra = lfirst(a);
-	const RunInfo *rb = lfirst(b);
-
-	if (ra->created_snapshot != rb->created_snapshot)
-		return ra->created_snapshot < rb->created_snapshot ? -1 : 1;
-	return (ra->run_id > rb->run_id) - (ra->run_id < rb->run_id);
-}
-
 /*
  * Scan positioned on the version of a run's row that snapshot sees (there
  * must be one); end it with systable_endscan.
@@ -291,25 +280,56 @@ cat_run_retire(Oid relid, int64 run_id)
 }
 
 /*
+ * Ordered scan of the runs of relid created by snapshots in (from, to],
+ * through runs_snapshot: in snapshot then run order, without reading the
+ * table's other runs.  End it with end_runs_of_snapshots.
+ */
+static SysScanDesc
+begin_runs_of_snapshots(Relation crel, Relation *irel, Oid relid, int64 from,
+						int64 to, Snapshot snapshot)
+{
+	ScanKeyData key[3];
+
+	*irel = index_open(cat_oid("runs_snapshot", false), AccessShareLock);
+	/* heap column numbers: systable_beginscan_ordered maps them to the index's */
+	ScanKeyInit(&key[0], Anum_runs_relid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	ScanKeyInit(&key[1], Anum_runs_created_snapshot, BTGreaterStrategyNumber, F_INT8GT,
+				Int64GetDatum(from));
+	ScanKeyInit(&key[2], Anum_runs_created_snapshot, BTLessEqualStrategyNumber, F_INT8LE,
+				Int64GetDatum(to));
+	return systable_beginscan_ordered(crel, *irel, snapshot, 3, key);
+}
+
+static void
+end_runs_of_snapshots(SysScanDesc scan, Relation irel)
+{
+	systable_endscan_ordered(scan);
+	index_close(irel, AccessShareLock);
+}
+
+/*
  * The changelog and delta runs (and data runs written by commits) created
  * by snapshots in (from, to], in snapshot then run order.
  */
 List *
 cat_runs_of_snapshots(Oid relid, int64 from, int64 to, Snapshot snapshot)
 {
-	List	   *all = cat_runs_visible(relid, snapshot, false);
+	Relation	crel = table_open(cat_oid("runs", false), AccessShareLock);
+	Relation	irel;
+	SysScanDesc scan = begin_runs_of_snapshots(crel, &irel, relid, from, to, snapshot);
+	HeapTuple	tup;
 	List	   *result = NIL;
-	ListCell   *lc;
 
-	foreach(lc, all)
+	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
 	{
-		RunInfo    *r = lfirst(lc);
+		RunInfo    *r = run_from_tuple(crel, tup);
 
-		if (r->created_snapshot > from && r->created_snapshot <= to &&
-			(r->kind != RUN_DATA || r->from_commit))
+		if (r->kind != RUN_DATA || r->from_commit)
 			result = lappend(result, r);
 	}
-	list_sort(result, run_snapshot_cmp);
+	end_runs_of_snapshots(scan, irel);
+	table_close(crel, AccessShareLock);
 	return result;
 }
 
@@ -677,12 +697,16 @@ cat_run_delete(Oid relid, int64 run_id)
 	table_close(crel, RowExclusiveLock);
 }
 
-/* TRUNCATE: the table's runs are gone with its old storage */
+/*
+ * TRUNCATE: the table's runs are gone with its old storage, and with them
+ * the changes of every snapshot so far, which therefore expire.
+ */
 void
-cat_runs_delete_all(Oid relid)
+cat_truncate(Oid relid)
 {
 	runcache_note_change(relid, false);
 	delete_rows("runs", relid, false);
+	delete_rows("snapshots", relid, false);
 	CommandCounterIncrement();
 }
 
@@ -807,16 +831,19 @@ cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit, Snapshot snapsh
 
 /*
  * Expire one snapshot: its row, and its changelog and delta runs (their
- * blocks are freed once VACUUM removes the rows).
+ * blocks are freed once VACUUM removes the rows).  Only that snapshot's
+ * catalog rows are read.  The caller holds the compaction lock, so no
+ * compaction retires or deletes runs meanwhile; commits only add runs of
+ * newer snapshots.
  */
 void
 cat_snapshot_expire(Oid relid, int64 snapshot_id)
 {
 	Relation	crel = table_open(cat_oid("snapshots", false), RowExclusiveLock);
+	Relation	irel;
 	ScanKeyData key[2];
 	SysScanDesc scan;
 	HeapTuple	tup;
-	ListCell   *lc;
 
 	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
 	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(snapshot_id));
@@ -826,12 +853,22 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id)
 	systable_endscan(scan);
 	table_close(crel, RowExclusiveLock);
 
-	foreach(lc, cat_runs_of_snapshots(relid, snapshot_id - 1, snapshot_id, GetLatestSnapshot()))
+	runcache_note_change(relid, false);
+	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	scan = begin_runs_of_snapshots(crel, &irel, relid, snapshot_id - 1, snapshot_id,
+								   GetLatestSnapshot());
+	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
 	{
-		RunInfo    *r = lfirst(lc);
+		bool		isnull;
+		char	   *kind = TextDatumGetCString(heap_getattr(tup, Anum_runs_kind,
+															RelationGetDescr(crel), &isnull));
 
-		if (r->kind != RUN_DATA)
-			cat_run_delete(relid, r->run_id);
+		/* a commit's data run is still read by queries */
+		if (strcmp(kind, run_kinds[RUN_DATA]) != 0)
+			CatalogTupleDelete(crel, &tup->t_self);
+		pfree(kind);
 	}
+	end_runs_of_snapshots(scan, irel);
+	table_close(crel, RowExclusiveLock);
 	CommandCounterIncrement();
 }

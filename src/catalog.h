@@ -73,7 +73,7 @@ typedef struct SnapshotInfo
 /* catalog.c */
 extern List *cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only);
 extern void cat_run_insert(Oid relid, const RunInfo *run);
-extern void cat_runs_delete_all(Oid relid);
+extern void cat_truncate(Oid relid);
 extern void cat_run_delete(Oid relid, int64 run_id);
 extern void cat_compaction_lock(Oid relid);
 extern bool cat_compaction_trylock(Oid relid);

@@ -20,10 +20,10 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/snapmgr.h"
 
 #include "catalog.h"
@@ -47,11 +47,16 @@ init_to_jsonb(FmgrInfo *flinfo, Relation rel)
 	fmgr_info_set_expr((Node *) call, flinfo);
 }
 
+/*
+ * Does the snapshot's change stream consist of run r?  For producer none,
+ * the data run a commit wrote (after a TRUNCATE in it too: OVERWRITE), also
+ * once compaction made it a delta run.
+ */
 static bool
 snapshot_uses(const SnapshotInfo *si, const RunInfo *r)
 {
 	if (strcmp(si->producer, "none") == 0)
-		return si->kind == COMMIT_APPEND && r->from_commit && r->kind != RUN_CHANGELOG;
+		return si->kind != COMMIT_COMPACT && r->from_commit && r->kind != RUN_CHANGELOG;
 	return r->kind == RUN_CHANGELOG;
 }
 
@@ -65,7 +70,6 @@ pk_changes(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Relation	rel;
 	PkTable    *t;
-	AclResult	aclresult;
 	List	   *snaps;
 	List	   *runs;
 	ListCell   *lc;
@@ -77,10 +81,20 @@ pk_changes(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	if (!OidIsValid(relid))
 		PG_RETURN_VOID();
-	rel = pk_open_table(relid, AccessShareLock);
-	aclresult = pg_class_aclcheck(relid, GetUserId(), ACL_SELECT);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, OBJECT_TABLE, RelationGetRelationName(rel));
+	/* rows of the table: SELECT on it, checked before its lock is requested */
+	rel = pk_open_table(relid, AccessShareLock, ACL_SELECT);
+
+	/*
+	 * The stream holds every row ever written: where row-level security
+	 * hides some rows from the caller, it cannot be filtered by policies
+	 * written for the rows' current state.
+	 */
+	if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("pk_changes cannot apply the row-level security policies of table \"%s\"",
+						RelationGetRelationName(rel)),
+				 errhint("Read the change stream as the table's owner or as a role with BYPASSRLS.")));
 	t = pk_table(rel);
 	desc = RelationGetDescr(rel);
 	init_to_jsonb(&to_jsonb, rel);
@@ -100,8 +114,9 @@ pk_changes(PG_FUNCTION_ARGS)
 			sc = lnext(snaps, sc);
 		if (sc == NULL)
 			break;
+		/* runs of a storage a TRUNCATE replaced are not in rel's file */
 		if (((SnapshotInfo *) lfirst(sc))->snapshot_id != r->created_snapshot ||
-			!snapshot_uses(lfirst(sc), r))
+			!snapshot_uses(lfirst(sc), r) || r->relfilenode != rel->rd_node.relNode)
 			continue;
 
 		run_cursor_open(&cur, rel, t, r, NULL);

@@ -107,14 +107,19 @@ commit_table(WriteBuffer *wb)
 	s = wbuf_sorted_pin(wb, t);
 	for (uint32 i = 0; i < s->npos;)
 	{
-		uint32		newest = s->pos[i];
-		WbEntry    *e = wbuf_entry(wb, newest);
+		uint32		start = i;
+		int64		newest;
+		WbEntry    *e;
 
 		/* the group of this key: newest first */
-		for (i++; i < s->npos && pk_key_cmp(t, wbuf_entry(wb, s->pos[i])->keys, e->keys) == 0; i++)
+		for (i++; i < s->npos && pk_key_cmp(t, wbuf_entry(wb, s->pos[i])->keys,
+											wbuf_entry(wb, s->pos[start])->keys) == 0; i++)
 			;
-		if ((int64) newest < wb->truncate_pos)
-			continue;			/* written before the TRUNCATE */
+		/* its version (none: every entry was written before the TRUNCATE) */
+		newest = wbuf_fold(wb, &s->pos[start], i - start, InvalidCommandId);
+		if (newest < 0)
+			continue;
+		e = wbuf_entry(wb, (uint32) newest);
 		/* after a TRUNCATE no older run exists for a tombstone to hide */
 		if (!PK_KIND_IS_ADD(e->kind) && truncated && pending == NIL)
 			continue;
@@ -156,14 +161,20 @@ commit_table(WriteBuffer *wb)
 	/*
 	 * Enough sorted runs for a compaction (compact_before_commit compacted
 	 * at the stop trigger, if it could): the background worker is asked for
-	 * one once this commit is visible.
+	 * one once this commit is visible.  Not for a temporary table, which
+	 * the worker cannot read.
 	 */
 	due = compact_due(rel, after, 0);
-	if (due != COMPACT_NOT_DUE && nrequests < MAX_REQUESTS)
+	if (due != COMPACT_NOT_DUE && nrequests < MAX_REQUESTS &&
+		rel->rd_rel->relpersistence != RELPERSISTENCE_TEMP)
 		requests[nrequests++] = wb->relid;
-	/* until a background worker does it: expire every 64 commits */
+	/*
+	 * Expire every 64 commits too (the worker may be off), under the commit
+	 * lock: at most 256 snapshots, more than 64 commits and their
+	 * compactions add, so a backlog drains without stalling one commit.
+	 */
 	if (snapshot_id % 64 == 0 && cat_compaction_trylock(wb->relid))
-		(void) expire_snapshots(rel);
+		(void) expire_snapshots(rel, 256);
 	table_close(rel, NoLock);
 }
 
@@ -211,14 +222,24 @@ commit_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
+			if (wbuf_all() == NIL)
+				break;
 			/* commit locks in relid order: no deadlock between committers */
 			tables = list_copy(wbuf_all());
 			list_sort(tables, relid_cmp);
+
+			/*
+			 * No statement runs: catalog writes that may TOAST a value (the
+			 * tables row's data_runs) need an active snapshot.  An error
+			 * pops it with the rest of the aborted transaction.
+			 */
+			PushActiveSnapshot(GetLatestSnapshot());
 			foreach(lc, tables)
 			{
 				compact_before_commit(lfirst(lc));
 				commit_table(lfirst(lc));
 			}
+			PopActiveSnapshot();
 			list_free(tables);
 			break;
 		case XACT_EVENT_PRE_PREPARE:
@@ -256,11 +277,15 @@ commit_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 						SubTransactionId parentSubid, void *arg)
 {
 	if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
 		wbuf_subxact_commit(mySubid, parentSubid);
+		spill_subxact_commit();
+	}
 	else if (event == SUBXACT_EVENT_ABORT_SUB)
 	{
 		wbuf_subxact_abort(mySubid);
 		spill_subxact_abort();
+		dml_subxact_abort();
 	}
 }
 

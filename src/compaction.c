@@ -237,6 +237,18 @@ switch_runs(TableState *st, List *inputs, List *outputs)
 }
 
 /*
+ * The oldest retained snapshot of relid (PG_INT64_MAX if none).  Under the
+ * compaction lock: no expiration runs meanwhile.
+ */
+static int64
+oldest_snapshot(Oid relid)
+{
+	List	   *first = cat_snapshots_oldest(relid, 0, PG_INT64_MAX, 1, GetLatestSnapshot());
+
+	return first ? ((SnapshotInfo *) linitial(first))->snapshot_id : PG_INT64_MAX;
+}
+
+/*
  * Compact rel once: full merges every run into the bottom level, otherwise
  * the universal pick decides.  Returns the COMPACT snapshot id, or 0 when
  * there was nothing to do.  The caller's transaction commits the result.
@@ -262,6 +274,9 @@ compact_table(Relation rel, bool full)
 	ListCell   *lc;
 	bool		bottom;
 	RunInfo    *changelog = NULL;
+	int64		oldest;
+	MemoryContext itemcxt;
+	MemoryContext old;
 	instr_time	start;
 	instr_time	duration;
 
@@ -329,19 +344,37 @@ compact_table(Relation rel, bool full)
 	cat_commit_lock(relid);
 	st = cat_table_state(relid);
 	snapshot_id = st.last_snapshot_id + 1;
+	oldest = oldest_snapshot(relid);
+	/* catalog updates of thousands of runs: their memory goes run by run */
+	itemcxt = AllocSetContextCreate(CurrentMemoryContext, "pkmerge compaction switch",
+									ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(itemcxt);
 	foreach(lc, outputs)
+	{
 		cat_run_set_snapshot(relid, ((RunInfo *) lfirst(lc))->run_id, snapshot_id);
+		MemoryContextReset(itemcxt);
+	}
 	foreach(lc, inputs)
 	{
 		RunInfo    *r = lfirst(lc);
 
 		in_records += r->record_count;
-		/* producer none reads a commit's data run as its change stream */
-		if (r->from_commit && t->opts.changelog_producer == PK_PRODUCER_NONE)
+
+		/*
+		 * Producer none reads a commit's data run as its change stream:
+		 * kept as a delta while its snapshot is retained.  A delta of an
+		 * expired snapshot would never be expired (expiration removes a
+		 * snapshot's runs with its row).
+		 */
+		if (r->from_commit && t->opts.changelog_producer == PK_PRODUCER_NONE &&
+			r->created_snapshot >= oldest)
 			cat_run_retire(relid, r->run_id);
 		else
 			cat_run_delete(relid, r->run_id);
+		MemoryContextReset(itemcxt);
 	}
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(itemcxt);
 	if (changelog)
 		cat_run_set_snapshot(relid, changelog->run_id, snapshot_id);
 	st.last_snapshot_id = snapshot_id;
@@ -362,20 +395,39 @@ compact_table(Relation rel, bool full)
 
 /*
  * Commits (APPEND and OVERWRITE snapshots) since the last compaction into
- * the bottom level: the full-compaction producer's schedule.  Read without
- * the commit lock: a schedule needs no exact count.
+ * the bottom level, counted up to limit: the full-compaction producer's
+ * schedule.  Read without the commit lock (a schedule needs no exact
+ * count), a batch of snapshots at a time in memory of its own: a table
+ * whose full compactions fail keeps piling up commits to count.
  */
 int64
-compact_commits_since_full(Relation rel)
+compact_commits_since_full(Relation rel, int64 limit)
 {
 	Oid			relid = RelationGetRelid(rel);
 	TableState	st = cat_table_state_peek(relid);
-	ListCell   *lc;
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "pkmerge commit count",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	int64		from = st.last_full_compaction;
 	int64		n = 0;
+	List	   *batch;
 
-	foreach(lc, cat_snapshots_range(relid, st.last_full_compaction, PG_INT64_MAX,
-									GetLatestSnapshot()))
-		if (((SnapshotInfo *) lfirst(lc))->kind != COMMIT_COMPACT)
-			n++;
+	do
+	{
+		ListCell   *lc;
+
+		MemoryContextReset(cxt);
+		batch = cat_snapshots_oldest(relid, from, PG_INT64_MAX, 1024, GetLatestSnapshot());
+		foreach(lc, batch)
+		{
+			SnapshotInfo *si = lfirst(lc);
+
+			if (si->kind != COMMIT_COMPACT)
+				n++;
+			from = si->snapshot_id;
+		}
+	} while (list_length(batch) == 1024 && n < limit);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
 	return n;
 }

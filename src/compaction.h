@@ -20,6 +20,6 @@ typedef enum CompactDue
 } CompactDue;
 
 extern CompactDue compact_due(Relation rel, List *runs, int extra);
-extern int64 compact_commits_since_full(Relation rel);
+extern int64 compact_commits_since_full(Relation rel, int64 limit);
 
 #endif							/* PK_COMPACTION_H */

@@ -20,6 +20,7 @@
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
 #include "commands/defrem.h"
+#include "commands/tablecmds.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "tcop/utility.h"
@@ -190,6 +191,16 @@ prepare_create(CreateStmt *stmt)
 
 	if (stmt->partspec || stmt->partbound || stmt->inhRelations || stmt->ofTypename)
 		not_supported("table partitioning, inheritance or OF type", relname, NULL);
+	/*
+	 * An unlogged table's file is reset after a crash, while the catalog
+	 * rows of its runs, in logged tables, would survive it.
+	 */
+	if (stmt->relation->relpersistence == RELPERSISTENCE_UNLOGGED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("unlogged pkmerge tables are not supported"),
+				 errdetail("The catalog of a pkmerge table's runs is WAL-logged and would outlive the reset of an unlogged table's storage after a crash."),
+				 errhint("Create table \"%s\" without UNLOGGED, or use a heap table.", relname)));
 
 	foreach(lc, create_constraints(stmt))
 	{
@@ -264,6 +275,15 @@ handle_alter(AlterTableStmt *stmt)
 	ListCell   *lc;
 	bool		pkmerge = relid_is_pkmerge(relid);
 
+	/*
+	 * ALTER TABLE needs ownership, which PostgreSQL checks before it locks
+	 * the table; the subcommands below open it first, so check here, or a
+	 * caller without the right would queue its lock behind the table's
+	 * users (and everyone after it behind that) before being refused.
+	 */
+	if (pkmerge && !pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, relname);
+
 	foreach(lc, stmt->cmds)
 	{
 		AlterTableCmd *cmd = lfirst(lc);
@@ -280,8 +300,8 @@ handle_alter(AlterTableStmt *stmt)
 			case AT_SetRelOptions:
 			case AT_ResetRelOptions:
 				{
-					Relation	rel = table_open(relid, AccessExclusiveLock);
-					PkTable    *t = pk_table(rel);
+					Relation	rel;
+					PkTable    *t;
 					bool		isnull;
 					HeapTuple	tup;
 					Datum		old;
@@ -289,8 +309,11 @@ handle_alter(AlterTableStmt *stmt)
 					List	   *reset = NIL;
 					const char *newkey;
 
-					if (!pg_class_ownercheck(relid, GetUserId()))
-						aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, relname);
+					/* ownership checked before the lock, and again under it */
+					relid = RangeVarGetRelidExtended(stmt->relation, AccessExclusiveLock, 0,
+													 RangeVarCallbackOwnsTable, NULL);
+					rel = table_open(relid, NoLock);
+					t = pk_table(rel);
 					if (cmd->subtype == AT_SetRelOptions)
 						set = pkopt_validate((List *) cmd->def, true);
 					else
@@ -354,11 +377,12 @@ handle_alter(AlterTableStmt *stmt)
 
 						if (c->contype == CONSTR_PRIMARY || c->contype == CONSTR_UNIQUE)
 							not_supported("adding a key column", relname, NULL);
-						/* a volatile default would make PostgreSQL rewrite the table */
-						if (c->contype == CONSTR_DEFAULT && c->raw_expr &&
-							!IsA(c->raw_expr, A_Const) && !IsA(c->raw_expr, TypeCast))
-							not_supported("ADD COLUMN with a non-constant default", relname,
-										  "Add the column without a default, then UPDATE it.");
+						/*
+						 * A column whose values must be computed for every
+						 * row (a volatile default, serial, a domain with
+						 * constraints) makes PostgreSQL rewrite the table,
+						 * which refuse_rewrite stops; these say so earlier.
+						 */
 						if (c->contype == CONSTR_IDENTITY || c->contype == CONSTR_GENERATED)
 							not_supported("ADD COLUMN with an identity or generated value", relname, NULL);
 					}
@@ -401,7 +425,8 @@ handle_alter(AlterTableStmt *stmt)
 				break;
 			case AT_SetLogged:
 			case AT_SetUnLogged:
-				not_supported("ALTER TABLE ... SET LOGGED/UNLOGGED", relname, NULL);
+				not_supported("ALTER TABLE ... SET LOGGED/UNLOGGED", relname,
+							  "pkmerge tables are always logged: their runs' catalog rows are, and must agree with their pages after a crash.");
 				break;
 			case AT_SetTableSpace:
 				not_supported("ALTER TABLE ... SET TABLESPACE", relname, NULL);
@@ -507,6 +532,11 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 				if (stmt->objtype == OBJECT_TABLE && is_pkmerge_am(stmt->into->accessMethod))
 					not_supported("CREATE TABLE AS / SELECT INTO", stmt->into->rel->relname,
 								  "Create the table with its PRIMARY KEY, then INSERT ... SELECT.");
+				if (stmt->objtype == OBJECT_MATVIEW && is_pkmerge_am(stmt->into->accessMethod))
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("materialized views cannot use access method pkmerge"),
+							 errhint("pkmerge stores tables with a primary key; create the materialized view with the default access method.")));
 			}
 			break;
 		case T_AlterTableStmt:
@@ -543,12 +573,51 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		finish_rename(rename);
 }
 
+/*
+ * A relation just created as the new storage of a table being rewritten
+ * (make_new_heap: ALTER TABLE commands that compute every row again,
+ * VACUUM FULL, CLUSTER): PostgreSQL would copy the rows into it through
+ * the table AM under the new relation's OID, then swap the files.  A
+ * pkmerge table keeps its runs' catalog rows under its own OID, so neither
+ * direction can work: refuse, before a row is copied.  Commands known to
+ * rewrite are refused earlier with more precise messages (handle_alter);
+ * this catches every other way there, present or future.
+ */
+static void
+refuse_rewrite(Oid relid)
+{
+	Relation	rel = RelationIdGetRelation(relid);
+	Oid			old;
+	bool		to_pkmerge;
+
+	if (!RelationIsValid(rel))
+		return;
+	old = rel->rd_rel->relrewrite;
+	to_pkmerge = OidIsValid(pk_table_am_oid()) && rel->rd_rel->relam == pk_table_am_oid();
+	RelationClose(rel);
+	if (!OidIsValid(old))
+		return;
+	if (relid_is_pkmerge(old))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("rewriting pkmerge table \"%s\" is not supported", get_rel_name(old)),
+				 errdetail("Commands that compute every row again are refused: adding a column whose value is computed per row (serial, a volatile default, a domain with constraints), changing a column's type or the table's access method or persistence, VACUUM FULL, CLUSTER."),
+				 errhint("Add a column without a default, then set its values with UPDATE and its default with ALTER TABLE ... ALTER COLUMN ... SET DEFAULT.")));
+	if (to_pkmerge)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("table \"%s\" cannot be rewritten into a pkmerge table", get_rel_name(old)),
+				 errhint("Create a pkmerge table with a primary key and copy the rows with INSERT ... SELECT.")));
+}
+
 static void
 pk_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId,
 				 void *arg)
 {
 	if (prev_object_access)
 		prev_object_access(access, classId, objectId, subId, arg);
+	if (access == OAT_POST_CREATE && classId == RelationRelationId && subId == 0)
+		refuse_rewrite(objectId);
 	/* DROP TABLE: its catalog rows go in the same transaction */
 	if (access == OAT_DROP && classId == RelationRelationId && subId == 0 &&
 		relid_is_pkmerge(objectId))

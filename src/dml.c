@@ -2,7 +2,9 @@
  *
  * dml.c
  *	  Row writes of pkmerge tables.  Every write is a record appended to the
- *	  transaction's write buffer; writes never read (INSERT is an upsert).
+ *	  transaction's write buffer; a plain INSERT does not read (it is an
+ *	  upsert) unless row-level security applies.  pk_write's statements are
+ *	  recorded with the RowKind pk_write was given.
  *	  UPDATE, DELETE and row locks first check that the version they act on
  *	  is still its key's newest; the rest of DESIGN §4's "no lost update"
  *	  rule is enforced at commit by dml_check_conflicts.
@@ -18,6 +20,7 @@
 #include "storage/predicate.h"
 #include "storage/proc.h"
 #include "utils/memutils.h"
+#include "utils/rls.h"
 #include "utils/snapmgr.h"
 
 #include "dml.h"
@@ -41,6 +44,16 @@ static struct
 	uint64		max_seq;
 	int64		max_snapshot;
 }			latest;
+
+/*
+ * A savepoint rolled back: the list may name pending runs the savepoint
+ * spilled, and the command counter does not go back.
+ */
+void
+dml_subxact_abort(void)
+{
+	latest.lxid = InvalidLocalTransactionId;
+}
 
 /*
  * The latest runs, and a PkRead for a read made against them (base_seq to
@@ -83,6 +96,81 @@ latest_runs(Relation rel, CommandId cid, PkRead *read)
 	read->snapshot_id = latest.max_snapshot;
 	read->base_seq = 0;
 	return latest.runs;
+}
+
+/*
+ * pk_write's statement, whose write is recorded as pk_write says
+ * (sql_funcs.c sets it around the statement).
+ */
+static DmlRecordAs *record_as = NULL;
+
+DmlRecordAs *
+dml_record_as(DmlRecordAs *ra)
+{
+	DmlRecordAs *prev = record_as;
+
+	record_as = ra;
+	return prev;
+}
+
+/* the pk_write this write of the command belongs to, if any */
+static DmlRecordAs *
+recorded_as(Relation rel, CommandId cid)
+{
+	if (record_as && record_as->cid == cid &&
+		record_as->relid == RelationGetRelid(rel))
+		return record_as;
+	return NULL;
+}
+
+/*
+ * Has the key of tup a row, among the transaction's own writes and the
+ * newest commits?  *read is the look, as a read of the key's absence that
+ * the commit checks again (dml_check_conflicts): a row committed after it
+ * fails the commit instead of being overwritten unseen.
+ */
+static bool
+key_has_row(Relation rel, PkTable *t, MinimalTuple tup, CommandId cid,
+			PkRead *read)
+{
+	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), false);
+	List	   *runs = latest_runs(rel, cid, read);
+	Datum		key[INDEX_MAX_KEYS];
+	uint32		hash;
+	PkVersion	v;
+
+	pk_row_key(t, tup, key);
+	hash = pk_key_hash(t, key);
+	if (lookup_buffered(wb, t, key, hash, InvalidCommandId, &v) ||
+		lookup_committed(rel, t, runs, key, hash, &v))
+		return PK_KIND_IS_ADD(v.kind);
+	return false;
+}
+
+/*
+ * Row-level security: a write of a new row (INSERT, or UPDATE to a new
+ * key) over a key that has a row would replace that row under the INSERT
+ * (or UPDATE) policies of the new row alone, while heap's
+ * ON CONFLICT DO UPDATE applies the UPDATE policies' USING to the row it
+ * replaces.  Where policies apply to the user, such a write is refused;
+ * the key's absence is then a read (*read) the commit checks again.
+ * Returns whether policies apply.
+ */
+static bool
+rls_check_new_key(Relation rel, PkTable *t, MinimalTuple tup, CommandId cid,
+				  PkRead *read)
+{
+	if (!rel->rd_rel->relrowsecurity ||
+		check_enable_rls(RelationGetRelid(rel), InvalidOid, true) != RLS_ENABLED)
+		return false;
+	if (key_has_row(rel, t, tup, cid, read))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("new row would replace an existing row of table \"%s\", which row-level security does not allow",
+						t->relname),
+				 errdetail("A row-level security policy applies to the table: a row is replaced only by an update, under the UPDATE policies."),
+				 errhint("Use INSERT ... ON CONFLICT (...) DO UPDATE, or pk_write's '+U', which apply the UPDATE policies to the row replaced.")));
+	return true;
 }
 
 /*
@@ -163,7 +251,8 @@ buffer_row(Relation rel, TupleTableSlot *slot)
 }
 
 /*
- * INSERT.  A plain one is a blind write (upsert).  The insert of
+ * INSERT.  A plain one is a blind write (upsert), except where row-level
+ * security applies (rls_check_new_key).  The insert of
  * INSERT ... ON CONFLICT (speculative) found the key absent: that is a
  * read, and a version committed after it must fail our commit.
  */
@@ -173,6 +262,8 @@ dml_insert(Relation rel, TupleTableSlot *slot, CommandId cid, bool speculative)
 	PkTable    *t = pk_table(rel);
 	MinimalTuple tup = buffer_row(rel, slot);
 	PkRead		read;
+	DmlRecordAs *ra = recorded_as(rel, cid);
+	bool		absent_read = speculative;
 
 	pk_check_key_not_null(t, tup);
 
@@ -180,18 +271,25 @@ dml_insert(Relation rel, TupleTableSlot *slot, CommandId cid, bool speculative)
 	 * ON CONFLICT found the key absent (base_seq 0).  The runs that date
 	 * the read must agree: a version committed between the arbiter's look
 	 * and now would otherwise pass the commit check as "older than the read".
+	 * Unless the transaction's own writes hold the key (it deleted it, or
+	 * moved it away by a key update): then they made it absent, and the
+	 * committed version under them is no news.
 	 */
 	if (speculative)
 	{
+		WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), true);
 		Datum		key[INDEX_MAX_KEYS];
+		uint32		hash;
 		PkVersion	v;
 
 		/* the command checks its proposed rows against each other: no spill */
-		wbuf_get(RelationGetRelid(rel), true)->nospill_cid = cid;
+		wb->nospill_cid = Min(wb->nospill_cid, cid);
 		(void) latest_runs(rel, cid, &read);
 		pk_row_key(t, tup, key);
-		if (lookup_committed(rel, t, latest.committed, key, pk_key_hash(t, key), &v) &&
-			PK_KIND_IS_ADD(v.kind))
+		hash = pk_key_hash(t, key);
+		if (!lookup_buffered(wb, t, key, hash, InvalidCommandId, &v) &&
+			lookup_committed(rel, t, latest.runs, key, hash, &v) &&
+			v.seq < PK_PENDING_SEQ && PK_KIND_IS_ADD(v.kind))
 			ereport(ERROR,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("could not serialize access due to concurrent update"),
@@ -199,21 +297,34 @@ dml_insert(Relation rel, TupleTableSlot *slot, CommandId cid, bool speculative)
 							   pk_key_text(t, key), t->relname),
 					 errhint("Retry the transaction.")));
 	}
-	append(rel, t, PK_INSERT, tup, cid, speculative ? &read : NULL, true,
-		   &slot->tts_tid);
+	else
+		absent_read = rls_check_new_key(rel, t, tup, cid, &read);
+	/* pk_write's +U that found no row to update inserts a +U */
+	append(rel, t, ra ? ra->kind : PK_INSERT, tup, cid,
+		   absent_read ? &read : NULL, true, &slot->tts_tid);
 	slot->tts_tableOid = RelationGetRelid(rel);
 }
 
 /*
- * pk_write: one record with an explicit RowKind.  -U and -D retract the key.
+ * pk_write's -U or -D of a key its DELETE deleted no row of: the record is
+ * written all the same (a tombstone; the input producer's stream keeps it
+ * as given) if the key has no row now either, as a read of its absence.
+ * A row the DELETE left alone (hidden by row-level security, kept by a
+ * trigger, committed after its snapshot) stays.  Returns whether the
+ * record was written.
  */
-void
-dml_write(Relation rel, PkRowKind kind, MinimalTuple tup)
+bool
+dml_write_absent(Relation rel, PkRowKind kind, MinimalTuple tup)
 {
 	PkTable    *t = pk_table(rel);
+	CommandId	cid = GetCurrentCommandId(true);
+	PkRead		read;
 
 	pk_check_key_not_null(t, tup);
-	append(rel, t, kind, tup, GetCurrentCommandId(true), NULL, false, NULL);
+	if (key_has_row(rel, t, tup, cid, &read))
+		return false;
+	append(rel, t, kind, tup, cid, &read, false, NULL);
+	return true;
 }
 
 /*
@@ -232,7 +343,9 @@ check_current(Relation rel, PkTable *t, ItemPointer tid, CommandId cid,
 	Datum		key[INDEX_MAX_KEYS];
 	uint32		hash;
 	PkVersion	v;
+	PkVersion	spilled;
 	bool		found;
+	bool		self;
 
 	memset(tmfd, 0, sizeof(TM_FailureData));
 	runs = latest_runs(rel, cid, read);
@@ -252,10 +365,23 @@ check_current(Relation rel, PkTable *t, ItemPointer tid, CommandId cid,
 	hash = pk_key_hash(t, key);
 	read->base_seq = old->seq;
 
-	/* a newer version of our own: in the buffer, or spilled by this command */
-	if ((lookup_buffered(wb, t, key, hash, InvalidCommandId, &v) ||
-		 spill_lookup_since(rel, t, wb, cid, key, hash, &v)) &&
-		!ItemPointerEquals(&v.tid, &old->tid))
+	/*
+	 * A newer version of our own: in the buffer, or spilled by this command.
+	 * Unless the newer version is another row this command moved onto the
+	 * key (a key update) and the command has not taken the old version away
+	 * yet: a statement shifting keys acts on every row it matched.  (A
+	 * command that moves keys does not spill while it runs, so the moved
+	 * row is in the buffer.)
+	 */
+	if (lookup_buffered(wb, t, key, hash, InvalidCommandId, &v))
+		self = !ItemPointerEquals(&v.tid, &old->tid) &&
+			!(v.cid == cid && PK_KIND_IS_ADD(v.kind) &&
+			  !wbuf_retracted_by(wb, t, key, cid) &&
+			  !spill_lookup_since(rel, t, wb, cid, key, hash, &spilled));
+	else
+		self = spill_lookup_since(rel, t, wb, cid, key, hash, &v) &&
+			!ItemPointerEquals(&v.tid, &old->tid);
+	if (self)
 	{
 		tmfd->ctid = v.tid;
 		tmfd->xmax = GetCurrentTransactionId();
@@ -293,9 +419,15 @@ dml_delete(Relation rel, ItemPointer tid, CommandId cid, Snapshot snapshot,
 	PkRead		read;
 	TM_Result	res = check_current(rel, t, tid, cid, snapshot, tmfd, &old, &read);
 
+	DmlRecordAs *ra = recorded_as(rel, cid);
+
 	if (res != TM_Ok)
 		return res;
-	append(rel, t, PK_DELETE, old.tup, cid, &read, false, NULL);
+	/* pk_write's -U or -D: its RowKind and row */
+	if (ra)
+		append(rel, t, ra->kind, ra->row, cid, &read, false, NULL);
+	else
+		append(rel, t, PK_DELETE, old.tup, cid, &read, false, NULL);
 	return TM_Ok;
 }
 
@@ -319,14 +451,27 @@ dml_update(Relation rel, ItemPointer otid, TupleTableSlot *slot, CommandId cid,
 	pk_row_key(t, tup, newkey);
 	if (pk_key_cmp(t, oldkey, newkey) == 0)
 	{
-		append(rel, t, PK_UPDATE_BEFORE, old.tup, cid, &read, false, NULL);
+		/* pk_write's +U is recorded as given: without the old row's -U */
+		if (!recorded_as(rel, cid))
+			append(rel, t, PK_UPDATE_BEFORE, old.tup, cid, &read, false, NULL);
 		append(rel, t, PK_UPDATE_AFTER, tup, cid, &read, true, &slot->tts_tid);
 	}
 	else
 	{
-		/* a key change is a delete of the old key and an insert of the new */
+		/*
+		 * A key change is a delete of the old key and an insert of the new.
+		 * Another row of this command may move onto the old key later, or
+		 * has already (wbuf_fold orders the two): the command's records
+		 * stay in the buffer until it ends, where both are seen.
+		 */
+		WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), true);
+		PkRead		newread;
+		bool		rls = rls_check_new_key(rel, t, tup, cid, &newread);
+
+		wb->nospill_cid = Min(wb->nospill_cid, cid);
 		append(rel, t, PK_DELETE, old.tup, cid, &read, false, NULL);
-		append(rel, t, PK_INSERT, tup, cid, NULL, true, &slot->tts_tid);
+		append(rel, t, PK_INSERT, tup, cid, rls ? &newread : NULL, true,
+			   &slot->tts_tid);
 	}
 	slot->tts_tableOid = RelationGetRelid(rel);
 	return TM_Ok;
@@ -384,14 +529,15 @@ dml_lock(Relation rel, ItemPointer tid, Snapshot snapshot, TupleTableSlot *slot,
 
 /*
  * TRUNCATE (a new relfilenode for an existing table): its runs go with the
- * old storage, in this transaction; rows written before it are hidden.
+ * old storage, in this transaction, and the snapshots whose changes they
+ * held expire; rows written before it are hidden.
  */
 void
 dml_truncate(Relation rel)
 {
 	PkTable    *t = pk_table(rel);
 
-	cat_runs_delete_all(RelationGetRelid(rel));
+	cat_truncate(RelationGetRelid(rel));
 	append(rel, t, WB_TRUNCATE, NULL, GetCurrentCommandId(true), NULL, false, NULL);
 }
 

@@ -11,10 +11,19 @@
  * default to the snapshot ones).  Expiration goes from the oldest snapshot
  * and stops at the first one kept, so retained ids stay dense.
  *
+ * Memory stays bounded whatever the backlog: snapshots are read a batch at
+ * a time and each is expired in a memory context reset after it, reading
+ * only its own catalog rows.  Callers bound the work of one transaction
+ * with max_snapshots (the background worker commits a batch at a time), so
+ * a long backlog drains over several transactions and an interrupted
+ * expiration resumes from the oldest snapshot left.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
@@ -22,8 +31,15 @@
 #include "expire.h"
 #include "pktable.h"
 
+/* snapshots read from the catalog at a time */
+#define EXPIRE_READ_BATCH 64
+
+/*
+ * Expire the snapshots of rel that are due, the oldest first, at most
+ * max_snapshots of them (-1: no limit).  Returns how many were expired.
+ */
 int64
-expire_snapshots(Relation rel)
+expire_snapshots(Relation rel, int64 max_snapshots)
 {
 	Oid			relid = RelationGetRelid(rel);
 	PkOptions  *o = &pk_table(rel)->opts;
@@ -31,30 +47,57 @@ expire_snapshots(Relation rel)
 	int64		keep_max = Max(o->snapshot_num_retained_max, o->changelog_num_retained_max);
 	int64		keep_ms = Max(o->snapshot_time_retained, o->changelog_time_retained);
 	TimestampTz cutoff = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), -keep_ms);
-	List	   *snaps;
-	ListCell   *lc;
-	int64		last = 0;
+	MemoryContext batchcxt;
+	MemoryContext itemcxt;
+	MemoryContext old;
+	int64		last;
+	int64		from = 0;
 	int64		expired = 0;
+	bool		done = false;
 
 	/* one maintainer of a table at a time; commits go on meanwhile */
 	cat_compaction_lock(relid);
 	last = cat_table_state_peek(relid).last_snapshot_id;
 
+	batchcxt = AllocSetContextCreate(CurrentMemoryContext, "pkmerge expiration batch",
+									 ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(batchcxt);
+
 	/* from the oldest, a batch at a time, until one is kept */
-	for (;;)
+	while (!done && expired != max_snapshots)
 	{
-		snaps = cat_snapshots_oldest(relid, 0, last - keep_min, 64, GetLatestSnapshot());
-		if (snaps == NIL)
-			return expired;
+		List	   *snaps;
+		ListCell   *lc;
+		int			limit = EXPIRE_READ_BATCH;
+
+		if (max_snapshots >= 0)
+			limit = (int) Min(limit, max_snapshots - expired);
+		/* the previous batch's list and its item context go */
+		MemoryContextReset(batchcxt);
+		itemcxt = AllocSetContextCreate(batchcxt, "pkmerge expiration snapshot",
+										ALLOCSET_DEFAULT_SIZES);
+		snaps = cat_snapshots_oldest(relid, from, last - keep_min, limit,
+									 GetLatestSnapshot());
+		done = list_length(snaps) < limit;
 		foreach(lc, snaps)
 		{
 			SnapshotInfo *si = lfirst(lc);
 
+			CHECK_FOR_INTERRUPTS();
 			if (last - si->snapshot_id < keep_max && si->commit_time >= cutoff)
-				return expired;
+			{
+				done = true;
+				break;
+			}
+			MemoryContextSwitchTo(itemcxt);
 			cat_snapshot_expire(relid, si->snapshot_id);
+			MemoryContextSwitchTo(batchcxt);
+			MemoryContextReset(itemcxt);
+			from = si->snapshot_id;
 			expired++;
 		}
 	}
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(batchcxt);
 	return expired;
 }

@@ -11,6 +11,6 @@
 #include "utils/rel.h"
 
 /* expire.c */
-extern int64 expire_snapshots(Relation rel);
+extern int64 expire_snapshots(Relation rel, int64 max_snapshots);
 
 #endif							/* PK_EXPIRE_H */

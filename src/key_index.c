@@ -169,16 +169,34 @@ key_validate(Oid opclassoid)
 	return true;
 }
 
+/* the scan's memory is going (also without key_endscan: an error) */
+static void
+key_memory_gone(void *arg)
+{
+	scan_handoff_forget(arg);
+}
+
 static IndexScanDesc
 key_beginscan(Relation index, int nkeys, int norderbys)
 {
 	IndexScanDesc scan = RelationGetIndexScan(index, nkeys, norderbys);
 	KeyScanOpaque *so = palloc0(sizeof(KeyScanOpaque));
+	MemoryContextCallback *cb;
 
 	so->cxt = AllocSetContextCreate(CurrentMemoryContext, "pkmerge_key scan",
 									ALLOCSET_SMALL_SIZES);
 	so->passcxt = AllocSetContextCreate(so->cxt, "pkmerge_key pass",
 										ALLOCSET_DEFAULT_SIZES);
+
+	/*
+	 * Rows handed over to the fetch (scan_handoff) live in so->cxt.  An
+	 * error or a savepoint rollback deletes it without key_endscan; the
+	 * handoff must not outlive it.
+	 */
+	cb = MemoryContextAlloc(so->cxt, sizeof(MemoryContextCallback));
+	cb->func = key_memory_gone;
+	cb->arg = so;
+	MemoryContextRegisterResetCallback(so->cxt, cb);
 	scan->opaque = so;
 	return scan;
 }
@@ -226,7 +244,7 @@ arg_as_column(ScanKey key, Oid coltype, Datum *out)
 static void
 key_endpass(KeyScanOpaque *so)
 {
-	scan_handoff(InvalidOid, NULL, NULL);	/* its row is about to go */
+	scan_handoff(so, InvalidOid, NULL, NULL);	/* its row is about to go */
 	if (so->iter)
 		merge_end(so->iter);
 	so->iter = NULL;
@@ -344,7 +362,7 @@ key_next(IndexScanDesc scan)
 	bool		stop;
 
 	/* the row handed over last is about to go */
-	scan_handoff(InvalidOid, NULL, NULL);
+	scan_handoff(so, InvalidOid, NULL, NULL);
 	if (so->done)
 		return false;
 	if (!so->have_runs)
@@ -381,7 +399,7 @@ key_next(IndexScanDesc scan)
 		}
 		scan->xs_heaptid = so->version.tid;
 		scan->xs_recheck = false;
-		scan_handoff(RelationGetRelid(heap), &so->version.tid, so->version.tup);
+		scan_handoff(so, RelationGetRelid(heap), &so->version.tid, so->version.tup);
 		return true;
 	}
 
@@ -407,7 +425,7 @@ key_next(IndexScanDesc scan)
 		{
 			scan->xs_heaptid = row.tid;
 			scan->xs_recheck = false;
-			scan_handoff(RelationGetRelid(heap), &row.tid, row.tup);
+			scan_handoff(so, RelationGetRelid(heap), &row.tid, row.tup);
 			return true;
 		}
 		if (stop)
@@ -456,7 +474,8 @@ key_gettuple(IndexScanDesc scan, ScanDirection dir)
 	so->nrows--;
 	scan->xs_heaptid = so->tids[so->nrows];
 	scan->xs_recheck = false;
-	scan_handoff(RelationGetRelid(scan->heapRelation), &so->tids[so->nrows], so->tups[so->nrows]);
+	scan_handoff(so, RelationGetRelid(scan->heapRelation), &so->tids[so->nrows],
+				 so->tups[so->nrows]);
 	return true;
 }
 

@@ -34,11 +34,28 @@ typedef struct MergeSource
 	Datum		last_keys[INDEX_MAX_KEYS];	/* its last row's key */
 } MergeSource;
 
+/*
+ * The write buffer view a merge pinned.  It outlives the MergeIter (it is
+ * freed with the memory context merge_begin ran in), so that the reset
+ * callback can unpin a view whose merge never reached merge_end: an error
+ * or a savepoint rollback ending the scan.  Otherwise the view would stay
+ * pinned for the rest of the transaction, and a pinned view keeps the
+ * buffer from spilling (wbuf_pinned_extent).
+ */
+typedef struct ViewPin
+{
+	MemoryContextCallback cb;
+	Oid			relid;
+	WriteBuffer *wb;
+	WbSorted   *sorted;			/* NULL once unpinned */
+} ViewPin;
+
 struct MergeIter
 {
 	PkTable    *table;
 	WriteBuffer *wb;
 	WbSorted   *sorted;
+	ViewPin    *pin;
 	CommandId	curcid;
 	bool		keep_tombstones;
 	int			nsources;
@@ -88,24 +105,19 @@ source_load(MergeIter *m, MergeSource *s)
 	s->valid = false;
 	while (s->bi < m->sorted->npos)
 	{
-		uint32		pos = m->sorted->pos[s->bi];
-		WbEntry    *e = wbuf_entry(m->wb, pos);
-		uint32		next = s->bi + 1;
+		uint32		start = s->bi;
+		WbEntry    *e = wbuf_entry(m->wb, m->sorted->pos[start]);
+		uint32		next = start + 1;
+		int64		pos;
 
 		while (next < m->sorted->npos &&
 			   pk_key_cmp(m->table, wbuf_entry(m->wb, m->sorted->pos[next])->keys, e->keys) == 0)
-		{
-			if (!wbuf_visible(m->wb, pos, m->curcid) &&
-				wbuf_visible(m->wb, m->sorted->pos[next], m->curcid))
-			{
-				pos = m->sorted->pos[next];
-				e = wbuf_entry(m->wb, pos);
-			}
 			next++;
-		}
 		s->bi = next;
-		if (!wbuf_visible(m->wb, pos, m->curcid))
+		pos = wbuf_fold(m->wb, &m->sorted->pos[start], next - start, m->curcid);
+		if (pos < 0)
 			continue;
+		e = wbuf_entry(m->wb, (uint32) pos);
 		s->valid = true;
 		s->tup = e->tup;
 		s->seq = PG_UINT64_MAX;
@@ -182,6 +194,21 @@ rebuild_heap(MergeIter *m)
 	m->advance = -1;
 }
 
+/*
+ * The memory of a merge is going without merge_end: unpin its view, if the
+ * buffer still exists (after the transaction ended it is gone, and the
+ * view with it).
+ */
+static void
+view_pin_release(void *arg)
+{
+	ViewPin    *pin = arg;
+
+	if (pin->sorted && wbuf_get(pin->relid, false) == pin->wb)
+		wbuf_sorted_unpin(pin->wb, pin->sorted);
+	pin->sorted = NULL;
+}
+
 MergeIter *
 merge_begin(Relation rel, PkTable *t, List *runs, WriteBuffer *wb,
 			CommandId curcid, BufferAccessStrategy strategy,
@@ -206,7 +233,16 @@ merge_begin(Relation rel, PkTable *t, List *runs, WriteBuffer *wb,
 		run_cursor_open(&s->cur, rel, t, s->run, strategy);
 	}
 	if (m->wb)
+	{
 		m->sorted = wbuf_sorted_pin(m->wb, t);
+		m->pin = palloc(sizeof(ViewPin));
+		m->pin->relid = m->wb->relid;
+		m->pin->wb = m->wb;
+		m->pin->sorted = m->sorted;
+		m->pin->cb.func = view_pin_release;
+		m->pin->cb.arg = m->pin;
+		MemoryContextRegisterResetCallback(CurrentMemoryContext, &m->pin->cb);
+	}
 	m->heap = binaryheap_allocate(Max(m->nsources, 1), source_cmp, m);
 	m->advance = -1;
 	return m;
@@ -383,8 +419,8 @@ merge_end(MergeIter *m)
 	for (int i = 0; i < m->nsources; i++)
 		if (m->src[i].run)
 			run_cursor_close(&m->src[i].cur);
-	if (m->sorted)
-		wbuf_sorted_unpin(m->wb, m->sorted);
+	if (m->pin)
+		view_pin_release(m->pin);
 	binaryheap_free(m->heap);
 	pfree(m->src);
 	pfree(m);

@@ -42,7 +42,11 @@ prepare_result_relation(ResultRelInfo *rri, CommandId cid)
 	 * in the buffer until it ends.
 	 */
 	if (rri->ri_onConflictArbiterIndexes != NIL || rri->ri_onConflict != NULL)
-		wbuf_get(RelationGetRelid(rel), true)->nospill_cid = cid;
+	{
+		WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), true);
+
+		wb->nospill_cid = Min(wb->nospill_cid, cid);
+	}
 	if (!rel->rd_rel->relhasindex || rri->ri_IndexRelationDescs != NULL)
 		return;
 	ExecOpenIndices(rri, false);

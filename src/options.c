@@ -15,7 +15,6 @@
 #include "postgres.h"
 
 #include "access/reloptions.h"
-#include "access/table.h"
 #include "catalog/pg_class.h"
 #include "commands/defrem.h"
 #include "fmgr.h"
@@ -444,7 +443,6 @@ pk_options(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Relation	rel;
 	Datum		reloptions;
 	bool		isnull;
 	HeapTuple	tuple;
@@ -452,11 +450,14 @@ pk_options(PG_FUNCTION_ARGS)
 	List	   *stored;
 
 	InitMaterializedSRF(fcinfo, 0);
-	rel = pk_open_table(relid, AccessShareLock);
+	/* table-level metadata, public as pg_class.reloptions: no lock either */
+	pk_check_table(relid);
 
 	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
+	if (!HeapTupleIsValid(tuple))	/* dropped since the check */
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
 	reloptions = SysCacheGetAttr(RELOID, tuple, Anum_pg_class_reloptions, &isnull);
 	if (isnull)
 		reloptions = (Datum) 0;
@@ -494,6 +495,5 @@ pk_options(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	ReleaseSysCache(tuple);
-	table_close(rel, AccessShareLock);
 	PG_RETURN_VOID();
 }

@@ -51,6 +51,7 @@ _PG_init(void)
 	commit_init();
 	ddl_init();
 	onconflict_init();
+	sqlfuncs_init();
 	scan_init();
 	runcache_init();
 	worker_init();

@@ -17,6 +17,9 @@ extern bool pk_worker_enabled;
 extern int	pk_worker_naptime;
 extern void pk_guc_init(void);
 
+/* sql_funcs.c */
+extern void sqlfuncs_init(void);
+
 /* worker.c */
 extern void worker_init(void);
 extern void worker_request(Oid relid);

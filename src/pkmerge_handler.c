@@ -22,6 +22,7 @@
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/smgr.h"
+#include "utils/backend_status.h"
 #include "utils/rel.h"
 
 #include "catalog.h"
@@ -43,9 +44,21 @@ not_supported(Relation rel, const char *what, const char *hint)
 			 hint ? errhint("%s", hint) : 0));
 }
 
+/*
+ * Rows are minimal tuples, read in place from decompressed blocks.  ANALYZE
+ * is the exception: it copies each sampled row out of the slot as a heap
+ * tuple and sorts the sample by those tuples' t_self, which a minimal
+ * tuple slot does not carry (invalid TIDs fail an assertion there).  Its
+ * slot, made while its progress names the table, keeps heap tuples, and
+ * scan_analyze_next_tuple stores them with their TID.
+ */
 static const TupleTableSlotOps *
 pk_slot_callbacks(Relation rel)
 {
+	if (MyBEEntry != NULL &&
+		MyBEEntry->st_progress_command == PROGRESS_COMMAND_ANALYZE &&
+		MyBEEntry->st_progress_command_target == RelationGetRelid(rel))
+		return &TTSOpsHeapTuple;
 	return &TTSOpsMinimalTuple;
 }
 

@@ -4,11 +4,16 @@
  *	  Per-backend descriptors of pkmerge tables (PkTable): options parsed
  *	  from pg_class.reloptions, primary key columns resolved to attribute
  *	  numbers, and the key operations every other part uses (compare with
- *	  the types' btree order, hash for bloom filters, print).
+ *	  the types' btree order, hash for bloom filters, print); and the
+ *	  opening of a table named by a SQL function's argument, with the
+ *	  caller's privileges checked before the lock.
  *
  * Descriptors are cached by relation OID and dropped by a relcache
  * invalidation callback, so ALTER TABLE ... SET and column changes are seen
- * at the next use.
+ * at the next use.  Callers keep the pointer across calls that may process
+ * invalidations (taking a lock, opening a relation: a GRANT or ANALYZE in
+ * another session is enough), so a dropped descriptor's memory lives on
+ * until the end of the transaction.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,12 +25,15 @@
 #include "catalog/pg_class.h"
 #include "commands/defrem.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rls.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
@@ -44,7 +52,12 @@ static Oid	pkmerge_am_oid = InvalidOid;
 static void
 drop_entry(PkTableEntry *e)
 {
-	if (e->table)
+	if (e->table == NULL)
+		return;
+	/* in use until the transaction ends, if one runs */
+	if (TopTransactionContext != NULL)
+		MemoryContextSetParent(e->table->mcxt, TopTransactionContext);
+	else
 		MemoryContextDelete(e->table->mcxt);
 	e->table = NULL;
 }
@@ -99,19 +112,67 @@ pk_is_pkmerge(Relation rel)
 		rel->rd_rel->relam == pk_table_am_oid();
 }
 
+static void
+not_pkmerge(const char *relname)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("\"%s\" is not a pkmerge table", relname),
+			 errhint("Create it with CREATE TABLE ... USING pkmerge.")));
+}
+
 /*
- * Open a relation that must be a pkmerge table (SQL functions' argument).
+ * Check, from pg_class alone and without a lock, that relid (a SQL
+ * function's argument) is a pkmerge table.
+ */
+void
+pk_check_table(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Form_pg_class form;
+
+	if (!HeapTupleIsValid(tup))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	form = (Form_pg_class) GETSTRUCT(tup);
+	if (form->relkind != RELKIND_RELATION || !OidIsValid(form->relam) ||
+		form->relam != pk_table_am_oid())
+		not_pkmerge(pstrdup(NameStr(form->relname)));
+	ReleaseSysCache(tup);
+}
+
+/* does the current user hold mode on the table, or on each of its columns? */
+static void
+check_privilege(Oid relid, AclMode mode)
+{
+	Oid			user = GetUserId();
+
+	if (mode == 0 || pg_class_aclcheck(relid, user, mode) == ACLCHECK_OK ||
+		pg_attribute_aclcheck_all(relid, user, mode, ACLMASK_ALL) == ACLCHECK_OK)
+		return;
+	aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
+}
+
+/*
+ * Open a pkmerge table named by a SQL function's argument, for a caller
+ * who must hold mode on it (0: no privilege needed).  The privilege is
+ * checked before the lock is requested, as PostgreSQL's own commands do:
+ * a caller without it gets its error at once, and never waits for (or
+ * queues ahead of) the table's lockers.  It is checked again under the
+ * lock, which a REVOKE may have been waiting for.
  */
 Relation
-pk_open_table(Oid relid, LOCKMODE lockmode)
+pk_open_table(Oid relid, LOCKMODE lockmode, AclMode mode)
 {
-	Relation	rel = table_open(relid, lockmode);
+	Relation	rel;
 
+	pk_check_table(relid);
+	check_privilege(relid, mode);
+	rel = table_open(relid, lockmode);
 	if (!pk_is_pkmerge(rel))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a pkmerge table", RelationGetRelationName(rel)),
-				 errhint("Create it with CREATE TABLE ... USING pkmerge.")));
+		not_pkmerge(RelationGetRelationName(rel));
+	check_privilege(relid, mode);
 	return rel;
 }
 
@@ -138,6 +199,37 @@ pk_has_key_option(Relation rel)
 
 	pkopt_parse(rel_reloptions(RelationGetRelid(rel)), &opts);
 	return opts.primary_key != NULL;
+}
+
+/*
+ * May the current user see the table's key values (pk_runs' min_key and
+ * max_key)?  As pg_stats shows a column's values: with SELECT on the table
+ * or on every key column, and only where no row-level security policy
+ * applies to the user.  Reads pg_class and pg_attribute, takes no lock.
+ */
+bool
+pk_may_read_keys(Oid relid)
+{
+	Oid			user = GetUserId();
+	PkOptions	opts;
+	ListCell   *lc;
+
+	if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
+		return false;
+	if (pg_class_aclcheck(relid, user, ACL_SELECT) == ACLCHECK_OK)
+		return true;
+	pkopt_parse(rel_reloptions(relid), &opts);
+	if (opts.primary_key == NULL)
+		return false;
+	foreach(lc, pkopt_split_key(opts.primary_key))
+	{
+		AttrNumber	attnum = get_attnum(relid, lfirst(lc));
+
+		if (attnum == InvalidAttrNumber ||
+			pg_attribute_aclcheck(relid, attnum, user, ACL_SELECT) != ACLCHECK_OK)
+			return false;
+	}
+	return true;
 }
 
 static PkTable *

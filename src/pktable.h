@@ -12,6 +12,7 @@
 #include "access/htup.h"
 #include "access/tupdesc.h"
 #include "fmgr.h"
+#include "nodes/parsenodes.h"
 #include "storage/lockdefs.h"
 #include "utils/relcache.h"
 #include "utils/sortsupport.h"
@@ -49,7 +50,9 @@ extern Oid	pk_table_am_oid(void);
 extern bool pk_is_pkmerge(Relation rel);
 extern PkTable *pk_table(Relation rel);
 extern bool pk_has_key_option(Relation rel);
-extern Relation pk_open_table(Oid relid, LOCKMODE lockmode);
+extern void pk_check_table(Oid relid);
+extern Relation pk_open_table(Oid relid, LOCKMODE lockmode, AclMode mode);
+extern bool pk_may_read_keys(Oid relid);
 extern void pk_row_key(const PkTable *t, MinimalTuple tup, Datum *keys);
 extern int	pk_key_cmp(const PkTable *t, const Datum *a, const Datum *b);
 extern int	pk_key_cmp_n(const PkTable *t, const Datum *a, const Datum *b, int n);

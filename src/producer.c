@@ -100,13 +100,21 @@ prod_commit(Relation rel, PkTable *t, WriteBuffer *wb, List *prev_runs,
 
 	if (t->opts.changelog_producer == PK_PRODUCER_INPUT)
 	{
-		/* as written, in order; writes a TRUNCATE cancelled are not */
-		for (uint32 p = truncated ? wb->truncate_pos + 1 : 0; p < wb->n; p++)
+		/* as written (wbuf_input_order); writes a TRUNCATE cancelled are not */
+		WbSorted   *s = wbuf_sorted_pin(wb, t);
+		uint32		n;
+		uint32	   *order = wbuf_input_order(wb, t, s->pos, s->npos,
+											 truncated ? wb->truncate_pos + 1 : 0,
+											 wb->n, NULL, &n);
+
+		for (uint32 i = 0; i < n; i++)
 		{
-			WbEntry    *e = wbuf_entry(wb, p);
+			WbEntry    *e = wbuf_entry(wb, order[i]);
 
 			emit(&w, rel, t, seq, e->kind, e->tup, e->keys);
 		}
+		pfree(order);
+		wbuf_sorted_unpin(wb, s);
 	}
 	else if (t->opts.changelog_producer == PK_PRODUCER_LOOKUP)
 	{

@@ -74,9 +74,16 @@ typedef struct PkScanDesc
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist = NULL;
 
-/* the row the key index returned last, for the fetch that follows it */
+/*
+ * The row the key index returned last, for the fetch that follows it.  The
+ * tuple lives in the index scan's memory (owner): the scan clears the
+ * handoff before it moves on, and a reset callback on its memory clears it
+ * when that memory goes some other way (an error ending the scan, a
+ * savepoint rollback dropping its portal).
+ */
 static struct
 {
+	const void *owner;
 	Oid			relid;
 	ItemPointerData tid;
 	MinimalTuple tup;
@@ -388,7 +395,12 @@ scan_analyze_next_tuple(TableScanDesc sscan, TransactionId OldestXmin,
 		scan->pos++;
 		if (blk == scan->target)
 		{
-			store_row(sscan->rs_rd, &scan->row, slot);
+			/* a heap tuple slot (pk_slot_callbacks): the row with its TID */
+			HeapTuple	tup = heap_tuple_from_minimal_tuple(scan->row.tup);
+
+			tup->t_self = scan->row.tid;
+			tup->t_tableOid = RelationGetRelid(sscan->rs_rd);
+			ExecStoreHeapTuple(tup, slot, true);
 			*liverows += 1;
 			return true;
 		}
@@ -426,15 +438,33 @@ scan_parallel_reinitialize(Relation rel, ParallelTableScanDesc pscan)
 
 /*
  * The key index hands over the row it returns (tup stays valid until its
- * scan moves on, which clears the handoff first: scan_handoff(.., NULL)).
+ * scan moves on, which clears the handoff first: scan_handoff(owner, ..,
+ * NULL)).
  */
 void
-scan_handoff(Oid relid, ItemPointer tid, MinimalTuple tup)
+scan_handoff(const void *owner, Oid relid, ItemPointer tid, MinimalTuple tup)
 {
+	if (tup == NULL)
+	{
+		scan_handoff_forget(owner);
+		return;
+	}
+	handoff.owner = owner;
 	handoff.relid = relid;
 	if (tid)
 		handoff.tid = *tid;
 	handoff.tup = tup;
+}
+
+/* owner's memory is going: a row it handed over must not be read again */
+void
+scan_handoff_forget(const void *owner)
+{
+	if (handoff.owner == owner)
+	{
+		handoff.owner = NULL;
+		handoff.tup = NULL;
+	}
 }
 
 /* the handed-over row, if it is the one asked for */

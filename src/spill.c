@@ -18,7 +18,9 @@
  *	  - come after the last TRUNCATE, and after what the sorted views that
  *		scans hold reach,
  *	  - do not belong to an INSERT ... ON CONFLICT still running, which
- *		checks its own proposed rows against each other,
+ *		checks its own proposed rows against each other, or a statement
+ *		that moves keys (wbuf_fold orders its records), nor to a command
+ *		nested in one,
  * and only when the suffix is worth a run (half the buffer size).
  *
  * Order.  Readers let the buffer win over runs, and pending runs are
@@ -130,6 +132,20 @@ spill_xact_end(void)
 	nreaders = 0;
 }
 
+/*
+ * A savepoint released: executors it started (cursors) run on in its
+ * parent, whose later rollback ends them.
+ */
+void
+spill_subxact_commit(void)
+{
+	int			level = GetCurrentTransactionNestLevel();
+
+	for (int i = 0; i < nreaders; i++)
+		if (readers[i].nestlevel >= level)
+			readers[i].nestlevel = level - 1;
+}
+
 void
 spill_subxact_abort(void)
 {
@@ -234,8 +250,8 @@ spill_range(Relation rel, PkTable *t, WriteBuffer *wb, uint32 from)
 
 	for (uint32 i = 0; i < nsorted;)
 	{
-		uint32		newest = sorted[i];
-		WbEntry    *e = wbuf_entry(wb, newest);
+		uint32		start = i;
+		WbEntry    *e = wbuf_entry(wb, sorted[start]);
 		uint64		read = 0;
 
 		/* the group of this key, newest first; at most one read not our own */
@@ -246,8 +262,11 @@ spill_range(Relation rel, PkTable *t, WriteBuffer *wb, uint32 from)
 			read = Max(read, encode_read(&g->read));
 			max_cid = Max(max_cid, g->cid);
 		}
-		if (keep[newest - from])
+		if (keep[sorted[start] - from])
 			continue;
+		/* the suffix lies after the last TRUNCATE: a version is visible */
+		e = wbuf_entry(wb, (uint32) wbuf_fold(wb, &sorted[start], i - start,
+											   InvalidCommandId));
 		run_writer_add(w, read, e->kind, e->tup, e->keys, e->hash);
 	}
 	if (run_writer_nrows(w) == 0)
@@ -267,14 +286,17 @@ spill_range(Relation rel, PkTable *t, WriteBuffer *wb, uint32 from)
 	if (t->opts.changelog_producer == PK_PRODUCER_INPUT)
 	{
 		RunWriter  *cw = run_writer_begin(rel, t, 0, RUN_CHANGELOG, false);
+		uint32		norder;
+		uint32	   *order = wbuf_input_order(wb, t, sorted, nsorted, from, wb->n,
+											 keep, &norder);
 
-		for (uint32 p = from; p < wb->n; p++)
+		for (uint32 i = 0; i < norder; i++)
 		{
-			WbEntry    *e = wbuf_entry(wb, p);
+			WbEntry    *e = wbuf_entry(wb, order[i]);
 
-			if (!keep[p - from])
-				run_writer_add(cw, 0, e->kind, e->tup, e->keys, 0);
+			run_writer_add(cw, 0, e->kind, e->tup, e->keys, 0);
 		}
+		pfree(order);
 		run_writer_set_seq(cw, seq);
 		old = MemoryContextSwitchTo(wb->cxt);
 		sp->changelog = run_writer_finish(cw, 0);
@@ -300,7 +322,7 @@ try_spill(Relation rel, PkTable *t, WriteBuffer *wb)
 	{
 		WbEntry    *e = wbuf_entry(wb, from - 1);
 
-		if (e->subid != subid || e->cid < floor || e->cid == wb->nospill_cid)
+		if (e->subid != subid || e->cid < floor || e->cid >= wb->nospill_cid)
 			break;
 		bytes += wbuf_entry_bytes(wb, e);
 		from--;

@@ -23,6 +23,7 @@ extern List *spill_runs(Relation rel, WriteBuffer *wb);
 extern int	spill_finalize(Relation rel, WriteBuffer *wb, uint64 first_seq,
 						   int64 snapshot_id, int64 *rows, int64 *changelog_rows);
 extern void spill_xact_end(void);
+extern void spill_subxact_commit(void);
 extern void spill_subxact_abort(void);
 
 #endif							/* PK_SPILL_H */

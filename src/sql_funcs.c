@@ -2,8 +2,16 @@
  *
  * sql_funcs.c
  *	  SQL-callable functions in C that are not part of an access method:
- *	  pk_write and the helper the catalog views use to check their
- *	  argument.  (pk_options is in options.c, next to the option table.)
+ *	  pk_write, pk_runs, pk_compact, pk_expire_snapshots, and the helpers
+ *	  the SQL-language functions use.  (pk_options is in options.c, next to
+ *	  the option table; pk_changes in changes.c.)
+ *
+ * Every function checks the caller's privileges before it asks for a lock
+ * on the table (pk_open_table).  pk_write runs the SQL statement that does
+ * what its RowKind says (INSERT, INSERT ... ON CONFLICT DO UPDATE, DELETE),
+ * so that privileges, constraints, row-level security and triggers apply
+ * as to that statement; dml.c records the statement's write with the
+ * RowKind pk_write was given.
  *
  *-------------------------------------------------------------------------
  */
@@ -11,34 +19,143 @@
 
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xact.h"
+#include "catalog/pg_operator.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
 
-#include "access/xact.h"
+#include "catalog.h"
 #include "compaction.h"
 #include "dml.h"
 #include "expire.h"
+#include "pkchangelog.h"
 #include "pktable.h"
 #include "run.h"
 
+static ExecutorStart_hook_type prev_executor_start = NULL;
+
+/*
+ * The statement pk_write is about to run, until its executor starts and
+ * gives it its command id (ExecutorStart hook below).
+ */
+static DmlRecordAs *starting = NULL;
+static const char *starting_sql = NULL;
+
+/*
+ * pk_write's statements, prepared once per table and RowKind for the
+ * backend: parsing and planning a statement per call cost as much as
+ * running it.  The text names the table, its schema and its columns, so an
+ * entry goes stale when the table's relcache entry is invalidated (or its
+ * schema is renamed, which invalidates nothing of the table's) and is
+ * prepared again at its next use, unless a pk_write of it is still running
+ * (one called by a trigger of its own statement): that call runs its
+ * statement unprepared.
+ */
+typedef struct WritePlanKey
+{
+	Oid			relid;
+	PkRowKind	kind;
+} WritePlanKey;
+
+typedef struct WritePlan
+{
+	WritePlanKey key;			/* hash key */
+	char	   *sql;			/* in TopMemoryContext */
+	char	   *nspname;		/* the schema the text names */
+	SPIPlanPtr	plan;			/* saved */
+	bool		valid;
+	int			running;		/* pk_write calls executing plan */
+} WritePlan;
+
+#define WRITE_PLANS_SWEEP 64	/* entries kept before stale ones are freed */
+
+static HTAB *write_plans = NULL;
+
 /*
  * pkchangelog.pkmerge_relid(rel regclass) -> oid: rel, after checking that
- * it is a pkmerge table the caller may read.
+ * it is a pkmerge table.  The SQL functions over the catalog (pk_snapshots,
+ * pk_stats) show table-level metadata to every role, as pg_stat_user_tables
+ * does, and take no lock of the table.
  */
 PG_FUNCTION_INFO_V1(pk_pkmerge_relid);
 Datum
 pk_pkmerge_relid(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
-	Relation	rel = pk_open_table(relid, AccessShareLock);
 
-	table_close(rel, AccessShareLock);
+	pk_check_table(relid);
 	PG_RETURN_OID(relid);
+}
+
+static const char *const run_kind_names[] = {"data", "changelog", "delta"};
+
+static int
+run_level_cmp(const ListCell *a, const ListCell *b)
+{
+	const RunInfo *ra = lfirst(a);
+	const RunInfo *rb = lfirst(b);
+
+	if (ra->level != rb->level)
+		return ra->level < rb->level ? -1 : 1;
+	return ra->run_id < rb->run_id ? -1 : ra->run_id > rb->run_id ? 1 : 0;
+}
+
+/*
+ * pk_runs(rel regclass) -> the table's runs, by level then run id.  The
+ * runs are table-level metadata; their first and last keys are values of
+ * the table's rows, shown only to a caller who may read the key columns
+ * (pk_may_read_keys), NULL to others.  Reads the catalog as of the
+ * caller's snapshot, takes no lock of the table.
+ */
+PG_FUNCTION_INFO_V1(pk_runs);
+Datum
+pk_runs(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		keys;
+	List	   *runs;
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, 0);
+	pk_check_table(relid);
+	keys = pk_may_read_keys(relid);
+	runs = cat_runs_visible(relid, GetActiveSnapshot(), false);
+	list_sort(runs, run_level_cmp);
+	foreach(lc, runs)
+	{
+		RunInfo    *r = lfirst(lc);
+		Datum		values[8];
+		bool		nulls[8] = {0};
+
+		values[0] = Int64GetDatum(r->run_id);
+		values[1] = Int32GetDatum(r->level);
+		values[2] = CStringGetTextDatum(run_kind_names[r->kind]);
+		values[3] = Int64GetDatum(r->record_count);
+		values[4] = Int64GetDatum(r->size_bytes);
+		nulls[5] = !keys || r->min_key == NULL;
+		if (!nulls[5])
+			values[5] = CStringGetTextDatum(r->min_key);
+		nulls[6] = !keys || r->max_key == NULL;
+		if (!nulls[6])
+			values[6] = CStringGetTextDatum(r->max_key);
+		values[7] = Int64GetDatum(r->created_snapshot);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	PG_RETURN_VOID();
 }
 
 static PkRowKind
@@ -60,21 +177,260 @@ parse_rowkind(const char *s)
 }
 
 /*
+ * The privileges of the statement pk_write runs for a RowKind: +I an
+ * INSERT; +U an INSERT ... ON CONFLICT (key) DO UPDATE, which also reads
+ * the key; -U/-D a DELETE ... WHERE key = ..., which reads the key.  The
+ * statement's executor checks them exactly, column by column, but only
+ * after its parser has locked the table; so they are checked here first,
+ * without a lock, at table level or on any column: a caller without such
+ * a privilege gets its error at once.
+ */
+static void
+check_write_privileges(Oid relid, PkRowKind kind)
+{
+	static const AclMode each[] = {ACL_INSERT, ACL_UPDATE, ACL_DELETE, ACL_SELECT};
+	AclMode		modes;
+	Oid			user = GetUserId();
+
+	if (kind == PK_INSERT)
+		modes = ACL_INSERT;
+	else if (kind == PK_UPDATE_AFTER)
+		modes = ACL_INSERT | ACL_UPDATE | ACL_SELECT;
+	else
+		modes = ACL_DELETE | ACL_SELECT;
+	for (int i = 0; i < lengthof(each); i++)
+		if ((modes & each[i]) &&
+			pg_class_aclcheck(relid, user, each[i]) != ACLCHECK_OK &&
+			pg_attribute_aclcheck_all(relid, user, each[i], ACLMASK_ANY) != ACLCHECK_OK)
+			aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
+}
+
+/* "schema.op" of the equality operator of a key type's btree order */
+static char *
+key_equality_operator(Oid typid)
+{
+	TypeCacheEntry *tc = lookup_type_cache(typid, TYPECACHE_EQ_OPR);
+	HeapTuple	tup;
+	Form_pg_operator op;
+	char	   *name;
+
+	if (!OidIsValid(tc->eq_opr))
+		elog(ERROR, "key type %u has no equality operator", typid);
+	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(tc->eq_opr));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", tc->eq_opr);
+	op = (Form_pg_operator) GETSTRUCT(tup);
+	name = psprintf("%s.%s", quote_identifier(get_namespace_name(op->oprnamespace)),
+					NameStr(op->oprname));
+	ReleaseSysCache(tup);
+	return name;
+}
+
+static bool
+is_key_column(PkTable *t, AttrNumber attnum)
+{
+	for (int i = 0; i < t->nkeys; i++)
+		if (t->keys[i].attnum == attnum)
+			return true;
+	return false;
+}
+
+/*
+ * The statement pk_write runs, with the row as parameter $1.  Every name
+ * in it is qualified (the table, the key's equality operators): it runs
+ * with the caller's search_path, where another role's objects must not
+ * be picked up.  Generated columns are left to the table; identity
+ * columns take the row's value (OVERRIDING SYSTEM VALUE), as a replicated
+ * row would.  +U sets the row's own values ($1), not EXCLUDED's: the
+ * caller needs no SELECT on the columns it overwrites.
+ */
+static char *
+write_statement(Relation rel, PkTable *t, PkRowKind kind)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	char	   *relname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+													 RelationGetRelationName(rel));
+	StringInfoData sql;
+	StringInfoData cols;
+	StringInfoData vals;
+	StringInfoData set;
+	StringInfoData keys;
+
+	initStringInfo(&sql);
+	if (!PK_KIND_IS_ADD(kind))
+	{
+		appendStringInfo(&sql, "DELETE FROM %s WHERE ", relname);
+		for (int i = 0; i < t->nkeys; i++)
+		{
+			const char *col = quote_identifier(NameStr(TupleDescAttr(desc, t->keys[i].attnum - 1)->attname));
+
+			appendStringInfo(&sql, "%s%s OPERATOR(%s) ($1).%s", i > 0 ? " AND " : "",
+							 col, key_equality_operator(t->keys[i].typid), col);
+		}
+		return sql.data;
+	}
+
+	initStringInfo(&cols);
+	initStringInfo(&vals);
+	initStringInfo(&set);
+	initStringInfo(&keys);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		const char *col = quote_identifier(NameStr(att->attname));
+
+		if (att->attisdropped || att->attgenerated)
+			continue;
+		appendStringInfo(&cols, "%s%s", cols.len ? ", " : "", col);
+		appendStringInfo(&vals, "%s($1).%s", vals.len ? ", " : "", col);
+		if (is_key_column(t, att->attnum))
+			appendStringInfo(&keys, "%s%s", keys.len ? ", " : "", col);
+		else if (att->attidentity != ATTRIBUTE_IDENTITY_ALWAYS)
+			appendStringInfo(&set, "%s%s = ($1).%s", set.len ? ", " : "", col, col);
+	}
+	appendStringInfo(&sql, "INSERT INTO %s (%s) OVERRIDING SYSTEM VALUE VALUES (%s)",
+					 relname, cols.data, vals.data);
+	if (kind == PK_UPDATE_AFTER)
+	{
+		/* a table of key columns only: the update sets the key to itself */
+		if (set.len == 0)
+		{
+			const char *col = quote_identifier(NameStr(TupleDescAttr(desc, t->keys[0].attnum - 1)->attname));
+
+			appendStringInfo(&set, "%s = ($1).%s", col, col);
+		}
+		appendStringInfo(&sql, " ON CONFLICT (%s) DO UPDATE SET %s", keys.data, set.data);
+	}
+	return sql.data;
+}
+
+static void
+write_plan_release(WritePlan *wp)
+{
+	if (wp->plan)
+		SPI_freeplan(wp->plan);
+	if (wp->sql)
+		pfree(wp->sql);
+	if (wp->nspname)
+		pfree(wp->nspname);
+	wp->plan = NULL;
+	wp->sql = NULL;
+	wp->nspname = NULL;
+}
+
+/* relcache invalidation: the statements of the table (or of all) go stale */
+static void
+write_plans_invalidate(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	WritePlan  *wp;
+
+	if (write_plans == NULL)
+		return;
+	hash_seq_init(&status, write_plans);
+	while ((wp = hash_seq_search(&status)) != NULL)
+		if (!OidIsValid(relid) || wp->key.relid == relid)
+			wp->valid = false;
+}
+
+/* free the stale entries nobody runs (dropped tables leave theirs) */
+static void
+write_plans_sweep(void)
+{
+	HASH_SEQ_STATUS status;
+	WritePlan  *wp;
+
+	hash_seq_init(&status, write_plans);
+	while ((wp = hash_seq_search(&status)) != NULL)
+		if (!wp->valid && wp->running == 0)
+		{
+			write_plan_release(wp);
+			hash_search(write_plans, &wp->key, HASH_REMOVE, NULL);
+		}
+}
+
+/*
+ * The prepared statement of pk_write for rel and kind, or NULL when a
+ * stale one is still running (the caller then runs the text once).
+ * Called inside the SPI connection.
+ */
+static WritePlan *
+write_plan(Relation rel, PkTable *t, PkRowKind kind, Oid reltype)
+{
+	WritePlanKey key;
+	WritePlan  *wp;
+	bool		found;
+	char	   *nspname = get_namespace_name(RelationGetNamespace(rel));
+
+	if (write_plans == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(WritePlanKey);
+		ctl.entrysize = sizeof(WritePlan);
+		write_plans = hash_create("pk_write statements", 16, &ctl,
+								  HASH_ELEM | HASH_BLOBS);
+	}
+	memset(&key, 0, sizeof(key));
+	key.relid = RelationGetRelid(rel);
+	key.kind = kind;
+	wp = hash_search(write_plans, &key, HASH_FIND, NULL);
+	if (wp && wp->valid && strcmp(wp->nspname, nspname) == 0)
+		return wp;
+	if (wp && wp->running > 0)
+		return NULL;
+	if (wp == NULL && hash_get_num_entries(write_plans) >= WRITE_PLANS_SWEEP)
+		write_plans_sweep();
+	wp = hash_search(write_plans, &key, HASH_ENTER, &found);
+	if (!found)
+	{
+		wp->sql = NULL;
+		wp->nspname = NULL;
+		wp->plan = NULL;
+		wp->running = 0;
+	}
+	wp->valid = false;
+	write_plan_release(wp);
+	wp->sql = MemoryContextStrdup(TopMemoryContext, write_statement(rel, t, kind));
+	wp->nspname = MemoryContextStrdup(TopMemoryContext, nspname);
+	wp->plan = SPI_prepare(wp->sql, 1, &reltype);
+	if (wp->plan == NULL)
+		elog(ERROR, "could not prepare pk_write statement: %s",
+			 SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(wp->plan) != 0)
+		elog(ERROR, "could not keep pk_write statement");
+	wp->valid = true;
+	return wp;
+}
+
+/*
  * pk_write(rel regclass, rowkind text, r anyelement): one record with an
  * explicit RowKind, as a CDC pipeline hands rows over.  r must be a row of
- * the table's type.
+ * the table's type.  +I runs an INSERT of r; +U an INSERT ... ON CONFLICT
+ * (key) DO UPDATE to r (whose conflict path applies the UPDATE policies to
+ * the row replaced); -U and -D a DELETE of r's key.  The write the
+ * statement makes is recorded with the RowKind given (and for -U/-D the
+ * row given); a -U/-D of a key that has no row still writes its record
+ * (dml_write_absent).
  */
 PG_FUNCTION_INFO_V1(pk_write);
 Datum
 pk_write(PG_FUNCTION_ARGS)
 {
+	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 2);
 	Oid			relid;
+	Oid			reltype;
 	PkRowKind	kind;
 	Relation	rel;
-	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 2);
-	HeapTupleHeader td;
+	Datum		row;
 	HeapTupleData htup;
-	AclResult	aclresult;
+	DmlRecordAs ra;
+	DmlRecordAs *outer;
+	DmlRecordAs *outer_starting = starting;
+	const char *outer_sql = starting_sql;
+	WritePlan  *wp;
+	const char *sql = NULL;
+	uint64		processed = 0;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -82,35 +438,102 @@ pk_write(PG_FUNCTION_ARGS)
 				 errmsg("pk_write needs a table and a RowKind")));
 	relid = PG_GETARG_OID(0);
 	kind = parse_rowkind(text_to_cstring(PG_GETARG_TEXT_PP(1)));
-	rel = pk_open_table(relid, RowExclusiveLock);
+	pk_check_table(relid);
+	check_write_privileges(relid, kind);
 
-	aclresult = pg_class_aclcheck(relid, GetUserId(),
-								  PK_KIND_IS_ADD(kind) ? ACL_INSERT : ACL_DELETE);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, OBJECT_TABLE, RelationGetRelationName(rel));
-
-	if (argtype != rel->rd_rel->reltype)
+	reltype = get_rel_type_id(relid);
+	if (argtype != reltype)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("pk_write on \"%s\" needs a row of type %s, not %s",
-						RelationGetRelationName(rel),
-						format_type_be(rel->rd_rel->reltype),
+						get_rel_name(relid), format_type_be(reltype),
 						format_type_be(argtype)),
-				 errhint("Pass ROW(...)::%s.", format_type_be(rel->rd_rel->reltype))));
+				 errhint("Pass ROW(...)::%s.", format_type_be(reltype))));
 	if (PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("pk_write on \"%s\" needs a row, not NULL",
-						RelationGetRelationName(rel))));
-	td = PG_GETARG_HEAPTUPLEHEADER(2);
-	htup.t_len = HeapTupleHeaderGetDatumLength(td);
+						get_rel_name(relid))));
+	row = PG_GETARG_DATUM(2);
+
+	/* the statement locks the table as well: the caller may write it */
+	rel = pk_open_table(relid, RowExclusiveLock, 0);
+
+	ra.relid = relid;
+	ra.cid = InvalidCommandId;
+	ra.kind = kind;
+	ra.row = NULL;
+	htup.t_data = DatumGetHeapTupleHeader(row);
+	htup.t_len = HeapTupleHeaderGetDatumLength(htup.t_data);
 	ItemPointerSetInvalid(&htup.t_self);
 	htup.t_tableOid = InvalidOid;
-	htup.t_data = td;
+	if (!PK_KIND_IS_ADD(kind))
+		ra.row = minimal_tuple_from_heap_tuple(&htup);
 
-	dml_write(rel, kind, minimal_tuple_from_heap_tuple(&htup));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	wp = write_plan(rel, pk_table(rel), kind, reltype);
+	if (wp == NULL)
+		sql = write_statement(rel, pk_table(rel), kind);
+	outer = dml_record_as(&ra);
+	starting = &ra;
+	starting_sql = wp ? wp->sql : sql;
+	if (wp)
+		wp->running++;
+	PG_TRY();
+	{
+		int			rc;
+
+		if (wp)
+			rc = SPI_execute_plan(wp->plan, &row, NULL, false, 0);
+		else
+			rc = SPI_execute_with_args(sql, 1, &reltype, &row, NULL, false, 0);
+		if (rc < 0)
+			elog(ERROR, "pk_write statement failed: %s", SPI_result_code_string(rc));
+		processed = SPI_processed;
+	}
+	PG_FINALLY();
+	{
+		(void) dml_record_as(outer);
+		starting = outer_starting;
+		starting_sql = outer_sql;
+		if (wp)
+			wp->running--;
+	}
+	PG_END_TRY();
+	SPI_finish();
+
+	if (!PK_KIND_IS_ADD(kind) && processed == 0)
+		(void) dml_write_absent(rel, kind, ra.row);
 	table_close(rel, NoLock);
 	PG_RETURN_VOID();
+}
+
+/*
+ * pk_write's statement starts: its output command id is the one its writes
+ * carry (the writes of statements its triggers run have later ones).
+ */
+static void
+sqlfuncs_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	if (prev_executor_start)
+		prev_executor_start(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+	if (starting && queryDesc->sourceText &&
+		strcmp(queryDesc->sourceText, starting_sql) == 0)
+	{
+		starting->cid = queryDesc->estate->es_output_cid;
+		starting = NULL;
+	}
+}
+
+void
+sqlfuncs_init(void)
+{
+	prev_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = sqlfuncs_executor_start;
+	CacheRegisterRelcacheCallback(write_plans_invalidate, (Datum) 0);
 }
 
 /*
@@ -125,13 +548,9 @@ pk_compact(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
 	bool		full = PG_ARGISNULL(1) ? false : PG_GETARG_BOOL(1);
-	Relation	rel = pk_open_table(relid, RowExclusiveLock);
-	AclResult	aclresult;
+	Relation	rel = pk_open_table(relid, RowExclusiveLock, ACL_UPDATE);
 	int64		snapshot_id;
 
-	aclresult = pg_class_aclcheck(relid, GetUserId(), ACL_UPDATE);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, OBJECT_TABLE, RelationGetRelationName(rel));
 	/* the compaction commits with the caller's transaction: it needs an xid */
 	(void) GetCurrentTransactionId();
 	snapshot_id = compact_table(rel, full);
@@ -142,22 +561,30 @@ pk_compact(PG_FUNCTION_ARGS)
 }
 
 /*
- * pk_expire_snapshots(rel regclass) -> bigint: expires the snapshots beyond
- * the table's retention options; returns how many.
+ * pk_expire_snapshots(rel regclass, max_snapshots bigint DEFAULT NULL) ->
+ * bigint: expires the snapshots beyond the table's retention options, the
+ * oldest first and at most max_snapshots of them (NULL: all); returns how
+ * many.
  */
 PG_FUNCTION_INFO_V1(pk_expire_snapshots);
 Datum
 pk_expire_snapshots(PG_FUNCTION_ARGS)
 {
-	Oid			relid = PG_GETARG_OID(0);
-	Relation	rel = pk_open_table(relid, RowExclusiveLock);
-	AclResult	aclresult;
+	Oid			relid;
+	int64		max_snapshots = PG_ARGISNULL(1) ? -1 : PG_GETARG_INT64(1);
+	Relation	rel;
 	int64		n;
 
-	aclresult = pg_class_aclcheck(relid, GetUserId(), ACL_DELETE);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, OBJECT_TABLE, RelationGetRelationName(rel));
-	n = expire_snapshots(rel);
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	if (!PG_ARGISNULL(1) && max_snapshots < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_snapshots must not be negative"),
+				 errhint("Pass NULL to expire every snapshot that is due.")));
+	relid = PG_GETARG_OID(0);
+	rel = pk_open_table(relid, RowExclusiveLock, ACL_DELETE);
+	n = expire_snapshots(rel, max_snapshots);
 	table_close(rel, NoLock);
 	PG_RETURN_INT64(n);
 }

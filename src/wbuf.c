@@ -363,17 +363,74 @@ wbuf_visible(WriteBuffer *wb, uint32 pos, CommandId curcid)
 		wbuf_entry(wb, pos)->cid < curcid;
 }
 
+/* where key's group starts in view s (its entries are newest first) */
+static uint32
+view_group(WriteBuffer *wb, PkTable *t, WbSorted *s, const Datum *keys)
+{
+	uint32		lo = 0,
+				hi = s->npos;
+
+	while (lo < hi)
+	{
+		uint32		mid = lo + (hi - lo) / 2;
+
+		if (pk_key_cmp(t, wbuf_entry(wb, s->pos[mid])->keys, keys) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /*
- * The position of key's newest entry visible to a command with curcid, or
- * -1.  Scans the sorted view and, linearly, entries appended after it.
+ * The version of a key the buffer holds for a command with curcid: its
+ * newest visible entry, except that a read-modify-write retraction whose
+ * next older visible entry of the key is a write of the same command
+ * yields to that write.  Within one command, the versions it read are
+ * taken away first and its writes come after them, as a statement that
+ * shifts keys (k = k + 1) needs: row 1 moved onto key 2 before row 2 moved
+ * on must not be deleted by row 2's move.  group: one key's positions,
+ * newest first.  -1 if none is visible.
+ */
+int64
+wbuf_fold(WriteBuffer *wb, const uint32 *group, uint32 n, CommandId curcid)
+{
+	int64		newest = -1;
+
+	for (uint32 i = 0; i < n; i++)
+	{
+		WbEntry    *e;
+
+		if (!wbuf_visible(wb, group[i], curcid))
+			continue;
+		if (newest < 0)
+		{
+			newest = group[i];
+			if (!wbuf_is_rmw_retraction(wbuf_entry(wb, (uint32) newest)))
+				break;
+			continue;
+		}
+		e = wbuf_entry(wb, group[i]);
+		if (PK_KIND_IS_ADD(e->kind) &&
+			e->cid == wbuf_entry(wb, (uint32) newest)->cid)
+			newest = group[i];
+		break;
+	}
+	return newest;
+}
+
+/*
+ * The position of key's version visible to a command with curcid (see
+ * wbuf_fold), or -1.  Looks at the entries appended after the sorted view
+ * linearly, then at the key's group in the view.
  */
 int64
 wbuf_lookup(WriteBuffer *wb, PkTable *t, const Datum *keys, uint32 hash,
 			CommandId curcid)
 {
 	WbSorted   *s = wb->sorted;
-	int64		best = -1;
-	uint32		from = 0;
+	uint32		cand[2];
+	uint32		ncand = 0;
 
 	if (wb->n == 0)
 		return -1;
@@ -382,45 +439,146 @@ wbuf_lookup(WriteBuffer *wb, PkTable *t, const Datum *keys, uint32 hash,
 		s = wbuf_sorted_pin(wb, t);
 		wbuf_sorted_unpin(wb, s);
 	}
-	/* entries after the view are newer than any in it */
-	for (uint32 p = wb->n; p-- > s->n;)
+
+	/*
+	 * wbuf_fold needs the two newest visible entries of the key at most:
+	 * those after the view are newer than any in it.
+	 */
+	for (uint32 p = wb->n; p-- > s->n && ncand < 2;)
 	{
 		WbEntry    *e = wbuf_entry(wb, p);
 
 		if (e->kind != WB_TRUNCATE && e->hash == hash && wbuf_visible(wb, p, curcid) &&
 			pk_key_cmp(t, e->keys, keys) == 0)
-			return p;
+			cand[ncand++] = p;
 	}
-	/* binary search for the key's group; newest first within it */
+	if (ncand < 2)
 	{
-		uint32		lo = 0,
-					hi = s->npos;
-
-		while (lo < hi)
+		for (uint32 i = view_group(wb, t, s, keys); i < s->npos && ncand < 2; i++)
 		{
-			uint32		mid = lo + (hi - lo) / 2;
-			WbEntry    *e = wbuf_entry(wb, s->pos[mid]);
-
-			if (pk_key_cmp(t, e->keys, keys) < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
+			if (pk_key_cmp(t, wbuf_entry(wb, s->pos[i])->keys, keys) != 0)
+				break;
+			if (wbuf_visible(wb, s->pos[i], curcid))
+				cand[ncand++] = s->pos[i];
 		}
-		from = lo;
 	}
-	for (uint32 i = from; i < s->npos; i++)
+	return wbuf_fold(wb, cand, ncand, curcid);
+}
+
+/*
+ * Has command cid taken away a version of key by a read-modify-write?  A
+ * command does so at most once per key: a second time means it reached the
+ * same row twice (TM_SelfModified).
+ */
+bool
+wbuf_retracted_by(WriteBuffer *wb, PkTable *t, const Datum *keys, CommandId cid)
+{
+	WbSorted   *s;
+	bool		found = false;
+
+	if (wb == NULL || wb->n == 0)
+		return false;
+	s = wbuf_sorted_pin(wb, t);
+	for (uint32 i = view_group(wb, t, s, keys); i < s->npos && !found; i++)
 	{
 		WbEntry    *e = wbuf_entry(wb, s->pos[i]);
 
 		if (pk_key_cmp(t, e->keys, keys) != 0)
 			break;
-		if (wbuf_visible(wb, s->pos[i], curcid))
-		{
-			best = s->pos[i];
-			break;
-		}
+		found = e->cid == cid && wbuf_is_rmw_retraction(e);
 	}
-	return best;
+	wbuf_sorted_unpin(wb, s);
+	return found;
+}
+
+typedef struct InputMove
+{
+	uint32		target;			/* the position it goes before */
+	uint32		pos;			/* a retraction emitted early */
+} InputMove;
+
+static int
+input_move_cmp(const void *a, const void *b)
+{
+	const InputMove *ma = a;
+	const InputMove *mb = b;
+
+	if (ma->target != mb->target)
+		return ma->target < mb->target ? -1 : 1;
+	return (ma->pos > mb->pos) - (ma->pos < mb->pos);
+}
+
+/*
+ * The order in which the input producer emits the records of [from, to):
+ * the order written, except that a retraction wbuf_fold lets yield to
+ * writes of its own command goes before the first of those writes, so that
+ * replaying the stream gives what the buffer holds.  Positions whose
+ * skip[p - from] is set (skip may be NULL) and TRUNCATE marks are left
+ * out.  sorted: the positions of a view covering [from, to) (others are
+ * ignored).  Returns a palloc'd array of *count positions.
+ */
+uint32 *
+wbuf_input_order(WriteBuffer *wb, PkTable *t, const uint32 *sorted,
+				 uint32 nsorted, uint32 from, uint32 to, const bool *skip,
+				 uint32 *count)
+{
+	uint32		len = Max(to - from, 1);
+	uint32	   *order = palloc(sizeof(uint32) * len);
+	InputMove  *moves = NULL;
+	bool	   *moved = NULL;
+	uint32		nmoves = 0;
+	uint32		n = 0;
+	uint32		m = 0;
+
+	for (uint32 i = 0; i < nsorted; i++)
+	{
+		uint32		z = sorted[i];
+		WbEntry    *ze = wbuf_entry(wb, z);
+		uint32		target = z;
+
+		if (z < from || z >= to || !wbuf_is_rmw_retraction(ze) ||
+			(skip && skip[z - from]))
+			continue;
+		/* the same command's writes of the key just before it (older) */
+		for (uint32 j = i + 1; j < nsorted; j++)
+		{
+			WbEntry    *e = wbuf_entry(wb, sorted[j]);
+
+			if (sorted[j] < from || e->cid != ze->cid || !PK_KIND_IS_ADD(e->kind) ||
+				pk_key_cmp(t, e->keys, ze->keys) != 0)
+				break;
+			target = sorted[j];
+		}
+		if (target == z)
+			continue;
+		if (moves == NULL)
+		{
+			moves = palloc(sizeof(InputMove) * len);
+			moved = palloc0(sizeof(bool) * len);
+		}
+		moves[nmoves].target = target;
+		moves[nmoves++].pos = z;
+		moved[z - from] = true;
+	}
+	if (nmoves > 1)
+		qsort(moves, nmoves, sizeof(InputMove), input_move_cmp);
+
+	for (uint32 p = from; p < to; p++)
+	{
+		while (m < nmoves && moves[m].target == p)
+			order[n++] = moves[m++].pos;
+		if (wbuf_entry(wb, p)->kind == WB_TRUNCATE || (skip && skip[p - from]) ||
+			(moved && moved[p - from]))
+			continue;
+		order[n++] = p;
+	}
+	if (moves)
+	{
+		pfree(moves);
+		pfree(moved);
+	}
+	*count = n;
+	return order;
 }
 
 /* every buffer of the transaction, in order of first write */

@@ -50,6 +50,20 @@ typedef struct WbEntry
 	PkRead		read;			/* read-modify-write: what was read */
 } WbEntry;
 
+/*
+ * A retraction by a read-modify-write: UPDATE, DELETE or MERGE took away
+ * the version of the key it read.  A command never reads its own writes, so
+ * what it retracts is older than the command; if the same command already
+ * wrote the key (a key update moved another row onto it), the retraction
+ * takes nothing away from that write (wbuf_fold).
+ */
+static inline bool
+wbuf_is_rmw_retraction(const WbEntry *e)
+{
+	return (e->kind == PK_UPDATE_BEFORE || e->kind == PK_DELETE) &&
+		e->read.read_seq != 0;
+}
+
 /* a key-sorted view of the log, shared by the scans that started on it */
 typedef struct WbSorted
 {
@@ -92,7 +106,8 @@ typedef struct WriteBuffer
 	/* spilling (spill.c) */
 	List	   *spills;			/* WbSpill, oldest first */
 	uint32		nspills;		/* spills so far, rolled back ones included */
-	CommandId	nospill_cid;	/* a command whose records stay (ON CONFLICT) */
+	CommandId	nospill_cid;	/* records of this command and later ones stay
+								 * until it ends (ON CONFLICT, key updates) */
 	Size		spill_check_bytes;	/* look for something to spill above this */
 } WriteBuffer;
 
@@ -123,6 +138,14 @@ extern void wbuf_tid(WriteBuffer *wb, uint32 pos, ItemPointer tid);
 extern int64 wbuf_find_tid(WriteBuffer *wb, ItemPointer tid);
 extern uint32 wbuf_pinned_extent(WriteBuffer *wb);
 extern Size wbuf_entry_bytes(WriteBuffer *wb, WbEntry *e);
+extern bool wbuf_retracted_by(WriteBuffer *wb, PkTable *t, const Datum *keys,
+							  CommandId cid);
+extern int64 wbuf_fold(WriteBuffer *wb, const uint32 *group, uint32 n,
+					   CommandId curcid);
+extern uint32 *wbuf_input_order(WriteBuffer *wb, PkTable *t,
+								const uint32 *sorted, uint32 nsorted,
+								uint32 from, uint32 to, const bool *skip,
+								uint32 *count);
 extern uint32 *wbuf_sort_range(WriteBuffer *wb, PkTable *t, uint32 from,
 								uint32 to, uint32 *count);
 extern void wbuf_remove(WriteBuffer *wb, uint32 from, const bool *keep);

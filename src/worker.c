@@ -9,9 +9,15 @@
  *	  compaction of the full-compaction producer every
  *	  full_compaction_delta_commits commits, and expires snapshots.
  *
- * Each table is handled in a transaction of its own; a table some other
- * session holds a conflicting lock on is skipped until the next round, and
- * an error on one table is logged and does not stop the others.
+ * Each table's compaction is a transaction of its own, and its expiration
+ * a series of them, a batch of snapshots each, so that memory and lost
+ * work stay bounded whatever the backlog; a table some other session holds
+ * a conflicting lock on is skipped until the next round, and an error on
+ * one table is logged and does not stop the others.  The worker connects
+ * as the bootstrap superuser but works on a table as its owner, inside a
+ * security-restricted operation (as autovacuum's ANALYZE does), since key
+ * comparisons may run the owner's code.  Other sessions' temporary tables
+ * are out of its reach and left to their sessions.
  *
  * Writers need not wait for the naptime: a commit that leaves a table at
  * the compaction trigger asks for its compaction (worker_request), which
@@ -66,6 +72,10 @@ PGDLLEXPORT void pk_worker_main(Datum arg);
 #define MAX_REQUESTS 16
 /* how long a worker waits for more requests, at most, before it leaves */
 #define WORKER_LINGER_MS 1000
+
+/* snapshots expired per transaction, and time spent expiring a table per round */
+#define WORKER_EXPIRE_BATCH 1000
+#define WORKER_EXPIRE_MS 2000
 
 /* one database's part of WorkerShared */
 typedef struct WorkedDatabase
@@ -225,6 +235,17 @@ worker_init(void)
 	shmem_startup_hook = worker_shmem_startup;
 }
 
+/* settings changed by a reload (worker_enabled = off stops the work) */
+static void
+reload_config(void)
+{
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+}
+
 /* wait up to timeout ms for the latch; true if it was set */
 static bool
 wait_latch(long timeout)
@@ -235,11 +256,7 @@ wait_latch(long timeout)
 	if (rc & WL_LATCH_SET)
 		ResetLatch(MyLatch);
 	CHECK_FOR_INTERRUPTS();
-	if (ConfigReloadPending)
-	{
-		ConfigReloadPending = false;
-		ProcessConfigFile(PGC_SIGHUP);
-	}
+	reload_config();
 	return (rc & WL_LATCH_SET) != 0;
 }
 
@@ -447,7 +464,12 @@ pk_launcher_main(Datum arg)
 	}
 }
 
-/* the pkmerge tables of the worker's database */
+/*
+ * The pkmerge tables of the worker's database.  Other sessions' temporary
+ * tables are left out: their pages are in those sessions' local buffers,
+ * out of any other backend's reach (their own sessions compact them at the
+ * stop trigger and expire every 64 commits).
+ */
 static List *
 pkmerge_tables(void)
 {
@@ -465,7 +487,8 @@ pkmerge_tables(void)
 	{
 		Form_pg_class c = (Form_pg_class) GETSTRUCT(tup);
 
-		if (c->relkind == RELKIND_RELATION && c->relam == am)
+		if (c->relkind == RELKIND_RELATION && c->relam == am &&
+			c->relpersistence != RELPERSISTENCE_TEMP)
 			result = lappend_oid(result, c->oid);
 	}
 	table_endscan(scan);
@@ -473,40 +496,119 @@ pkmerge_tables(void)
 	return result;
 }
 
+/* what one transaction of a table's maintenance does */
+typedef enum MaintainStep
+{
+	STEP_COMPACT,				/* compaction when due, full when scheduled */
+	STEP_EXPIRE					/* a batch of snapshot expiration */
+} MaintainStep;
+
 /*
- * The maintenance of one table, in the current transaction: compaction
- * when due, and snapshot expiration unless only compaction was asked for.
+ * One step of a table's maintenance, in the current transaction.  Returns
+ * the snapshots expired (STEP_EXPIRE), 0 for a compaction, -1 when the
+ * table was skipped.
+ *
+ * The work runs as the table's owner, in a security-restricted operation
+ * with its GUC changes undone at the end, as autovacuum's ANALYZE does: key
+ * comparisons, hashes and output functions of the key's types may be user
+ * code, which must never run with the worker's rights.  An error unwinds
+ * both with the transaction.
  */
-static void
-maintain(Oid relid, bool expire)
+static int64
+maintain_step(Oid relid, MaintainStep step)
 {
 	Relation	rel;
 	PkTable    *t;
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+	int64		result = 0;
 
 	/* skip a table being dropped, altered or truncated: next round */
 	if (!ConditionalLockRelationOid(relid, RowExclusiveLock))
-		return;
+		return -1;
+	/* dropped since the list was made */
 	rel = try_table_open(relid, NoLock);
 	if (rel == NULL)
-		return;
-	/* not ours (the OID of a dropped table reused), or a compaction running */
-	if (!pk_is_pkmerge(rel) || !cat_compaction_trylock(relid))
+		return -1;
+
+	/*
+	 * Not ours (the OID of a dropped table reused), another session's
+	 * temporary table (a writer's request can name one), or a compaction
+	 * running.
+	 */
+	if (!pk_is_pkmerge(rel) || rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP ||
+		!cat_compaction_trylock(relid))
 	{
 		table_close(rel, NoLock);
-		return;
+		return -1;
 	}
+
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(rel->rd_rel->relowner,
+						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	save_nestlevel = NewGUCNestLevel();
+
 	t = pk_table(rel);
-	if (t->opts.changelog_producer == PK_PRODUCER_FULL_COMPACTION &&
-		compact_commits_since_full(rel) >= t->opts.full_compaction_delta_commits)
+	if (step == STEP_EXPIRE)
+		result = expire_snapshots(rel, WORKER_EXPIRE_BATCH);
+	else if (t->opts.changelog_producer == PK_PRODUCER_FULL_COMPACTION &&
+			 compact_commits_since_full(rel, t->opts.full_compaction_delta_commits) >=
+			 t->opts.full_compaction_delta_commits)
 		(void) compact_table(rel, true);
 	else
 		(void) compact_table(rel, false);	/* nothing if not due */
-	if (expire)
-		(void) expire_snapshots(rel);
+
+	AtEOXact_GUC(false, save_nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
 	table_close(rel, NoLock);
+	return result;
 }
 
-/* maintain the tables, each in a transaction of its own */
+/*
+ * maintain_step in a transaction of its own.  An error is logged and
+ * counts as a skip (-1): it does not stop the other tables.
+ */
+static int64
+maintain_in_xact(Oid relid, MaintainStep step, MemoryContext round)
+{
+	volatile int64 result = -1;
+
+	MemoryContextSwitchTo(round);
+	PG_TRY();
+	{
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pgstat_report_activity(STATE_RUNNING, step == STEP_EXPIRE ?
+							   "pkchangelog expiration" : "pkchangelog compaction");
+		result = maintain_step(relid, step);
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		/* log it, and go on with the other tables */
+		HOLD_INTERRUPTS();
+		MemoryContextSwitchTo(round);
+		EmitErrorReport();
+		AbortOutOfAnyTransaction();
+		FlushErrorState();
+		RESUME_INTERRUPTS();
+		result = -1;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(round);
+	return result;
+}
+
+/*
+ * Maintain the tables: compaction, then (unless only compaction was asked
+ * for) expiration in batches of WORKER_EXPIRE_BATCH snapshots, each
+ * committed on its own, so that a backlog drains in transactions of
+ * bounded size and an interrupted worker loses one batch at most.  A table
+ * gets at most WORKER_EXPIRE_MS of batches per round; the next round goes
+ * on from its oldest snapshot left.
+ */
 static void
 maintain_tables(List *tables, bool expire, MemoryContext round)
 {
@@ -515,31 +617,25 @@ maintain_tables(List *tables, bool expire, MemoryContext round)
 	foreach(lc, tables)
 	{
 		Oid			relid = lfirst_oid(lc);
+		TimestampTz start;
 
 		CHECK_FOR_INTERRUPTS();
+		reload_config();
 		if (!pk_worker_enabled)
 			break;
-		MemoryContextSwitchTo(round);
-		PG_TRY();
+		(void) maintain_in_xact(relid, STEP_COMPACT, round);
+		/* expiration even when compaction failed: its backlog must not grow */
+		if (!expire)
+			continue;
+		start = GetCurrentTimestamp();
+		while (maintain_in_xact(relid, STEP_EXPIRE, round) == WORKER_EXPIRE_BATCH &&
+			   !TimestampDifferenceExceeds(start, GetCurrentTimestamp(), WORKER_EXPIRE_MS))
 		{
-			StartTransactionCommand();
-			PushActiveSnapshot(GetTransactionSnapshot());
-			pgstat_report_activity(STATE_RUNNING, "pkchangelog maintenance");
-			maintain(relid, expire);
-			PopActiveSnapshot();
-			CommitTransactionCommand();
+			CHECK_FOR_INTERRUPTS();
+			reload_config();
+			if (!pk_worker_enabled)
+				break;
 		}
-		PG_CATCH();
-		{
-			/* log it, and go on with the other tables */
-			HOLD_INTERRUPTS();
-			MemoryContextSwitchTo(round);
-			EmitErrorReport();
-			AbortOutOfAnyTransaction();
-			FlushErrorState();
-			RESUME_INTERRUPTS();
-		}
-		PG_END_TRY();
 	}
 	pgstat_report_activity(STATE_IDLE, NULL);
 }

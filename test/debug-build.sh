@@ -221,8 +221,8 @@ load_deps()
 	for dep in $(suite_deps "$s"); do
 		run_as psql -X -q -h "$cdir" -p "$port" -U postgres -d contrib_regression \
 			-f "$work/sql/$dep.sql" >"$out/$dep.out" 2>&1
-		# the checker's replay is plpgsql over jsonb, no pkchangelog code:
-		# with its caches discarded it alone takes most of an hour a suite
+		# the checker's replay is jsonb processing, no pkchangelog code:
+		# with its caches discarded it alone takes most of a suite's time
 		if [ "$check" = discard ]; then
 			run_as psql -X -q -h "$cdir" -p "$port" -U postgres -d contrib_regression \
 				-c "ALTER FUNCTION check_stream(jsonb, text[], jsonb) SET debug_discard_caches = 0"

@@ -23,13 +23,7 @@ sub commits_sql
 	  . join("\n", map { "INSERT INTO $name VALUES ($_);" } 1 .. $n);
 }
 
-my $node = PostgreSQL::Test::Cluster->new('worker');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-pkchangelog.worker_enabled = on
-pkchangelog.worker_naptime = 100ms
-});
-$node->start;
+my $node = PkWorker::start_node('worker');
 $node->safe_psql('postgres', 'CREATE EXTENSION pkchangelog');
 
 # compaction at the trigger

@@ -14,16 +14,11 @@ use Test::More;
 use lib $FindBin::Bin;
 use PkWorker;
 
-my $node = PostgreSQL::Test::Cluster->new('databases');
-$node->init;
 # room for the logical replication launcher and ours, none for workers
-$node->append_conf('postgresql.conf', q{
-pkchangelog.worker_enabled = on
-pkchangelog.worker_naptime = 100ms
+my $node = PkWorker::start_node('databases', q{
 max_worker_processes = 2
 log_min_messages = log
 });
-$node->start;
 
 my $launcher_sql =
   q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'pkchangelog launcher'};

@@ -1,0 +1,42 @@
+# 002_exports.pl: the library exports exactly the entry points PostgreSQL
+# looks up: every C function the extension script declares (and its
+# pg_finfo_ record), _PG_init, the module magic and the background workers'
+# main functions.  A backend loads libraries with RTLD_GLOBAL, so any other
+# exported name (scan_begin, merge_next, ...) could collide with another
+# library's.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+
+my $node = PostgreSQL::Test::Cluster->new('exports');
+$node->init;
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION pkchangelog');
+
+my @functions = split /\n/, $node->safe_psql('postgres', q{
+SELECT DISTINCT prosrc FROM pg_proc
+WHERE probin = '$libdir/pkchangelog' ORDER BY 1});
+ok(scalar(@functions) >= 10, 'the script declares C functions');
+
+my %expected = map { $_ => 1 } ('_PG_init', 'Pg_magic_func',
+	'pk_launcher_main', 'pk_worker_main', @functions,
+	map { "pg_finfo_$_" } @functions);
+
+my $libdir = `pg_config --pkglibdir`;
+chomp $libdir;
+my ($stdout, $stderr);
+IPC::Run::run [ 'nm', '-D', '--defined-only', '--extern-only', "$libdir/pkchangelog.so" ],
+  '>', \$stdout, '2>', \$stderr
+  or die "nm failed: $stderr";
+my %exported = map { (split ' ')[2] => 1 } grep { /\S/ } split /\n/, $stdout;
+
+is_deeply([ sort grep { !$exported{$_} } keys %expected ], [],
+	'every entry point is exported');
+is_deeply([ sort grep { !$expected{$_} } keys %exported ], [],
+	'nothing else is exported');
+
+$node->stop;
+done_testing();
