@@ -24,7 +24,7 @@
 #                       (default: Debian's postgresql-15 source package,
 #                       downloaded with apt-get source)
 #   PK_SUITES           pg_regress suites run with debug_discard_caches
-#                       (default: those of test/schedule)
+#                       (default: those of test/schedule; "none" skips them)
 #   PK_SPECS            isolation specs run with it (default: every spec;
 #                       "none" skips them)
 #   PK_VALGRIND_SUITES  suites run under valgrind
@@ -138,6 +138,7 @@ all_suites=$(sed -n 's/^test: *//p' "$top/test/schedule" | tr '\n' ' ')
 suites=${PK_SUITES:-$all_suites}
 vg_suites=${PK_VALGRIND_SUITES:-dml on_conflict savepoints spill}
 specs=${PK_SPECS:-$(cd "$top/test/isolation/specs" && ls -- *.spec | sed 's/\.spec$//' | tr '\n' ' ')}
+[ "$suites" = none ] && suites=
 [ "$specs" = none ] && specs=
 
 findings=0
@@ -198,9 +199,11 @@ cluster_stop()
 # a crash restarts every backend; wait until the server takes connections
 cluster_wait()
 {
-	for _ in $(seq 1 600); do
-		run_as pg_isready -q -h "$cdir" -p "$port" && return 0
-		sleep 1
+	# (a backend under valgrind on a busy machine needs more than
+	# pg_isready's default 3 s to answer)
+	for _ in $(seq 1 60); do
+		run_as pg_isready -q -t 120 -h "$cdir" -p "$port" && return 0
+		sleep 5
 	done
 	echo "server of $check does not come back (see $cdir/server.log)" >&2
 	return 1
