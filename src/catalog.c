@@ -2,8 +2,10 @@
  *
  * catalog.c
  *	  Reads and writes the extension's catalog tables (pkchangelog.tables,
- *	  .snapshots, .runs) with direct heap and index access, and takes the
- *	  per-table locks that order their changes.
+ *	  .snapshots, .runs) with direct heap and index access, takes the
+ *	  per-table locks that order their changes, records which tables' runs
+ *	  the transaction changed, and knows which catalog versions (of the
+ *	  extension's scripts) this library works with.
  *
  * Column numbers follow the CREATE TABLE statements of the extension
  * script.  Runs and snapshots are read with the caller's MVCC snapshot, so
@@ -18,12 +20,14 @@
 #include "access/genam.h"
 #include "access/heapam.h"
 #include "access/htup_details.h"
+#include "access/relscan.h"
 #include "access/table.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
 #include "miscadmin.h"
@@ -33,6 +37,7 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -40,42 +45,68 @@
 
 #include "catalog.h"
 #include "pkchangelog.h"
-#include "runcache.h"
-
-/* pkchangelog.tables */
-#define Natts_tables 6
-#define Anum_tables_relid 1
-#define Anum_tables_last_snapshot_id 2
-#define Anum_tables_last_seq 3
-#define Anum_tables_total_record_count 4
-#define Anum_tables_last_full_compaction 5
-#define Anum_tables_data_runs 6
-
-/* pkchangelog.snapshots */
-#define Natts_snapshots 11
-
-/* pkchangelog.runs */
-#define Natts_runs 18
-#define Anum_runs_relid 1
-#define Anum_runs_run_id 2
-#define Anum_runs_relfilenode 3
-#define Anum_runs_level 4
-#define Anum_runs_kind 5
-#define Anum_runs_from_commit 6
-#define Anum_runs_start_block 7
-#define Anum_runs_nblocks 8
-#define Anum_runs_record_count 9
-#define Anum_runs_size_bytes 10
-#define Anum_runs_row_base 11
-#define Anum_runs_min_seq 12
-#define Anum_runs_max_seq 13
-#define Anum_runs_index_offset 14
-#define Anum_runs_bloom_offset 15
-#define Anum_runs_created_snapshot 16
-#define Anum_runs_min_key 17
-#define Anum_runs_max_key 18
 
 static const char *const run_kinds[] = {"data", "changelog", "delta"};
+
+/*
+ * The tables whose runs rows this transaction changed: changing, by any
+ * change (its own new runs included); rewriting, by a change of runs
+ * committed before (compaction, TRUNCATE, VACUUM FULL).  Whoever caches
+ * run lists read from committed state asks cat_runs_changed before it
+ * answers from the cache, as PostgreSQL's caches learn of changes from
+ * invalidations rather than from calls up into them.  Forgotten at
+ * transaction end.
+ */
+static List *changing = NIL;
+static List *rewriting = NIL;
+
+static void
+note_change(Oid relid, bool own_run)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	if (!list_member_oid(changing, relid))
+		changing = lappend_oid(changing, relid);
+	if (!own_run && !list_member_oid(rewriting, relid))
+		rewriting = lappend_oid(rewriting, relid);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Has this transaction changed relid's runs rows (committed_only: other
+ * than by adding runs of its own)?
+ */
+bool
+cat_runs_changed(Oid relid, bool committed_only)
+{
+	return list_member_oid(committed_only ? rewriting : changing, relid);
+}
+
+static void
+catalog_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			list_free(changing);
+			changing = NIL;
+			list_free(rewriting);
+			rewriting = NIL;
+			break;
+		default:
+			break;
+	}
+}
+
+void
+catalog_init(void)
+{
+	RegisterXactCallback(catalog_xact_callback, NULL);
+}
 
 static Oid
 cat_oid(const char *relname, bool missing_ok)
@@ -106,6 +137,74 @@ cat_scan(Relation crel, const char *relname, Oid relid, Snapshot snapshot)
 
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
 	return systable_beginscan(crel, cat_index_oid(relname), true, snapshot, 1, &key);
+}
+
+/*
+ * The columns of each catalog table, as the extension script creates them
+ * and this library reads and writes them.  The catalog of an unreleased
+ * build may differ; rows are unpacked into arrays of these sizes, so a
+ * table of another shape is refused before any row is read.
+ */
+typedef enum CatTable
+{
+	CAT_TABLES,
+	CAT_SNAPSHOTS,
+	CAT_RUNS
+} CatTable;
+
+static const Oid tables_types[Natts_tables] = {
+	OIDOID, INT8OID, INT8OID, INT8OID, INT8OID, INT8ARRAYOID, INT8OID
+};
+static const Oid snapshots_types[Natts_snapshots] = {
+	OIDOID, INT8OID, TEXTOID, TIMESTAMPTZOID, NAMEOID, XID8OID, INT8OID,
+	INT8OID, INT8OID, TEXTOID, FLOAT8OID
+};
+static const Oid runs_types[Natts_runs] = {
+	OIDOID, INT8OID, OIDOID, INT4OID, TEXTOID, BOOLOID, INT8OID, INT4OID,
+	INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID,
+	TEXTOID, TEXTOID
+};
+
+static const struct
+{
+	const char *name;
+	int			natts;
+	const Oid  *types;
+}			cat_shapes[] = {
+	[CAT_TABLES] = {"tables", Natts_tables, tables_types},
+	[CAT_SNAPSHOTS] = {"snapshots", Natts_snapshots, snapshots_types},
+	[CAT_RUNS] = {"runs", Natts_runs, runs_types},
+};
+
+/* open a catalog table, checked to have the columns this library reads */
+static Relation
+cat_open(CatTable which, LOCKMODE lockmode)
+{
+	const char *name = cat_shapes[which].name;
+	Relation	crel = table_open(cat_oid(name, false), lockmode);
+	TupleDesc	desc = RelationGetDescr(crel);
+	bool		match = desc->natts == cat_shapes[which].natts;
+
+	for (int i = 0; match && i < desc->natts; i++)
+		match = !TupleDescAttr(desc, i)->attisdropped &&
+			TupleDescAttr(desc, i)->atttypid == cat_shapes[which].types[i];
+	if (!match)
+	{
+		/* a catalog this library updates from is not to be dropped */
+		char	   *old_version = cat_version_to_update();
+
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the pkchangelog catalog does not match the pkchangelog library"),
+				 errdetail("pkchangelog.%s has other columns than the %d this library reads.",
+						   name, cat_shapes[which].natts),
+				 old_version ?
+				 errhint("The extension is at version %s: update it to version %s with ALTER EXTENSION pkchangelog UPDATE.",
+						 old_version, PKCHANGELOG_VERSION) :
+				 errhint("The extension was created by another build of version %s: drop and create it again.",
+						 PKCHANGELOG_VERSION)));
+	}
+	return crel;
 }
 
 /*
@@ -167,12 +266,12 @@ run_row_as(Relation crel, Oid relid, int64 run_id, Snapshot snapshot, HeapTuple 
 	ScanKeyData key[2];
 	SysScanDesc scan;
 
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
-	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(run_id));
+	ScanKeyInit(&key[0], Anum_runs_relid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	ScanKeyInit(&key[1], Anum_runs_run_id, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(run_id));
 	scan = systable_beginscan(crel, cat_index_oid("runs"), true, snapshot, 2, key);
 	*tup = systable_getnext(scan);
 	if (!HeapTupleIsValid(*tup))
-		elog(ERROR, "run " INT64_FORMAT " of relation %u is gone", run_id, relid);
+		elog(ERROR, "run %lld of relation %u is gone", (long long) run_id, relid);
 	return scan;
 }
 
@@ -192,7 +291,7 @@ static RunInfo *run_from_tuple(Relation crel, HeapTuple tup);
 RunInfo *
 cat_run_get(Oid relid, int64 run_id, Snapshot snapshot)
 {
-	Relation	crel = table_open(cat_oid("runs", false), AccessShareLock);
+	Relation	crel = cat_open(CAT_RUNS, AccessShareLock);
 	HeapTuple	tup;
 	SysScanDesc scan = run_row_as(crel, relid, run_id, snapshot, &tup);
 	RunInfo    *r = run_from_tuple(crel, tup);
@@ -214,8 +313,8 @@ run_update(Oid relid, int64 run_id, int ncols, const int *attnums,
 	bool		nulls[Natts_runs] = {0};
 	bool		replace[Natts_runs] = {0};
 
-	runcache_note_change(relid, own_run);
-	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	note_change(relid, own_run);
+	crel = cat_open(CAT_RUNS, RowExclusiveLock);
 	scan = run_row(crel, relid, run_id, &tup);
 	for (int i = 0; i < ncols; i++)
 	{
@@ -237,6 +336,22 @@ cat_run_set_snapshot(Oid relid, int64 run_id, int64 snapshot_id)
 	Datum		value = Int64GetDatum(snapshot_id);
 
 	run_update(relid, run_id, 1, &attnum, &value, false);
+}
+
+/*
+ * VACUUM FULL copied a run into the table's new storage (space_rewrite):
+ * its row names the new file and place; the run id stays, as it is in the
+ * run's header and in the table's list of data runs.
+ */
+void
+cat_run_move(Oid relid, int64 run_id, Oid relfilenode, BlockNumber start_block,
+			 int64 row_base)
+{
+	int			attnums[3] = {Anum_runs_relfilenode, Anum_runs_start_block, Anum_runs_row_base};
+	Datum		values[3] = {ObjectIdGetDatum(relfilenode), Int64GetDatum((int64) start_block),
+	Int64GetDatum(row_base)};
+
+	run_update(relid, run_id, 3, attnums, values, false);
 }
 
 /* a spilled run joins its commit: its sequence number and snapshot id */
@@ -266,8 +381,8 @@ cat_run_retire(Oid relid, int64 run_id)
 	bool		replace[Natts_runs] = {0};
 	HeapTuple	delta;
 
-	runcache_note_change(relid, false);
-	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	note_change(relid, false);
+	crel = cat_open(CAT_RUNS, RowExclusiveLock);
 	scan = run_row(crel, relid, run_id, &tup);
 	values[Anum_runs_kind - 1] = CStringGetTextDatum("delta");
 	replace[Anum_runs_kind - 1] = true;
@@ -315,7 +430,7 @@ end_runs_of_snapshots(SysScanDesc scan, Relation irel)
 List *
 cat_runs_of_snapshots(Oid relid, int64 from, int64 to, Snapshot snapshot)
 {
-	Relation	crel = table_open(cat_oid("runs", false), AccessShareLock);
+	Relation	crel = cat_open(CAT_RUNS, AccessShareLock);
 	Relation	irel;
 	SysScanDesc scan = begin_runs_of_snapshots(crel, &irel, relid, from, to, snapshot);
 	HeapTuple	tup;
@@ -331,29 +446,6 @@ cat_runs_of_snapshots(Oid relid, int64 from, int64 to, Snapshot snapshot)
 	end_runs_of_snapshots(scan, irel);
 	table_close(crel, AccessShareLock);
 	return result;
-}
-
-/*
- * pkchangelog.tables, checked to have the columns this library reads: the
- * catalog of an unreleased version may differ, and reading past a row's
- * end would crash.
- */
-static Relation
-tables_open(LOCKMODE lockmode)
-{
-	Relation	crel = table_open(cat_oid("tables", false), lockmode);
-	TupleDesc	desc = RelationGetDescr(crel);
-
-	if (desc->natts != Natts_tables ||
-		TupleDescAttr(desc, Anum_tables_data_runs - 1)->attisdropped)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the pkchangelog catalog does not match the pkchangelog library"),
-				 errdetail("pkchangelog.tables has other columns than the %d this library reads.",
-						   Natts_tables),
-				 errhint("The extension was created by another build of version %s: drop and create it again.",
-						 PKCHANGELOG_VERSION)));
-	return crel;
 }
 
 /* the data_runs column: an int8[] of run ids */
@@ -420,6 +512,7 @@ state_from_tuple(Relation crel, HeapTuple tup)
 	st.total_record_count = DatumGetInt64(values[Anum_tables_total_record_count - 1]);
 	st.last_full_compaction = DatumGetInt64(values[Anum_tables_last_full_compaction - 1]);
 	run_ids_from_datum(values[Anum_tables_data_runs - 1], &st.data_runs, &st.ndata_runs);
+	st.commits = DatumGetInt64(values[Anum_tables_commits - 1]);
 	return st;
 }
 
@@ -427,7 +520,7 @@ state_from_tuple(Relation crel, HeapTuple tup)
 TableState
 cat_table_state_peek(Oid relid)
 {
-	Relation	crel = tables_open(AccessShareLock);
+	Relation	crel = cat_open(CAT_TABLES, AccessShareLock);
 	HeapTuple	tup = table_state_tuple(crel, relid);
 	TableState	st = {0};
 
@@ -441,14 +534,14 @@ cat_table_state_peek(Oid relid)
  * Which version of relid's pkchangelog.tables row snapshot sees: the xid
  * that wrote it, and its contents.  Every commit and compaction that
  * changes the table's runs writes a new version under the commit lock, so
- * the version names the data runs the snapshot sees (runcache.c).  False
+ * the version names the data runs the snapshot sees (run_cache.c).  False
  * if the snapshot sees no row (the table has never committed a run).
  */
 bool
 cat_table_version(Oid relid, Snapshot snapshot, TransactionId *xmin,
 				  TableState *st)
 {
-	Relation	crel = tables_open(AccessShareLock);
+	Relation	crel = cat_open(CAT_TABLES, AccessShareLock);
 	SysScanDesc scan = cat_scan(crel, "tables", relid, snapshot);
 	HeapTuple	tup = systable_getnext(scan);
 	bool		found = HeapTupleIsValid(tup);
@@ -470,7 +563,7 @@ cat_table_version(Oid relid, Snapshot snapshot, TransactionId *xmin,
 TableState
 cat_table_state(Oid relid)
 {
-	Relation	crel = tables_open(RowExclusiveLock);
+	Relation	crel = cat_open(CAT_TABLES, RowExclusiveLock);
 	HeapTuple	tup = table_state_tuple(crel, relid);
 	TableState	st = {0};
 
@@ -481,7 +574,7 @@ cat_table_state(Oid relid)
 		Datum		values[Natts_tables] = {0};
 		bool		nulls[Natts_tables] = {0};
 
-		values[0] = ObjectIdGetDatum(relid);
+		values[Anum_tables_relid - 1] = ObjectIdGetDatum(relid);
 		values[Anum_tables_data_runs - 1] = run_ids_datum(NULL, 0);
 		tup = heap_form_tuple(RelationGetDescr(crel), values, nulls);
 		CatalogTupleInsert(crel, tup);
@@ -494,7 +587,7 @@ cat_table_state(Oid relid)
 void
 cat_table_state_update(Oid relid, const TableState *st)
 {
-	Relation	crel = tables_open(RowExclusiveLock);
+	Relation	crel = cat_open(CAT_TABLES, RowExclusiveLock);
 	HeapTuple	tup = table_state_tuple(crel, relid);
 	Datum		values[Natts_tables];
 	bool		nulls[Natts_tables] = {0};
@@ -502,12 +595,13 @@ cat_table_state_update(Oid relid, const TableState *st)
 
 	if (!HeapTupleIsValid(tup))
 		elog(ERROR, "pkchangelog.tables has no row for relation %u", relid);
-	values[0] = ObjectIdGetDatum(relid);
+	values[Anum_tables_relid - 1] = ObjectIdGetDatum(relid);
 	values[Anum_tables_last_snapshot_id - 1] = Int64GetDatum(st->last_snapshot_id);
 	values[Anum_tables_last_seq - 1] = Int64GetDatum(st->last_seq);
 	values[Anum_tables_total_record_count - 1] = Int64GetDatum(st->total_record_count);
 	values[Anum_tables_last_full_compaction - 1] = Int64GetDatum(st->last_full_compaction);
 	values[Anum_tables_data_runs - 1] = run_ids_datum(st->data_runs, st->ndata_runs);
+	values[Anum_tables_commits - 1] = Int64GetDatum(st->commits);
 	newtup = heap_form_tuple(RelationGetDescr(crel), values, nulls);
 	CatalogTupleUpdate(crel, &tup->t_self, newtup);
 	table_close(crel, RowExclusiveLock);
@@ -520,24 +614,24 @@ cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 					int64 total, int64 delta, int64 changelog,
 					const char *producer, double duration_ms)
 {
-	Relation	crel = table_open(cat_oid("snapshots", false), RowExclusiveLock);
+	Relation	crel = cat_open(CAT_SNAPSHOTS, RowExclusiveLock);
 	Datum		values[Natts_snapshots];
 	bool		nulls[Natts_snapshots] = {0};
 	static const char *const kinds[] = {"APPEND", "COMPACT", "OVERWRITE"};
 	NameData	user;
 
 	namestrcpy(&user, GetUserNameFromId(GetUserId(), false));
-	values[0] = ObjectIdGetDatum(relid);
-	values[1] = Int64GetDatum(snapshot_id);
-	values[2] = CStringGetTextDatum(kinds[kind]);
-	values[3] = TimestampTzGetDatum(GetCurrentTimestamp());
-	values[4] = NameGetDatum(&user);
-	values[5] = FullTransactionIdGetDatum(GetTopFullTransactionId());
-	values[6] = Int64GetDatum(total);
-	values[7] = Int64GetDatum(delta);
-	values[8] = Int64GetDatum(changelog);
-	values[9] = CStringGetTextDatum(producer);
-	values[10] = Float8GetDatum(duration_ms);
+	values[Anum_snapshots_relid - 1] = ObjectIdGetDatum(relid);
+	values[Anum_snapshots_snapshot_id - 1] = Int64GetDatum(snapshot_id);
+	values[Anum_snapshots_commit_kind - 1] = CStringGetTextDatum(kinds[kind]);
+	values[Anum_snapshots_commit_time - 1] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[Anum_snapshots_commit_user - 1] = NameGetDatum(&user);
+	values[Anum_snapshots_commit_xid - 1] = FullTransactionIdGetDatum(GetTopFullTransactionId());
+	values[Anum_snapshots_total_record_count - 1] = Int64GetDatum(total);
+	values[Anum_snapshots_delta_record_count - 1] = Int64GetDatum(delta);
+	values[Anum_snapshots_changelog_record_count - 1] = Int64GetDatum(changelog);
+	values[Anum_snapshots_producer - 1] = CStringGetTextDatum(producer);
+	values[Anum_snapshots_duration_ms - 1] = Float8GetDatum(duration_ms);
 	CatalogTupleInsert(crel, heap_form_tuple(RelationGetDescr(crel), values, nulls));
 	table_close(crel, RowExclusiveLock);
 }
@@ -595,7 +689,7 @@ inserter_aborted(HeapTuple tup)
 List *
 cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only)
 {
-	Relation	crel = table_open(cat_oid("runs", false), AccessShareLock);
+	Relation	crel = cat_open(CAT_RUNS, AccessShareLock);
 	SysScanDesc scan;
 	HeapTuple	tup;
 	List	   *runs = NIL;
@@ -629,8 +723,8 @@ cat_run_insert(Oid relid, const RunInfo *r)
 	Datum		v[Natts_runs];
 	bool		n[Natts_runs] = {0};
 
-	runcache_note_change(relid, true);
-	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	note_change(relid, true);
+	crel = cat_open(CAT_RUNS, RowExclusiveLock);
 	v[Anum_runs_relid - 1] = ObjectIdGetDatum(relid);
 	v[Anum_runs_run_id - 1] = Int64GetDatum(r->run_id);
 	v[Anum_runs_relfilenode - 1] = ObjectIdGetDatum(r->relfilenode);
@@ -688,8 +782,8 @@ cat_run_delete(Oid relid, int64 run_id)
 	HeapTuple	tup;
 	SysScanDesc scan;
 
-	runcache_note_change(relid, false);
-	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	note_change(relid, false);
+	crel = cat_open(CAT_RUNS, RowExclusiveLock);
 	scan = run_row(crel, relid, run_id, &tup);
 
 	CatalogTupleDelete(crel, &tup->t_self);
@@ -704,7 +798,7 @@ cat_run_delete(Oid relid, int64 run_id)
 void
 cat_truncate(Oid relid)
 {
-	runcache_note_change(relid, false);
+	note_change(relid, false);
 	delete_rows("runs", relid, false);
 	delete_rows("snapshots", relid, false);
 	CommandCounterIncrement();
@@ -723,7 +817,7 @@ cat_drop_table(Oid relid)
 		!OidIsValid(get_relname_relid("snapshots_pkey", nsp)) ||
 		!OidIsValid(get_relname_relid("tables_pkey", nsp)))
 		return;
-	runcache_note_change(relid, false);
+	note_change(relid, false);
 	delete_rows("runs", relid, true);
 	delete_rows("snapshots", relid, true);
 	delete_rows("tables", relid, true);
@@ -741,14 +835,24 @@ cat_next_run_id(void)
  * catalog (dead rows too: a standby or an old snapshot may read them until
  * VACUUM removes the row), except rows of transactions that aborted or
  * crashed, which nobody ever saw.  List of (start, nblocks) int lists.
+ *
+ * The scan must not skip index entries marked killed: an index scan of
+ * the primary marks an entry so once no snapshot *of the primary* can see
+ * its row, without any WAL record a standby would resolve a conflict by,
+ * while a standby query may still be reading the run.  Only removing the
+ * row (VACUUM, pruning) or the entry (btree deletion) tells the standby,
+ * by a conflict that cancels such queries first.
  */
 List *
 cat_used_extents(Oid relid, Oid relfilenode)
 {
-	Relation	crel = table_open(cat_oid("runs", false), AccessShareLock);
+	Relation	crel = cat_open(CAT_RUNS, AccessShareLock);
 	SysScanDesc scan = cat_scan(crel, "runs", relid, SnapshotAny);
 	HeapTuple	tup;
 	List	   *extents = NIL;
+
+	if (scan->iscan)
+		scan->iscan->ignore_killed_tuples = false;
 
 	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
@@ -795,16 +899,16 @@ cat_snapshots_range(Oid relid, int64 from, int64 to, Snapshot snapshot)
 List *
 cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit, Snapshot snapshot)
 {
-	Relation	crel = table_open(cat_oid("snapshots", false), AccessShareLock);
+	Relation	crel = cat_open(CAT_SNAPSHOTS, AccessShareLock);
 	Relation	irel = index_open(cat_index_oid("snapshots"), AccessShareLock);
 	ScanKeyData key[3];
 	SysScanDesc scan;
 	HeapTuple	tup;
 	List	   *result = NIL;
 
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
-	ScanKeyInit(&key[1], 2, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(from));
-	ScanKeyInit(&key[2], 2, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(to));
+	ScanKeyInit(&key[0], Anum_snapshots_relid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	ScanKeyInit(&key[1], Anum_snapshots_snapshot_id, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(from));
+	ScanKeyInit(&key[2], Anum_snapshots_snapshot_id, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(to));
 	scan = systable_beginscan_ordered(crel, irel, snapshot, 3, key);
 	while (limit != 0 && HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
 	{
@@ -814,11 +918,11 @@ cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit, Snapshot snapsh
 
 		heap_deform_tuple(tup, RelationGetDescr(crel), v, n);
 		si = palloc(sizeof(SnapshotInfo));
-		si->snapshot_id = DatumGetInt64(v[1]);
-		si->kind = strcmp(TextDatumGetCString(v[2]), "APPEND") == 0 ? COMMIT_APPEND :
-			strcmp(TextDatumGetCString(v[2]), "COMPACT") == 0 ? COMMIT_COMPACT : COMMIT_OVERWRITE;
-		si->producer = TextDatumGetCString(v[9]);
-		si->commit_time = DatumGetTimestampTz(v[3]);
+		si->snapshot_id = DatumGetInt64(v[Anum_snapshots_snapshot_id - 1]);
+		si->kind = strcmp(TextDatumGetCString(v[Anum_snapshots_commit_kind - 1]), "APPEND") == 0 ? COMMIT_APPEND :
+			strcmp(TextDatumGetCString(v[Anum_snapshots_commit_kind - 1]), "COMPACT") == 0 ? COMMIT_COMPACT : COMMIT_OVERWRITE;
+		si->producer = TextDatumGetCString(v[Anum_snapshots_producer - 1]);
+		si->commit_time = DatumGetTimestampTz(v[Anum_snapshots_commit_time - 1]);
 		result = lappend(result, si);
 		if (limit > 0)
 			limit--;
@@ -839,22 +943,22 @@ cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit, Snapshot snapsh
 void
 cat_snapshot_expire(Oid relid, int64 snapshot_id)
 {
-	Relation	crel = table_open(cat_oid("snapshots", false), RowExclusiveLock);
+	Relation	crel = cat_open(CAT_SNAPSHOTS, RowExclusiveLock);
 	Relation	irel;
 	ScanKeyData key[2];
 	SysScanDesc scan;
 	HeapTuple	tup;
 
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
-	ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(snapshot_id));
+	ScanKeyInit(&key[0], Anum_snapshots_relid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	ScanKeyInit(&key[1], Anum_snapshots_snapshot_id, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(snapshot_id));
 	scan = systable_beginscan(crel, cat_index_oid("snapshots"), true, GetLatestSnapshot(), 2, key);
 	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 		CatalogTupleDelete(crel, &tup->t_self);
 	systable_endscan(scan);
 	table_close(crel, RowExclusiveLock);
 
-	runcache_note_change(relid, false);
-	crel = table_open(cat_oid("runs", false), RowExclusiveLock);
+	note_change(relid, false);
+	crel = cat_open(CAT_RUNS, RowExclusiveLock);
 	scan = begin_runs_of_snapshots(crel, &irel, relid, snapshot_id - 1, snapshot_id,
 								   GetLatestSnapshot());
 	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
@@ -871,4 +975,59 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id)
 	end_runs_of_snapshots(scan, irel);
 	table_close(crel, RowExclusiveLock);
 	CommandCounterIncrement();
+}
+
+/*
+ * The catalog versions this library works with: its own, and every version
+ * an ALTER EXTENSION pkchangelog UPDATE leads from to its own (the base
+ * script and the pkchangelog--OLD--NEW.sql chain in sql/).  Each script
+ * asks the library whether it accepts the catalog it makes, so a newer
+ * library installs the base script and updates it; an older library, or
+ * one with no path from that version, is refused there.
+ */
+static const char *const catalog_versions[] = {PKCHANGELOG_VERSION};
+
+/* does this library work with the catalog of version, once updated? */
+bool
+cat_version_accepted(const char *version)
+{
+	for (int i = 0; i < lengthof(catalog_versions); i++)
+		if (strcmp(version, catalog_versions[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The installed extension's version (pg_extension.extversion) when it is
+ * not this library's but one the library can be updated from: the catalog
+ * an ALTER EXTENSION pkchangelog UPDATE has yet to bring to this library's
+ * shape.  NULL otherwise.
+ */
+char *
+cat_version_to_update(void)
+{
+	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	char	   *version = NULL;
+
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("pkchangelog"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, Anum_pg_extension_extversion,
+									 RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			version = text_to_cstring(DatumGetTextPP(d));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	if (version && (strcmp(version, PKCHANGELOG_VERSION) == 0 || !cat_version_accepted(version)))
+		version = NULL;
+	return version;
 }

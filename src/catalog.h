@@ -10,38 +10,61 @@
 #ifndef PK_CATALOG_H
 #define PK_CATALOG_H
 
-#include "storage/block.h"
 #include "datatype/timestamp.h"
+#include "storage/block.h"
 #include "utils/snapshot.h"
 
-typedef enum RunKind
-{
-	RUN_DATA,					/* read by queries */
-	RUN_CHANGELOG,				/* RowKind records of one snapshot */
-	RUN_DELTA					/* a compacted commit's data, kept for "none" */
-} RunKind;
+#include "run_format.h"
 
-/* a row of pkchangelog.runs */
-typedef struct RunInfo
-{
-	int64		run_id;
-	Oid			relfilenode;
-	int32		level;
-	RunKind		kind;
-	bool		from_commit;	/* written by a commit, not by compaction */
-	BlockNumber start_block;
-	int32		nblocks;
-	int64		record_count;
-	int64		size_bytes;
-	int64		row_base;		/* first row number (TIDs) */
-	int64		min_seq;
-	int64		max_seq;
-	int64		index_offset;
-	int64		bloom_offset;
-	int64		created_snapshot;
-	char	   *min_key;
-	char	   *max_key;
-} RunInfo;
+/*
+ * Column numbers of the catalog tables, in the order of the extension
+ * script's CREATE TABLE statements (which says so); catalog.c checks every
+ * table's shape against them before it reads a row.
+ */
+/* pkchangelog.tables */
+#define Natts_tables 7
+#define Anum_tables_relid 1
+#define Anum_tables_last_snapshot_id 2
+#define Anum_tables_last_seq 3
+#define Anum_tables_total_record_count 4
+#define Anum_tables_last_full_compaction 5
+#define Anum_tables_data_runs 6
+#define Anum_tables_commits 7
+
+/* pkchangelog.snapshots */
+#define Natts_snapshots 11
+#define Anum_snapshots_relid 1
+#define Anum_snapshots_snapshot_id 2
+#define Anum_snapshots_commit_kind 3
+#define Anum_snapshots_commit_time 4
+#define Anum_snapshots_commit_user 5
+#define Anum_snapshots_commit_xid 6
+#define Anum_snapshots_total_record_count 7
+#define Anum_snapshots_delta_record_count 8
+#define Anum_snapshots_changelog_record_count 9
+#define Anum_snapshots_producer 10
+#define Anum_snapshots_duration_ms 11
+
+/* pkchangelog.runs */
+#define Natts_runs 18
+#define Anum_runs_relid 1
+#define Anum_runs_run_id 2
+#define Anum_runs_relfilenode 3
+#define Anum_runs_level 4
+#define Anum_runs_kind 5
+#define Anum_runs_from_commit 6
+#define Anum_runs_start_block 7
+#define Anum_runs_nblocks 8
+#define Anum_runs_record_count 9
+#define Anum_runs_size_bytes 10
+#define Anum_runs_row_base 11
+#define Anum_runs_min_seq 12
+#define Anum_runs_max_seq 13
+#define Anum_runs_index_offset 14
+#define Anum_runs_bloom_offset 15
+#define Anum_runs_created_snapshot 16
+#define Anum_runs_min_key 17
+#define Anum_runs_max_key 18
 
 /* the counters of pkchangelog.tables, read and written under the commit lock */
 typedef struct TableState
@@ -52,6 +75,7 @@ typedef struct TableState
 	int64		last_full_compaction;	/* snapshot id; 0: none yet */
 	int64	   *data_runs;		/* run ids of the data runs */
 	int			ndata_runs;
+	int64		commits;		/* APPEND and OVERWRITE snapshots ever */
 } TableState;
 
 typedef enum CommitKind
@@ -71,6 +95,10 @@ typedef struct SnapshotInfo
 } SnapshotInfo;
 
 /* catalog.c */
+extern void catalog_init(void);
+extern bool cat_version_accepted(const char *version);
+extern char *cat_version_to_update(void);
+extern bool cat_runs_changed(Oid relid, bool committed_only);
 extern List *cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only);
 extern void cat_run_insert(Oid relid, const RunInfo *run);
 extern void cat_truncate(Oid relid);
@@ -102,5 +130,7 @@ extern void cat_space_lock(Oid relid);
 extern void cat_space_unlock(Oid relid);
 extern void cat_run_set_snapshot(Oid relid, int64 run_id, int64 snapshot_id);
 extern void cat_run_finalize(Oid relid, int64 run_id, int64 seq, int64 snapshot_id);
+extern void cat_run_move(Oid relid, int64 run_id, Oid relfilenode,
+						 BlockNumber start_block, int64 row_base);
 
 #endif							/* PK_CATALOG_H */

@@ -12,10 +12,12 @@
 
 #include "utils/guc.h"
 
-#include "pkchangelog.h"
+#include "guc.h"
+
 
 bool		pk_worker_enabled = true;
 int			pk_worker_naptime = 1000;
+int			pk_run_memory_limit = 64 * 1024;	/* kB */
 
 void
 pk_guc_init(void)
@@ -30,5 +32,10 @@ pk_guc_init(void)
 							NULL,
 							&pk_worker_naptime, 1000, 10, 3600 * 1000, PGC_SIGHUP,
 							GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("pkchangelog.run_memory_limit",
+							"Memory a run being written keeps its stream, block index and key hashes in before it moves them to a temporary file.",
+							"A developer setting: tests lower it to write small runs through temporary files.",
+							&pk_run_memory_limit, 64 * 1024, 64, 1024 * 1024, PGC_USERSET,
+							GUC_UNIT_KB | GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("pkchangelog");
 }

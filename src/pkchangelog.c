@@ -1,11 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * pkchangelog.c
- *	  Module initialization: refuses to load unless preloaded, defines the
- *	  GUCs, and wires every part's hooks and callbacks into the server.
+ *	  Module initialization: refuses to load unless preloaded, and wires
+ *	  every part's hooks and callbacks into the server; and the SQL
+ *	  functions that report the library's version and the catalog versions
+ *	  it accepts (catalog.c knows which).
  *
  * This file owns _PG_init and nothing else of substance: each part
- * registers what it needs through a *_init function declared in its header.
+ * registers what it needs through a *_init function declared in its
+ * header.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,19 +18,26 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
-#include "commit.h"
-#include "ddl.h"
+#include "am_onconflict.h"
+#include "am_scan.h"
+#include "catalog.h"
+#include "guc.h"
+#include "maint_worker.h"
 #include "pkchangelog.h"
-#include "pktable.h"
-#include "hints.h"
-#include "runcache.h"
-#include "scan.h"
+#include "run_cache_stats.h"
+#include "shmem.h"
+#include "sql_ddl.h"
+#include "sql_funcs.h"
+#include "table_desc.h"
+#include "write_commit.h"
+#include "write_spill.h"
 
 PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
 PG_FUNCTION_INFO_V1(pk_library_version);
+PG_FUNCTION_INFO_V1(pk_library_accepts);
 
 void
 _PG_init(void)
@@ -46,24 +56,48 @@ _PG_init(void)
 				 errdetail("The pkmerge table access method needs hooks that are installed at server start."),
 				 errhint("Add 'pkchangelog' to shared_preload_libraries in postgresql.conf and restart the server.")));
 
-	pk_guc_init();
-	pktable_init();
-	commit_init();
-	ddl_init();
-	onconflict_init();
-	sqlfuncs_init();
-	scan_init();
-	runcache_init();
-	worker_init();
-	hints_init();
+	/*
+	 * Every hook and callback the library installs, in one list.  Order
+	 * matters where parts hook the same point: a hook installed later runs
+	 * first and calls the earlier one.  Three ExecutorStart hooks each act
+	 * after the standard ExecutorStart, innermost first: spill_init's
+	 * registers the query as a reader of spilled runs, onconflict_init's
+	 * prepares the result relations' arbiters, sqlfuncs_init's notes
+	 * pk_write's command id; none reads what another does.  Transaction
+	 * callbacks run in reverse registration order; catalog_init's acts at
+	 * commit and abort only (it forgets which tables' runs changed), so
+	 * after the commit path (commit_init's, at pre-commit) has used that.
+	 */
+	pk_guc_init();				/* pkchangelog.* parameters */
+	catalog_init();				/* xact callback: runs changed by it */
+	pktable_init();				/* relcache callback: table descriptors */
+	spill_init();				/* ExecutorStart/End: readers of spills */
+	commit_init();				/* xact and subxact callbacks: the commit */
+	ddl_init();					/* ProcessUtility and object access hooks */
+	onconflict_init();			/* ExecutorStart: ON CONFLICT arbiters */
+	sqlfuncs_init();			/* ExecutorStart: pk_write's command id */
+	scan_init();				/* xact callback: scan state */
+	worker_init();				/* background workers, their shared memory */
+	hints_init();				/* shared memory: file ends, gaps */
+	cachestats_init();			/* shared memory: cache counters */
 }
 
 /*
- * pk_library_version: the version of the loaded library, checked against
- * the extension script at CREATE EXTENSION.
+ * pk_library_version: the version of the loaded library, named by the
+ * extension script's error when the library does not accept its catalog.
  */
 Datum
 pk_library_version(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_TEXT_P(cstring_to_text(PKCHANGELOG_VERSION));
+}
+
+/*
+ * pk_library_accepts(script_version): does this library work with the
+ * catalog of that version, as it is or once updated (catalog.c)?
+ */
+Datum
+pk_library_accepts(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(cat_version_accepted(text_to_cstring(PG_GETARG_TEXT_PP(0))));
 }

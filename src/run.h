@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * run.h
- *	  Sorted runs: writing one (run_writer.c), reading one (run_reader.c),
- *	  and finding the blocks to put it in (space.c).
+ *	  Sorted runs: writing one (run_write.c), reading one (run_read.c),
+ *	  and finding the blocks to put it in (run_space.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -12,14 +12,13 @@
 #include "access/htup.h"
 #include "utils/rel.h"
 
-#include "catalog.h"
-#include "pktable.h"
 #include "run_format.h"
+#include "table_desc.h"
 
 /*
  * Sequence numbers.  Commits take them from pkchangelog.tables.last_seq;
  * a run of a transaction still writing (spilled from its write buffer,
- * spill.c) is numbered PK_PENDING_SEQ + its spill ordinal until its commit
+ * write_spill.c) is numbered PK_PENDING_SEQ + its spill ordinal until its commit
  * renumbers it: above every committed row, below the buffer's.
  */
 #define PK_PENDING_SEQ		(UINT64CONST(1) << 54)
@@ -41,7 +40,7 @@ run_row_seq(const RunInfo *run, const RunRowHeader *rh)
 	return run->min_seq == run->max_seq ? (uint64) run->min_seq : RUN_ROW_SEQ(rh);
 }
 
-/* run_writer.c */
+/* run_write.c */
 typedef struct RunWriter RunWriter;
 
 extern RunWriter *run_writer_begin(Relation rel, PkTable *t, int level,
@@ -53,7 +52,7 @@ extern uint64 run_writer_nrows(RunWriter *w);
 extern uint64 run_writer_stream_size(RunWriter *w);
 extern RunInfo *run_writer_finish(RunWriter *w, int64 created_snapshot);
 
-/* run_reader.c */
+/* run_read.c */
 
 /* a run's block index and bloom filter, cached per backend */
 typedef struct RunIndex
@@ -114,7 +113,6 @@ extern bool run_lookup(Relation rel, PkTable *t, const RunInfo *run,
 					   uint64 *ordinal, RunBlock **pinned);
 extern RunRowHeader *run_row_at(Relation rel, PkTable *t, const RunInfo *run,
 								uint64 ordinal, RunBlock **pinned);
-extern void run_reader_get_stats(int64 *hits, int64 *misses);
 
 static inline RunRowHeader *
 run_cursor_row(RunCursor *c)
@@ -122,8 +120,11 @@ run_cursor_row(RunCursor *c)
 	return (RunRowHeader *) (c->block->raw + c->block->offsets[c->rowno]);
 }
 
-/* space.c */
+/* run_space.c */
 extern void space_reserve(Relation rel, RunInfo *run);
-extern void space_truncate(Relation rel);
+extern void space_truncate(Relation rel, BlockNumber *before,
+						   BlockNumber *after, BlockNumber *used);
+extern void space_rewrite(Relation rel, Relation dst, int *nruns,
+						  BlockNumber *npages);
 
 #endif							/* PK_RUN_H */

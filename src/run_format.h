@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * run_format.h
- *	  On-disk format of a sorted run, shared by run_writer.c (which writes
- *	  it) and run_reader.c (which reads it).
+ *	  A sorted run: its on-disk format, shared by run_write.c (which writes
+ *	  it) and run_read.c (which reads it), and RunInfo, the descriptor of
+ *	  one run that the catalog keeps and every layer passes around.
  *
  * A run occupies the contiguous blocks [start_block, start_block + nblocks)
  * of the relation's main fork.  Each block is a standard page (PageInit,
@@ -20,10 +21,21 @@
  * each a RunRowHeader followed by the row as a MinimalTuple, MAXALIGNed, so
  * rows are read in place.  Rows are in primary-key order, one per key.
  *
- * Every part carries a CRC32C of its bytes (the data block: of its
- * payload as stored), so a bit flip is reported, never decoded.
+ * Every part carries a CRC32C that covers its header's other fields as
+ * well as its bytes, so a bit flip anywhere is reported, never decoded,
+ * and no length is trusted (nothing is allocated by it) before its CRC
+ * matched.  The parts must also fit together: the index has one entry per
+ * data block of the run header, the entries' blocks follow each other
+ * from the end of the RunHeader to index_offset and their rows number
+ * 0 .. nrows - 1 without a gap, nrows is the catalog's record_count, and
+ * each part ends where the next begins.  A lost block can thus never pass
+ * as a shorter run.
  *
  *   page:  [PageHeaderData | stream bytes ... (pd_lower) | unused]
+ *
+ * Format 2 (RUN_MAGIC "KMRGRUN2").  Format 1 ("KMRGRUN1", unreleased
+ * builds of 0.1) left the index header and the block header's lengths out
+ * of its CRCs; it is not read (run_read.c says so).
  *
  *-------------------------------------------------------------------------
  */
@@ -32,10 +44,12 @@
 
 #include "access/htup_details.h"
 #include "port/pg_crc32c.h"
+#include "storage/block.h"
 #include "storage/bufpage.h"
 
 #define RUN_PAGE_PAYLOAD	(BLCKSZ - SizeOfPageHeaderData)
-#define RUN_MAGIC			UINT64CONST(0x314E555247524D4B)	/* "KMRGRUN1" */
+#define RUN_MAGIC			UINT64CONST(0x324E555247524D4B)	/* "KMRGRUN2" */
+#define RUN_MAGIC_V1		UINT64CONST(0x314E555247524D4B)	/* "KMRGRUN1" */
 
 /* a data block closes when its decompressed rows reach this size */
 #define RUN_BLOCK_TARGET	(16 * 1024)
@@ -66,11 +80,11 @@ typedef struct RunHeader
 
 typedef struct RunBlockHeader
 {
-	pg_crc32c	crc;			/* of the stored payload */
+	pg_crc32c	crc;			/* of the fields below, then the stored payload */
 	uint32		stored_len;		/* payload bytes that follow */
 	uint32		raw_len;		/* decompressed */
 	uint32		nrows;
-	uint8		method;			/* PkCompression */
+	uint32		method;			/* PkCompression */
 } RunBlockHeader;
 
 /*
@@ -95,9 +109,9 @@ StaticAssertDecl(sizeof(RunRowHeader) == MAXIMUM_ALIGNOF,
 
 typedef struct RunIndexHeader
 {
-	pg_crc32c	crc;			/* of the entries that follow */
-	uint32		nentries;
-	uint64		len;			/* bytes of entries */
+	pg_crc32c	crc;			/* of the entries that follow, then the fields below */
+	uint32		nentries;		/* the run header's nblocks */
+	uint64		len;			/* bytes of entries: up to bloom_offset */
 } RunIndexHeader;
 
 typedef struct RunIndexEntry
@@ -113,13 +127,23 @@ typedef struct RunIndexEntry
 
 typedef struct RunBloomHeader
 {
-	pg_crc32c	crc;			/* of the bits */
-	uint32		nbits;
+	pg_crc32c	crc;			/* of the fields below, then the bits */
+	uint32		nbits;			/* a multiple of 8: up to stream_len */
 	uint32		nhashes;
 } RunBloomHeader;
 
+/* the bytes of a header that its CRC covers: those after the CRC */
+#define RUN_CRC_FIELDS(hdr) ((const char *) (hdr) + sizeof(pg_crc32c))
+#define RUN_CRC_FIELDS_LEN(hdr) (sizeof(*(hdr)) - sizeof(pg_crc32c))
+
+StaticAssertDecl(sizeof(RunBlockHeader) == 5 * sizeof(uint32) &&
+				 sizeof(RunIndexHeader) == 16 && sizeof(RunBloomHeader) == 12,
+				 "CRCs cover headers without padding bytes");
+
 #define RUN_BLOOM_BITS_PER_KEY	10
 #define RUN_BLOOM_NHASHES		7
+/* nbits is a uint32: a run of more than ~429M keys has a fuller filter */
+#define RUN_BLOOM_MAX_BITS		(PG_UINT32_MAX & ~7)
 
 /* bloom probes: double hashing on the key's 32-bit hash */
 static inline uint32
@@ -129,5 +153,37 @@ run_bloom_bit(uint32 hash, uint32 i, uint32 nbits)
 
 	return (hash + i * (h2 | 1)) % nbits;
 }
+
+typedef enum RunKind
+{
+	RUN_DATA,					/* read by queries */
+	RUN_CHANGELOG,				/* RowKind records of one snapshot */
+	RUN_DELTA					/* a compacted commit's data, kept for "none" */
+} RunKind;
+
+/*
+ * A run as the catalog describes it (a row of pkchangelog.runs): where its
+ * blocks are, where its parts start, what it holds.
+ */
+typedef struct RunInfo
+{
+	int64		run_id;
+	Oid			relfilenode;
+	int32		level;
+	RunKind		kind;
+	bool		from_commit;	/* written by a commit, not by compaction */
+	BlockNumber start_block;
+	int32		nblocks;
+	int64		record_count;
+	int64		size_bytes;
+	int64		row_base;		/* first row number (TIDs) */
+	int64		min_seq;
+	int64		max_seq;
+	int64		index_offset;
+	int64		bloom_offset;
+	int64		created_snapshot;
+	char	   *min_key;
+	char	   *max_key;
+} RunInfo;
 
 #endif							/* PK_RUN_FORMAT_H */

@@ -2,15 +2,15 @@
  *
  * sql_funcs.c
  *	  SQL-callable functions in C that are not part of an access method:
- *	  pk_write, pk_runs, pk_compact, pk_expire_snapshots, and the helpers
- *	  the SQL-language functions use.  (pk_options is in options.c, next to
- *	  the option table; pk_changes in changes.c.)
+ *	  pk_write, pk_runs, pk_options, pk_compact, pk_expire_snapshots, and
+ *	  the helpers the SQL-language functions use.  (pk_changes is in
+ *	  changelog_read.c.)
  *
  * Every function checks the caller's privileges before it asks for a lock
  * on the table (pk_open_table).  pk_write runs the SQL statement that does
  * what its RowKind says (INSERT, INSERT ... ON CONFLICT DO UPDATE, DELETE),
  * so that privileges, constraints, row-level security and triggers apply
- * as to that statement; dml.c records the statement's write with the
+ * as to that statement; am_dml.c records the statement's write with the
  * RowKind pk_write was given.
  *
  *-------------------------------------------------------------------------
@@ -20,6 +20,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_operator.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
@@ -37,13 +38,16 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
+#include "am_dml.h"
 #include "catalog.h"
-#include "compaction.h"
-#include "dml.h"
-#include "expire.h"
+#include "maint_compaction.h"
+#include "maint_expire.h"
 #include "pkchangelog.h"
-#include "pktable.h"
 #include "run.h"
+#include "run_cache_stats.h"
+#include "sql_funcs.h"
+#include "table_desc.h"
+#include "table_options.h"
 
 static ExecutorStart_hook_type prev_executor_start = NULL;
 
@@ -158,6 +162,48 @@ pk_runs(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * pk_options(rel regclass) -> (key text, value text): every option with its
+ * value, defaults included, in the order of DESIGN §8 (table_options.c).
+ */
+PG_FUNCTION_INFO_V1(pk_options);
+Datum
+pk_options(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Datum		reloptions;
+	bool		isnull;
+	HeapTuple	tuple;
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, 0);
+	/* table-level metadata, public as pg_class.reloptions: no lock either */
+	pk_check_table(relid);
+
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tuple))	/* dropped since the check */
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	reloptions = SysCacheGetAttr(RELOID, tuple, Anum_pg_class_reloptions, &isnull);
+	foreach(lc, pkopt_show(isnull ? (Datum) 0 : reloptions))
+	{
+		PkOptionShown *shown = lfirst(lc);
+		Datum		values[2];
+		bool		nulls[2] = {false, shown->value == NULL};
+
+		values[0] = CStringGetTextDatum(shown->name);
+		if (shown->value)
+			values[1] = CStringGetTextDatum(shown->value);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	ReleaseSysCache(tuple);
+	PG_RETURN_VOID();
+}
+
+#define ROWKIND_HINT "Use one of '+I', '-U', '+U', '-D'."
+
 static PkRowKind
 parse_rowkind(const char *s)
 {
@@ -172,7 +218,7 @@ parse_rowkind(const char *s)
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("invalid RowKind \"%s\"", s),
-			 errhint("Use one of '+I', '-U', '+U', '-D'.")));
+			 errhint(ROWKIND_HINT)));
 	return PK_INSERT;			/* keep compiler quiet */
 }
 
@@ -432,10 +478,16 @@ pk_write(PG_FUNCTION_ARGS)
 	const char *sql = NULL;
 	uint64		processed = 0;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+	/* a NULL is a mistake here: ignoring it would lose a record */
+	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("pk_write needs a table and a RowKind")));
+				 errmsg("pk_write needs a table, not NULL")));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("pk_write needs a RowKind, not NULL"),
+				 errhint(ROWKIND_HINT)));
 	relid = PG_GETARG_OID(0);
 	kind = parse_rowkind(text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	pk_check_table(relid);
@@ -540,14 +592,15 @@ sqlfuncs_init(void)
  * pk_compact(rel regclass, full boolean DEFAULT false) -> bigint: waits for
  * a running compaction of the table, then compacts: everything into the
  * bottom level when full, else what universal compaction picks.  Returns
- * the COMPACT snapshot's id, NULL when there was nothing to do.
+ * the COMPACT snapshot's id, NULL when there was nothing to do.  STRICT:
+ * a NULL argument compacts nothing.
  */
 PG_FUNCTION_INFO_V1(pk_compact);
 Datum
 pk_compact(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
-	bool		full = PG_ARGISNULL(1) ? false : PG_GETARG_BOOL(1);
+	bool		full = PG_GETARG_BOOL(1);
 	Relation	rel = pk_open_table(relid, RowExclusiveLock, ACL_UPDATE);
 	int64		snapshot_id;
 
@@ -590,12 +643,13 @@ pk_expire_snapshots(PG_FUNCTION_ARGS)
 }
 
 /*
- * pkchangelog.block_cache_stats() -> (hits, misses): this backend's lookup
- * block cache counters (pk_stats shows them).
+ * pkchangelog.lookup_cache_stats(relid) -> (hits, misses): the table's
+ * point-lookup block cache counters over every backend since server start
+ * (pk_stats shows them).  Counts, not row data: callable by every role.
  */
-PG_FUNCTION_INFO_V1(pk_block_cache_stats);
+PG_FUNCTION_INFO_V1(pk_lookup_cache_stats);
 Datum
-pk_block_cache_stats(PG_FUNCTION_ARGS)
+pk_lookup_cache_stats(PG_FUNCTION_ARGS)
 {
 	TupleDesc	desc;
 	Datum		values[2];
@@ -605,7 +659,7 @@ pk_block_cache_stats(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	run_reader_get_stats(&hits, &misses);
+	cachestats_get(PG_GETARG_OID(0), &hits, &misses);
 	values[0] = Int64GetDatum(hits);
 	values[1] = Int64GetDatum(misses);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));

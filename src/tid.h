@@ -20,7 +20,7 @@
 
 /*
  * A run placed at block b owns row numbers from b * PK_ROWS_PER_PAGE, and
- * has at least one block per PK_ROWS_PER_PAGE rows (run_writer.c pads
+ * has at least one block per PK_ROWS_PER_PAGE rows (run_write.c pads
  * runs of rows that compress better than that), so the row numbers of
  * runs never overlap while their blocks do not.  Runs must start below
  * PK_MAX_RUN_BLOCK for their TIDs to stay below the write buffer's.

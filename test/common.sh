@@ -3,7 +3,7 @@
 # the unprivileged user running the servers can write.
 #
 # After "pk_setup NAME": $bindir, $pgxs, $work (scratch copy of sql/,
-# expected/ and test/), and "run_as CMD..." running CMD as that user.
+# test/, README.md, doc/ and src/), and "run_as CMD..." running CMD as that user.
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PG_CONFIG=${PG_CONFIG:-pg_config}
@@ -44,7 +44,8 @@ pk_setup()
 	rm -f "$log"
 
 	work=$(mktemp -d "/tmp/pkchangelog-$1.XXXXXX")
-	cp -r "$top/sql" "$top/expected" "$top/test" "$work/"
+	# README.md, doc/ and src/ for t/003_docs.pl, which reads them
+	cp -r "$top/sql" "$top/test" "$top/README.md" "$top/doc" "$top/src" "$work/"
 	if [ "$(id -u)" -eq 0 ]; then
 		id postgres >/dev/null 2>&1 || pk_die "no 'postgres' account to run the servers as"
 		chown -R postgres: "$work"

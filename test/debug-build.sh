@@ -9,10 +9,10 @@
 #   test/debug-build.sh [CHECK...]
 #
 # CHECK is one of (default: all three)
-#   assert     "make test" (every pg_regress suite, isolation spec and TAP
-#              test) and test/debug/*.sql against the assert build
-#   discard    the pg_regress suites, isolation specs and test/debug/*.sql
-#              with debug_discard_caches = 1
+#   assert     the pg_regress suites (the Makefile's REGRESS), isolation
+#              specs (ISOLATION) and test/debug/*.sql against the assert
+#              build (the TAP tests too: make test PG_CONFIG=$prefix/bin/pg_config)
+#   discard    the same with debug_discard_caches = 1
 #   valgrind   the crash-prone suites ($PK_VALGRIND_SUITES) and
 #              test/debug/*.sql with every server process under valgrind
 #
@@ -23,17 +23,15 @@
 #   PG_DEBUG_SRC        an unpacked PostgreSQL 15 source tree to build from
 #                       (default: Debian's postgresql-15 source package,
 #                       downloaded with apt-get source)
-#   PK_SUITES           pg_regress suites run with debug_discard_caches
-#                       (default: those of test/schedule; "none" skips them)
-#   PK_SPECS            isolation specs run with it (default: every spec;
+#   PK_SUITES           pg_regress suites run by assert and discard
+#                       (default: REGRESS; "none" skips them)
+#   PK_SPECS            isolation specs run by them (default: ISOLATION;
 #                       "none" skips them)
-#   PK_VALGRIND_SUITES  suites run under valgrind
-#                       (default: dml on_conflict savepoints spill)
+#   PK_VALGRIND_SUITES  suites run under valgrind (default: savepoints dml
+#                       on_conflict key_updates stream spill)
 #
 # With discard and valgrind each suite runs in a fresh database of one
-# cluster per check (the suites that call the changelog checker get
-# sql/changelog_checker.sql loaded first), so a crash in one suite does not
-# fail the next.  Prints every failed assertion (TRAP), crash, internal
+# cluster per check, so a crash in one suite does not fail the next.  Prints every failed assertion (TRAP), crash, internal
 # error, valgrind error and output difference, then a summary; exits
 # non-zero if anything was found.  Outputs are kept in the directory named
 # at the end.
@@ -134,10 +132,10 @@ supp=$("$PG_CONFIG" --sharedir)/valgrind.supp
 run_as chmod 755 "$work"
 echo "outputs in $work"
 
-all_suites=$(sed -n 's/^test: *//p' "$top/test/schedule" | tr '\n' ' ')
-suites=${PK_SUITES:-$all_suites}
-vg_suites=${PK_VALGRIND_SUITES:-dml on_conflict savepoints spill}
-specs=${PK_SPECS:-$(cd "$top/test/isolation/specs" && ls -- *.spec | sed 's/\.spec$//' | tr '\n' ' ')}
+eval "$(make -s --no-print-directory -C "$top" PG_CONFIG="$PG_CONFIG" test-lists)"
+suites=${PK_SUITES:-$REGRESS}
+vg_suites=${PK_VALGRIND_SUITES:-savepoints dml on_conflict key_updates stream spill}
+specs=${PK_SPECS:-$ISOLATION}
 [ "$suites" = none ] && suites=
 [ "$specs" = none ] && specs=
 
@@ -209,30 +207,6 @@ cluster_wait()
 	return 1
 }
 
-# the suites a suite needs before it: the changelog checker's functions
-suite_deps()
-{
-	if grep -qE 'check_(changelog|data_runs|stream)\(' "$work/sql/$1.sql" && [ "$1" != changelog_checker ]; then
-		echo changelog_checker
-	fi
-}
-
-# the changelog checker's functions, in a suite's database when it calls them
-load_deps()
-{
-	local check=$1 s=$2 out=$3 dep
-	for dep in $(suite_deps "$s"); do
-		run_as psql -X -q -h "$cdir" -p "$port" -U postgres -d contrib_regression \
-			-f "$work/sql/$dep.sql" >"$out/$dep.out" 2>&1
-		# the checker's replay is jsonb processing, no pkchangelog code:
-		# with its caches discarded it alone takes most of a suite's time
-		if [ "$check" = discard ]; then
-			run_as psql -X -q -h "$cdir" -p "$port" -U postgres -d contrib_regression \
-				-c "ALTER FUNCTION check_stream(jsonb, text[], jsonb) SET debug_discard_caches = 0"
-		fi
-	done
-}
-
 # run_tests CHECK KIND NAME...: each pg_regress suite (KIND regress) or
 # isolation spec (KIND isolation) in a fresh database
 run_tests()
@@ -240,7 +214,7 @@ run_tests()
 	local check=$1 kind=$2 s ok=0 bad=0 out db prog inputdir
 	shift 2
 	if [ "$kind" = regress ]; then
-		db=contrib_regression prog=$pgxs/src/test/regress/pg_regress inputdir=$work
+		db=contrib_regression prog=$pgxs/src/test/regress/pg_regress inputdir=$work/test
 	else
 		db=isolation_regression prog=$isolation_dir/pg_isolation_regress inputdir=$work/test/isolation
 	fi
@@ -249,7 +223,6 @@ run_tests()
 		out=$cdir/$kind-$s
 		run_as mkdir -p "$out"
 		fresh_db "$db" || return 1
-		[ "$kind" = isolation ] || load_deps "$check" "$s" "$out"
 		if run_as "$prog" --bindir="$bindir" --host="$cdir" --port="$port" \
 			--inputdir="$inputdir" --outputdir="$out" --use-existing --dbname="$db" \
 			"$s" >"$out/pg_regress.out" 2>&1; then
@@ -297,23 +270,6 @@ collect_core()
 			finding "$check" "core dumped during $what" "$cdir/core.$what (install gdb for its backtrace)"
 		fi
 	done
-}
-
-# "make test" against the assert build: every suite, spec and TAP test in
-# temporary instances; the failed assertions in the logs it keeps on failure
-run_make_test()
-{
-	local out=$work/assert-make-test.out kept
-	PG_CONFIG=$PG_CONFIG bash "$top/test/run-tests.sh" >"$out" 2>&1
-	summary+=("assert: make test: $(tail -n 1 "$out")")
-	if ! grep -q ' 0 failed$' "$out"; then
-		finding assert "make test failed (output in $out)" \
-			"$(grep -E '\.\.\. +FAILED|^not ok|^t/.*(Wstat|Dubious)|^outputs kept' "$out")"
-	fi
-	kept=$(sed -n 's/^outputs kept in \([^ ]*\).*/\1/p' "$out")
-	if [ -n "$kept" ] && grep -rqs '^TRAP:' "$kept" --include='*.log'; then
-		finding assert "failed assertions in make test" "$(grep -rh -A 24 '^TRAP:' "$kept" --include='*.log')"
-	fi
 }
 
 finding()
@@ -369,18 +325,23 @@ for check in "${checks[@]}"; do
 	start=$(date +%s)
 	echo "== $check"
 	case "$check" in
-		assert)
-			run_make_test
-			cluster_start assert "" || exit 1
-			run_debug_sql assert
-			;;
-		discard)
-			cluster_start discard "debug_discard_caches = 1" || exit 1
+		assert|discard)
+			if [ "$check" = discard ]; then
+				conf="debug_discard_caches = 1"
+				# the changelog checker's replay is jsonb processing, no
+				# pkchangelog code: with its caches discarded it alone
+				# would take most of a suite's time
+				echo "ALTER FUNCTION check_stream SET debug_discard_caches = 0;" \
+					>>"$work/test/setup/changelog_checker.sql"
+			else
+				conf=""
+			fi
+			cluster_start "$check" "$conf" || exit 1
 			# shellcheck disable=SC2086
-			run_tests discard regress $suites
+			[ -z "$suites" ] || run_tests "$check" regress $suites
 			# shellcheck disable=SC2086
-			[ -z "$specs" ] || run_tests discard isolation $specs
-			run_debug_sql discard
+			[ -z "$specs" ] || run_tests "$check" isolation $specs
+			run_debug_sql "$check"
 			;;
 		valgrind)
 			command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# make demo: starts a throwaway cluster with pkchangelog preloaded in a
-# temporary directory, runs test/demo/*.sql with their statements echoed,
-# and stops the cluster, leaving nothing running or behind.
+# make demo: builds and installs the library (as make test does), starts a
+# throwaway cluster with pkchangelog preloaded in a temporary directory,
+# runs test/demo/*.sql (their \echo lines tell the story, their statements
+# are echoed), and stops and removes the cluster, leaving nothing running.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 pk_setup demo

@@ -3,7 +3,7 @@
 # are missing and we are root.  Idempotent; silent when nothing is missing.
 set -euo pipefail
 
-pkgs=(postgresql-15 postgresql-server-dev-15 libzstd-dev libipc-run-perl zstd)
+pkgs=(postgresql-15 postgresql-server-dev-15 libzstd-dev libipc-run-perl libdbd-pg-perl zstd)
 missing=()
 for p in "${pkgs[@]}"; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

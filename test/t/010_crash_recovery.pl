@@ -30,7 +30,7 @@ my $nshared  = 40;       # accounts 1..40, updated by everyone
 my $owned_base = 1000;   # accounts 1000 + client*10 + k, k in 0..9
 my $new_base = 1000000;  # accounts created (and deleted) by the workload
 
-my $node = PostgreSQL::Test::Cluster->new('crash');
+my $node = PostgreSQL::Test::Cluster->new("crash_$$");
 $node->init;
 $node->append_conf('postgresql.conf', qq{
 restart_after_crash = on
@@ -282,14 +282,15 @@ for my $i (1 .. 3)
 	  or diag(join("\n", @$errs[0 .. ($#$errs < 9 ? $#$errs : 9)]));
 	# the orphaned backends notice the postmaster's death and exit; the new
 	# postmaster refuses to start while they still hold shared memory
-	# (processes are titled "postgres: crash: ..." after the cluster name)
+	# (processes are titled "postgres: crash_PID: ..." after the cluster name,
+	# unique to this test run)
 	my $deadline = time() + 60;
 	while (time() < $deadline
-		&& (kill(0, $pm) || system('pgrep -f "^postgres: crash: " >/dev/null') == 0))
+		&& (kill(0, $pm) || system("pgrep -f '^postgres: crash_$$: ' >/dev/null") == 0))
 	{
 		usleep(100_000);
 	}
-	ok(!kill(0, $pm) && system('pgrep -f "^postgres: crash: " >/dev/null') != 0,
+	ok(!kill(0, $pm) && system("pgrep -f '^postgres: crash_$$: ' >/dev/null") != 0,
 		'the killed postmaster and its orphaned server processes are gone');
 	$node->start;
 	$lc = check_state('after postmaster kill -9', $c);

@@ -4,7 +4,11 @@
 # same rows (count, ordered md5 of every row, key lookups), the same
 # pk_snapshots and pk_runs, after inserts, upserts, updates, deletes across
 # several commits, a ~50k-row insert whose run spans many pages, a TRUNCATE,
-# and more writes after the standby has already read the table.
+# and more writes after the standby has already read the table.  A standby
+# query reading runs that the primary compacts away returns exactly its
+# snapshot (or is cancelled by a recovery conflict) while new runs are
+# placed, whether the dead runs' catalog rows were vacuumed or only their
+# index entries marked killed.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -73,6 +77,160 @@ sub compare
 }
 
 compare('table from the base backup', 100);
+
+# A standby session in REPEATABLE READ with a cursor over $tbl that has
+# read its first 10 rows (so it holds the runs of its snapshot open).
+sub standby_cursor
+{
+	my ($tbl, $label) = @_;
+	my $s = { in => '', out => '', err => '' };
+	$s->{h} = IPC::Run::start(
+		[ 'psql', '-XAtq', '-d', $standby->connstr('postgres') ],
+		'<', \$s->{in}, '>', \$s->{out}, '2>', \$s->{err},
+		IPC::Run::timeout(120));
+	standby_cursor_do($s, qq{BEGIN ISOLATION LEVEL REPEATABLE READ;
+DECLARE c CURSOR FOR SELECT id, v FROM $tbl;
+FETCH 10 FROM c;}, 'FETCHED_FIRST');
+	my @first = grep { /\|/ } split /\n/, $s->{out};
+	is(scalar(@first), 10, "$label: standby cursor read its first rows");
+	return ($s, @first);
+}
+
+# after the cursor: both hold the compacted rows and the new ones, in the same runs
+sub same_after_reuse
+{
+	my ($tbl, $nrows, $label) = @_;
+	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+	my $rsql = qq{SELECT count(*), md5(string_agg(id || ':' || v, ',' ORDER BY id)) FROM $tbl};
+	my $rp = $primary->safe_psql('postgres', $rsql);
+	like($rp, qr/^$nrows\|/, "$label: primary holds the compacted rows and the new ones");
+	is($standby->safe_psql('postgres', $rsql), $rp,
+		"$label: standby identical after compaction, VACUUM and new runs");
+	my $rruns = qq{SELECT string_agg(format('%s|%s|%s|%s|%s', run_id, level, record_count, size_bytes, created_snapshot), ',' ORDER BY run_id) FROM pk_runs('$tbl')};
+	is($standby->safe_psql('postgres', $rruns), $primary->safe_psql('postgres', $rruns),
+		"$label: same runs");
+}
+
+sub standby_cursor_do
+{
+	my ($s, $sql, $marker) = @_;
+	$s->{out} = '';
+	$s->{in} .= "$sql\n\\echo $marker\n";
+	$s->{h}->pump while $s->{h}->pumpable && $s->{out} !~ /^$marker$/m;
+}
+
+# the cursor's other rows (none if it failed: see $s->{err}); the session ends
+sub standby_cursor_rest
+{
+	my ($s) = @_;
+	standby_cursor_do($s, "FETCH ALL FROM c;\nCOMMIT;", 'FETCHED_ALL');
+	my @rest = grep { /\|/ } split /\n/, $s->{out};
+	$s->{in} .= "\\q\n";
+	eval { $s->{h}->finish; };
+	$s->{h}->kill_kill if $@;
+	return @rest;
+}
+
+
+# --- runs whose catalog rows are dead but not vacuumed.  Once no snapshot
+# of the primary can see a dead row, the primary's index scans mark its
+# index entries killed, which no WAL record tells the standby.  A standby
+# query may still read the run: its blocks must not be reused before
+# VACUUM removes the row (whose WAL record cancels such queries first).
+# Here VACUUM has left gaps (so writers look for one), a standby cursor
+# reads runs B and C, the primary compacts them away and kills their
+# entries, and a new run E that would fit where B lies is written.  (First
+# of the cases: the catalog is small, so no page of it fills and is
+# pruned, which would remove the rows and cancel the standby query first.)
+sub le_hex
+{
+	my ($v, $n) = @_;
+	return join ' ', map { sprintf '%02x', ($v >> (8 * $_)) & 0xFF } 0 .. $n - 1;
+}
+{
+	my $tbl = 'r3';
+	my $val = sub { my ($id) = @_; Digest::MD5::md5_hex($id) . Digest::MD5::md5_hex($id + 1) };
+	$primary->safe_psql('postgres', q{
+ALTER SYSTEM SET autovacuum = off;
+SELECT pg_reload_conf();
+CREATE EXTENSION pageinspect;});
+	$primary->safe_psql('postgres', qq{
+CREATE TABLE $tbl (id int PRIMARY KEY, v text) USING pkmerge WITH (changelog_producer = 'lookup');
+INSERT INTO $tbl SELECT g, md5(g::text) || md5((g + 1)::text) FROM generate_series(1, 4000) g;
+INSERT INTO $tbl SELECT g, md5(g::text) || md5((g + 1)::text) FROM generate_series(4001, 8000) g;
+INSERT INTO $tbl SELECT g, md5(g::text) || md5((g + 1)::text) FROM generate_series(8001, 12000) g;
+});
+	# B: the three runs compacted; VACUUM frees theirs: gaps, writers look
+	$primary->safe_psql('postgres', qq{SELECT pk_compact('$tbl', true)});
+	$primary->safe_psql('postgres', qq{VACUUM $tbl});
+	# C: a small run, in the first gap
+	$primary->safe_psql('postgres', qq{
+INSERT INTO $tbl SELECT g, md5(g::text) || md5((g + 1)::text) FROM generate_series(12001, 12500) g;});
+	my $read = $primary->safe_psql('postgres', qq{
+SELECT string_agg(run_id || ':' || start_block || ':' || nblocks, ',' ORDER BY run_id)
+FROM pkchangelog.runs WHERE relid = '$tbl'::regclass AND kind = 'data'});
+	my @read = map { [ split /:/ ] } split /,/, $read;
+	is(scalar(@read), 2, "$tbl: the standby will read two data runs");
+	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+
+	my ($cursor, @first) = standby_cursor($tbl, $tbl);
+
+	# B and C compacted away; an index scan of the primary kills their entries
+	$primary->safe_psql('postgres', qq{SELECT pk_compact('$tbl', true)});
+	# (in run_id order: runs_kind, whose entries cat_used_extents does not
+	# read, would need a sort)
+	my $kill = qq{SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off;
+SELECT nblocks FROM pkchangelog.runs WHERE relid = '$tbl'::regclass ORDER BY run_id};
+	like($primary->safe_psql('postgres', $kill =~ s/SELECT/EXPLAIN (COSTS OFF) SELECT/r),
+		qr/Index Scan using runs_pkey/, "$tbl: the primary reads the runs through runs_pkey");
+	$primary->safe_psql('postgres', $kill);
+	my $relid = $primary->safe_psql('postgres', qq{SELECT '$tbl'::regclass::oid});
+	my $keys = join ',', map { "'" . le_hex($relid, 4) . ' 00 00 00 00 ' . le_hex($_->[0], 8) . "'" } @read;
+	is($primary->safe_psql('postgres', qq{
+SELECT count(*) FROM generate_series(1, pg_relation_size('pkchangelog.runs_pkey') / 8192 - 1) b,
+	bt_page_items('pkchangelog.runs_pkey', b::int) i
+WHERE i.dead AND i.data IN ($keys)}), 2,
+		"$tbl: the primary marked the index entries of the compacted runs killed")
+	  or diag("xmins " . $primary->safe_psql('postgres', q{SELECT string_agg(backend_type || ':' || backend_xmin, ',') FROM pg_stat_activity WHERE backend_xmin IS NOT NULL}) . " keys $keys\n" . $primary->safe_psql('postgres', qq{
+SELECT b, i.itemoffset, i.htid, i.dead, i.data FROM generate_series(1, pg_relation_size('pkchangelog.runs_pkey') / 8192 - 1) b,
+	bt_page_items('pkchangelog.runs_pkey', b::int) i WHERE i.data LIKE '} . le_hex($relid, 4) . qq{%'}));
+
+	# E: too large for the gaps VACUUM left, small enough for B's blocks
+	$primary->safe_psql('postgres', qq{
+INSERT INTO $tbl SELECT g, md5(g::text) || md5((g + 1)::text) FROM generate_series(20001, 28000) g;});
+	my $overlaps = join ' OR ', map {
+		"(r.start_block < $_->[1] + $_->[2] AND $_->[1] < r.start_block + r.nblocks)"
+	} @read;
+	is($primary->safe_psql('postgres', qq{
+SELECT count(*) FROM pkchangelog.runs r
+WHERE r.relid = '$tbl'::regclass AND r.run_id > $read[-1][0] AND ($overlaps)}), 0,
+		"$tbl: no new run is placed over runs whose rows are not vacuumed")
+	  or diag("read $read\n" . $primary->safe_psql('postgres', qq{
+SELECT run_id, kind, start_block, nblocks FROM pkchangelog.runs WHERE relid = '$tbl'::regclass ORDER BY start_block}));
+	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+
+	my @all = (@first, standby_cursor_rest($cursor));
+	my $err = $cursor->{err};
+	my @wrong = grep {
+		my ($id, $v) = split /\|/, $_, 2;
+		!($id >= 1 && $id <= 12500 && $v eq $val->($id))
+	} @all;
+	my %seen;
+	$seen{ (split /\|/)[0] }++ for @all;
+	ok(scalar(@wrong) == 0
+		  && (($err =~ /conflict with recovery/) || (scalar(keys %seen) == 12500 && scalar(@all) == 12500)),
+		"$tbl: the standby cursor returned exactly its snapshot or was cancelled by a recovery conflict")
+	  or diag("rows " . scalar(@all) . ", wrong " . scalar(@wrong) . ", stderr: $err");
+	note("$tbl: standby cursor outcome: "
+		  . ($err =~ /conflict with recovery/ ? "cancelled ($err)" : scalar(@all) . " rows $err"));
+
+	$primary->safe_psql('postgres', q{
+DROP EXTENSION pageinspect;
+ALTER SYSTEM RESET autovacuum;
+SELECT pg_reload_conf();});
+	same_after_reuse($tbl, 20500, $tbl);
+}
+
 
 # several commits: inserts, upserts, updates, deletes
 $primary->safe_psql('postgres', q{
@@ -167,22 +325,7 @@ SELECT string_agg(start_block || '+' || nblocks, ',') FROM pkchangelog.runs WHER
 	my $old_ids = $primary->safe_psql('postgres', qq{
 SELECT string_agg(run_id::text, ',') FROM pkchangelog.runs WHERE relid = '$tbl'::regclass});
 
-	my ($in, $out, $err) = ('', '', '');
-	my $h = IPC::Run::start(
-		[ 'psql', '-XAtq', '-d', $standby->connstr('postgres') ],
-		'<', \$in, '>', \$out, '2>', \$err,
-		IPC::Run::timeout(120));
-	my $session_do = sub {
-		my ($sql, $marker) = @_;
-		$in .= "$sql\n\\echo $marker\n";
-		$h->pump while $h->pumpable && $out !~ /^$marker$/m;
-	};
-	$session_do->(qq{BEGIN ISOLATION LEVEL REPEATABLE READ;
-DECLARE c CURSOR FOR SELECT id, v FROM $tbl;
-FETCH 10 FROM c;}, 'FETCHED_FIRST');
-	my @first = grep { /\|/ } split /\n/, $out;
-	is(scalar(@first), 10, "$label: standby cursor read its first rows");
-	$out = '';
+	my ($cursor, @first) = standby_cursor($tbl, $label);
 
 	if ($feedback)
 	{
@@ -221,10 +364,9 @@ WHERE r.relid = '$tbl'::regclass AND r.run_id NOT IN ($old_ids)
 	}
 	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 
-	$session_do->(q{FETCH ALL FROM c;
-COMMIT;}, 'FETCHED_ALL');
-	my @rest = grep { /\|/ } split /\n/, $out;
+	my @rest = standby_cursor_rest($cursor);
 	my @all = (@first, @rest);
+	my $err = $cursor->{err};
 	# every row the cursor returned is a row of its snapshot (old payload)
 	my @wrong = grep {
 		my ($id, $v) = split /\|/, $_, 2;
@@ -249,9 +391,6 @@ COMMIT;}, 'FETCHED_ALL');
 	}
 	note("$label: standby cursor outcome: "
 		  . ($err =~ /conflict with recovery/ ? "cancelled ($err)" : scalar(@all) . ' rows'));
-	$in .= "\\q\n";
-	eval { $h->finish; };
-	$h->kill_kill if $@;
 
 	if ($feedback)
 	{
@@ -261,15 +400,7 @@ ALTER SYSTEM RESET wal_receiver_status_interval;
 SELECT pg_reload_conf();});
 	}
 
-	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
-	my $rsql = qq{SELECT count(*), md5(string_agg(id || ':' || v, ',' ORDER BY id)) FROM $tbl};
-	my $rp = $primary->safe_psql('postgres', $rsql);
-	like($rp, qr/^24000\|/, "$label: primary holds the compacted rows and the new ones");
-	is($standby->safe_psql('postgres', $rsql), $rp,
-		"$label: standby identical after compaction, VACUUM and new runs");
-	my $rruns = qq{SELECT string_agg(format('%s|%s|%s|%s|%s', run_id, level, record_count, size_bytes, created_snapshot), ',' ORDER BY run_id) FROM pk_runs('$tbl')};
-	is($standby->safe_psql('postgres', $rruns), $primary->safe_psql('postgres', $rruns),
-		"$label: same runs");
+	same_after_reuse($tbl, 24000, $label);
 }
 
 cursor_case('r1', 0);

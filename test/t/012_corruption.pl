@@ -8,6 +8,16 @@
 # row for every other key; range scans that avoid the damaged block still
 # work.  Damage in a run's bloom filter / block index (its last pages) is
 # reported the same way.
+#
+# Then one field at a time in runs of other tables: the block index's
+# entry count (smaller and larger) and length, a data block header's
+# raw_len, method and nrows.  Each must fail with XX001 naming the table,
+# never return fewer rows, never crash, and never allocate gigabytes (the
+# server runs with a 1 GB address-space limit, so an allocation by a
+# damaged length would fail as "out of memory" instead).  The same with
+# the CRCs recomputed (a consistent lie: the cross-checks between the
+# parts must still see it), and a run in the earlier run format gets an
+# error that says so.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -32,8 +42,27 @@ CREATE TABLE u (id int PRIMARY KEY, v text) USING pkmerge;
 INSERT INTO u SELECT id, $val FROM generate_series(1, $nrows) id;
 CREATE TABLE z (id int PRIMARY KEY, v text) USING pkmerge;
 INSERT INTO z SELECT id, $val FROM generate_series(1, $nrows) id;
-CHECKPOINT;
 });
+
+# one table per damaged field (see the end of the file)
+my @fields = qw(nent_small nent_large index_len raw_len method nrows
+  nent_crc raw_len_crc v1_crc);
+for my $f (@fields)
+{
+	$node->safe_psql('postgres', qq{
+CREATE TABLE f_$f (id int PRIMARY KEY, v text) USING pkmerge;
+INSERT INTO f_$f SELECT id, $val FROM generate_series(1, 5000) id;});
+}
+$node->safe_psql('postgres', 'CHECKPOINT');
+my %frun;
+for my $f (@fields)
+{
+	my ($path, $start, $index_offset, $nblocks) = split /\|/, $node->safe_psql('postgres', qq{
+SELECT pg_relation_filepath('f_$f'), start_block, index_offset, nblocks
+FROM pkchangelog.runs WHERE relid = 'f_$f'::regclass});
+	$frun{$f} = { path => $node->data_dir . "/$path", start => $start,
+		index_offset => $index_offset, nblocks => $nblocks };
+}
 
 my ($run_id) = $node->safe_psql('postgres', q{SELECT run_id FROM pk_runs('t')});
 is($node->safe_psql('postgres', q{SELECT count(*) FROM pk_runs('t')}), '1',
@@ -83,8 +112,131 @@ flip_bytes($upath, ($upages - 1) * 8192 + 100, 16);
 	close $fh;
 }
 
+# --- single fields of the run format (run_format.h), little-endian
+# A run's stream lies over its pages after each 24-byte page header.
+use constant PAYLOAD => 8192 - 24;
+
+sub stream_io
+{
+	my ($run, $off, $len, $new) = @_;
+	open(my $fh, '+<', $run->{path}) or die "open $run->{path}: $!";
+	binmode $fh;
+	my $out = '';
+	while ($len > 0)
+	{
+		my $pg = int($off / PAYLOAD);
+		my $in = $off % PAYLOAD;
+		my $n = PAYLOAD - $in < $len ? PAYLOAD - $in : $len;
+		my $pos = ($run->{start} + $pg) * 8192 + 24 + $in;
+		sysseek($fh, $pos, 0) or die "seek: $!";
+		if (defined $new)
+		{
+			syswrite($fh, substr($new, length($out), $n)) == $n or die "write: $!";
+			$out .= substr($new, length($out), $n);
+		}
+		else
+		{
+			my $buf;
+			sysread($fh, $buf, $n) == $n or die "read: $!";
+			$out .= $buf;
+		}
+		$off += $n;
+		$len -= $n;
+	}
+	close $fh;
+	return $out;
+}
+sub stream_read { my ($run, $off, $len) = @_; return stream_io($run, $off, $len, undef); }
+sub stream_write { my ($run, $off, $bytes) = @_; stream_io($run, $off, length($bytes), $bytes); }
+
+# CRC32C (Castagnoli), as PostgreSQL's INIT/COMP/FIN_CRC32C
+my @crc_table = map {
+	my $c = $_;
+	$c = ($c & 1) ? (($c >> 1) ^ 0x82F63B78) : ($c >> 1) for 1 .. 8;
+	$c
+} 0 .. 255;
+sub crc32c
+{
+	my $crc = 0xFFFFFFFF;
+	$crc = $crc_table[($crc ^ $_) & 0xFF] ^ ($crc >> 8) for unpack('C*', join('', @_));
+	return $crc ^ 0xFFFFFFFF;
+}
+
+# RunHeader: magic, run_id, nrows, index_offset, bloom_offset, stream_len
+# (uint64 each), nblocks, crc (uint32); 56 bytes, the first data block's
+# RunBlockHeader (crc, stored_len, raw_len, nrows, method: uint32 each)
+# follows it.  RunIndexHeader at index_offset: crc, nentries (uint32), len
+# (uint64), then the entries.
+sub set_u32 { my ($run, $off, $v) = @_; stream_write($run, $off, pack('V', $v)); }
+sub get_u32 { my ($run, $off) = @_; return unpack('V', stream_read($run, $off, 4)); }
+
+my $run0 = $frun{nent_small};
+my $rh = stream_read($run0, 0, 56);
+is(unpack('V', substr($rh, 52, 4)), crc32c(substr($rh, 0, 52)),
+	"the test's CRC32C is the one of the run header");
+is(substr($rh, 0, 8), 'KMRGRUN2', 'runs are written in run format 2');
+my $bh0 = stream_read($run0, 56, 20);
+my ($b_crc, $b_stored, $b_raw, $b_nrows, $b_method) = unpack('V5', $bh0);
+is($b_method, 1, 'the first data block is zstd-compressed');
+is($b_crc, crc32c(substr($bh0, 4), stream_read($run0, 76, $b_stored)),
+	"the block's CRC32C covers its header's fields and its payload");
+my ($i_crc, $i_nentries, $i_len) = unpack('V V Q<', stream_read($run0, $run0->{index_offset}, 16));
+is($i_crc, crc32c(stream_read($run0, $run0->{index_offset} + 16, $i_len),
+		pack('V Q<', $i_nentries, $i_len)),
+	"the index's CRC32C covers its entries and its header's fields");
+cmp_ok($i_nentries, '>=', 10, "the runs have many data blocks ($i_nentries)");
+
+# the fields themselves; CRCs left as they are
+{
+	my $r = $frun{nent_small};
+	set_u32($r, $r->{index_offset} + 4, get_u32($r, $r->{index_offset} + 4) - 1);
+	$r = $frun{nent_large};
+	set_u32($r, $r->{index_offset} + 4, get_u32($r, $r->{index_offset} + 4) + 1000);
+	$r = $frun{index_len};
+	stream_write($r, $r->{index_offset} + 8, pack('Q<', 1 << 40));
+	set_u32($frun{raw_len}, 56 + 8, 0xFFFFFFF0);
+	set_u32($frun{method}, 56 + 16, 0);
+	set_u32($frun{nrows}, 56 + 12, get_u32($frun{nrows}, 56 + 12) + 1);
+}
+# a consistent lie: the last block dropped from the index and the header,
+# both CRCs recomputed
+{
+	my $r = $frun{nent_crc};
+	my $h = stream_read($r, 0, 56);
+	my $nblocks = unpack('V', substr($h, 48, 4));
+	substr($h, 48, 4) = pack('V', $nblocks - 1);
+	substr($h, 52, 4) = pack('V', crc32c(substr($h, 0, 52)));
+	stream_write($r, 0, $h);
+	my ($crc, $n, $len) = unpack('V V Q<', stream_read($r, $r->{index_offset}, 16));
+	my $entries = stream_read($r, $r->{index_offset} + 16, $len);
+	stream_write($r, $r->{index_offset},
+		pack('V V Q<', crc32c($entries, pack('V Q<', $n - 1, $len)), $n - 1, $len));
+}
+# raw_len of a zstd block with the block's CRC recomputed
+{
+	my $r = $frun{raw_len_crc};
+	my $bh = stream_read($r, 56, 20);
+	my ($crc, $stored, $raw, $nrows, $method) = unpack('V5', $bh);
+	my $fields = pack('V4', $stored, 0xFFFFFFF0, $nrows, $method);
+	stream_write($r, 56, pack('V', crc32c($fields, stream_read($r, 76, $stored))) . $fields);
+}
+# a run of the earlier format: its magic, the header's CRC recomputed
+{
+	my $r = $frun{v1_crc};
+	my $h = stream_read($r, 0, 56);
+	substr($h, 0, 8) = 'KMRGRUN1';
+	substr($h, 52, 4) = pack('V', crc32c(substr($h, 0, 52)));
+	stream_write($r, 0, $h);
+}
+
 $node->start;
 my $start_time = $node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()');
+# new backends may not map more than 1 GB: an allocation by a damaged
+# length fails as out of memory rather than passing unseen
+{
+	my $pm = (split /\n/, slurp_file($node->data_dir . '/postmaster.pid'))[0];
+	system('prlimit', '--pid', $pm, '--as=1073741824') == 0 or die "prlimit failed";
+}
 
 my $corrupt_re = qr/ERROR:  XX001: corrupt .* of run (\d+) in pkmerge table "t"/;
 
@@ -248,6 +400,32 @@ is($out, '', 'scan with a zeroed page returns no result');
 like($err, qr/ERROR:  XX001: corrupt .* of run \d+ in pkmerge table "z"/,
 	'zeroed page: SQLSTATE XX001, names the run and the table');
 
+
+# --- single fields (tables f_*): XX001, no rows, no allocation by them
+for my $f (@fields)
+{
+	my $re = $f eq 'v1_crc'
+	  ? qr/ERROR:  XX001: run \d+ of pkmerge table "f_$f" has an unsupported format/
+	  : qr/ERROR:  XX001: corrupt .* of run \d+ in pkmerge table "f_$f"/;
+	($ret, $out, $err) = $node->psql('postgres',
+		"\\set VERBOSITY verbose\nSELECT count(*), md5(string_agg(id || ':' || v, ',' ORDER BY id)) FROM f_$f");
+	isnt($ret, 0, "$f: full scan fails");
+	is($out, '', "$f: full scan returns no result");
+	like($err, $re, "$f: full scan error is XX001 naming the run and the table") or diag($err);
+	note("$f: " . join(' ', $err =~ /(?:ERROR|DETAIL):  (.*)/g));
+	# a key of the damaged part: the first data block, or (index damage) the last
+	my $k = $f =~ /^(raw_len|method|nrows|raw_len_crc)$/ ? 1 : 4999;
+	($ret, $out, $err) = $node->psql('postgres',
+		"\\set VERBOSITY verbose\nSET enable_seqscan = off;\nSELECT * FROM f_$f WHERE id = $k");
+	isnt($ret, 0, "$f: point lookup of key $k fails");
+	is($out, '', "$f: point lookup of key $k returns no row");
+	like($err, $re, "$f: point lookup error is XX001 naming the run and the table") or diag($err);
+}
+($ret, $out, $err) = $node->psql('postgres',
+	"\\set VERBOSITY verbose\nSELECT count(*) FROM f_v1_crc");
+like($err, qr/DETAIL:  The run was written by an earlier build of pkchangelog 0\.1 \(run format 1\); this build reads run format 2\./,
+	'a run of format 1 is said to be one');
+
 # --- no crash: same postmaster, no crash-restart, nothing fatal in the log
 is($node->safe_psql('postgres', 'SELECT 1'), '1', 'server still answers');
 is($node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()'), $start_time,
@@ -255,6 +433,8 @@ is($node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()'), $start_tim
 my $log = slurp_file($node->logfile);
 unlike($log, qr/PANIC|TRAP:|terminated by signal|server process .* was terminated/,
 	'no PANIC, assertion failure or crashed backend in the log');
+unlike($log, qr/out of memory|invalid memory alloc request size/,
+	'no allocation by a damaged length');
 
 # other tables are unaffected
 $node->safe_psql('postgres', q{

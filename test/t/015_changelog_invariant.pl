@@ -19,7 +19,7 @@
 # DO UPDATE, for which Postgres hands the old row over.
 #
 # At the end (after one pk_compact(full) so the full-compaction stream is
-# complete) for every table: check_changelog (sql/changelog_checker.sql)
+# complete) for every table: check_changelog (test/setup/changelog_checker.sql)
 # finds the stream a valid retract stream that replays to the table; a naive
 # downstream SUM(amount)/count GROUP BY grp computed from the stream (+I/+U
 # add, -U/-D subtract) equals the table's; snapshot ids are dense 1..n; the
@@ -47,7 +47,7 @@ my %producer = (
 	t_full   => 'full-compaction');
 my @tables = sort keys %producer;
 
-my $node = PostgreSQL::Test::Cluster->new('inv015');
+my $node = PostgreSQL::Test::Cluster->new("inv015_$$");
 $node->init;
 $node->append_conf('postgresql.conf', q{
 pkchangelog.worker_enabled = on
@@ -58,16 +58,11 @@ log_min_messages = warning
 });
 $node->start;
 
-# The checker's two functions: sql/changelog_checker.sql up to the
-# self-test that follows them.  The harness runs this file from a copy
-# where test/ and sql/ are siblings.
-my $checker_file = "$FindBin::Bin/../../sql/changelog_checker.sql";
+# The checker's functions, as the regression suites load them.
+my $checker_file = "$FindBin::Bin/../setup/changelog_checker.sql";
 my $checker = slurp_file($checker_file);
-my $cut = index($checker, '-- the checker itself');
-BAIL_OUT("no '-- the checker itself' in $checker_file") if $cut < 0;
-$checker = substr($checker, 0, $cut);
-like($checker, qr/CREATE FUNCTION check_stream.*CREATE FUNCTION check_changelog/s,
-	'the checker functions were read from sql/changelog_checker.sql');
+like($checker, qr/CREATE OR REPLACE FUNCTION check_stream.*CREATE OR REPLACE FUNCTION check_changelog/s,
+	'the checker functions were read from test/setup/changelog_checker.sql');
 
 $node->safe_psql('postgres', 'CREATE EXTENSION pkchangelog');
 $node->safe_psql('postgres', $checker);
@@ -279,13 +274,13 @@ sub no_crash_in_log
 	# a new postmaster refuses to start while they hold shared memory
 	my $deadline = time() + 60;
 	while (time() < $deadline
-		&& (kill(0, $pm) || system('pgrep -f "^postgres: inv015: " >/dev/null') == 0))
+		&& (kill(0, $pm) || system("pgrep -f '^postgres: inv015_$$: ' >/dev/null") == 0))
 	{
 		usleep(100_000);
 	}
-	ok(!kill(0, $pm) && system('pgrep -f "^postgres: inv015: " >/dev/null') != 0,
+	ok(!kill(0, $pm) && system("pgrep -f '^postgres: inv015_$$: ' >/dev/null") != 0,
 		'the killed postmaster and its orphaned processes are gone')
-	  or diag(`pgrep -af "^postgres: inv015: "`);
+	  or diag(`pgrep -af '^postgres: inv015_$$: '`);
 	$node->start;
 	check_table('after postmaster kill -9', $_) for ('t_lookup', 't_input');
 }

@@ -1,0 +1,435 @@
+/*-------------------------------------------------------------------------
+ *
+ * am_handler.c
+ *	  The pkmerge table access method: the TableAmRoutine, translating
+ *	  PostgreSQL's calls into calls on the parts (am_scan.c, am_dml.c, run_space.c,
+ *	  catalog.c).  Storage-level callbacks that need no part of their own
+ *	  (creating storage, size, VACUUM) are here too.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/multixact.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "catalog/storage.h"
+#include "catalog/storage_xlog.h"
+#include "commands/vacuum.h"
+#include "executor/tuptable.h"
+#include "pgstat.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "storage/smgr.h"
+#include "utils/backend_status.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "am_dml.h"
+#include "am_scan.h"
+#include "catalog.h"
+#include "maint_compaction.h"
+#include "read_point.h"
+#include "run.h"
+#include "sql_ddl.h"
+#include "tid.h"
+
+PG_FUNCTION_INFO_V1(pkmerge_tableam_handler);
+
+static void
+not_supported(Relation rel, const char *what, const char *hint)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("%s is not supported on pkmerge table \"%s\"", what,
+					RelationGetRelationName(rel)),
+			 hint ? errhint("%s", hint) : 0));
+}
+
+/*
+ * Rows are minimal tuples, read in place from decompressed blocks.  ANALYZE
+ * is the exception: it copies each sampled row out of the slot as a heap
+ * tuple and sorts the sample by those tuples' t_self, which a minimal
+ * tuple slot does not carry (invalid TIDs fail an assertion there).  Its
+ * slot, made while its progress names the table, keeps heap tuples, and
+ * scan_analyze_next_tuple stores them with their TID.
+ */
+static const TupleTableSlotOps *
+pk_slot_callbacks(Relation rel)
+{
+	if (MyBEEntry != NULL &&
+		MyBEEntry->st_progress_command == PROGRESS_COMMAND_ANALYZE &&
+		MyBEEntry->st_progress_command_target == RelationGetRelid(rel))
+		return &TTSOpsHeapTuple;
+	return &TTSOpsMinimalTuple;
+}
+
+static bool
+pk_tuple_tid_valid(TableScanDesc scan, ItemPointer tid)
+{
+	return pk_tid_valid(tid);
+}
+
+static void
+pk_tuple_get_latest_tid(TableScanDesc scan, ItemPointer tid)
+{
+	Relation	rel = scan->rs_rd;
+	PkTable    *t = pk_table(rel);
+	List	   *runs = lookup_visible_runs(rel, scan->rs_snapshot);
+	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), false);
+	PkVersion	v;
+	Datum		key[INDEX_MAX_KEYS];
+	uint32		hash;
+
+	if (!lookup_tid(rel, t, runs, wb, tid, &v))
+		return;
+	pk_row_key(t, v.tup, key);
+	hash = pk_key_hash(t, key);
+	if ((lookup_buffered(wb, t, key, hash, InvalidCommandId, &v) ||
+		 lookup_committed(rel, t, lookup_visible_runs(rel, GetLatestSnapshot()),
+						  key, hash, &v)) && PK_KIND_IS_ADD(v.kind))
+		*tid = v.tid;
+}
+
+static TransactionId
+pk_index_delete_tuples(Relation rel, TM_IndexDeleteOp *delstate)
+{
+	/* only index AMs that delete entries call this; pkmerge_key has none */
+	elog(ERROR, "index tuple deletion is not used by pkmerge tables");
+	return InvalidTransactionId;
+}
+
+static void
+pk_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid, int options,
+				struct BulkInsertStateData *bistate)
+{
+	dml_insert(rel, slot, cid, false);
+}
+
+static void
+pk_tuple_insert_speculative(Relation rel, TupleTableSlot *slot, CommandId cid,
+							int options, struct BulkInsertStateData *bistate,
+							uint32 specToken)
+{
+	/* the arbiter check ran against committed and own versions: insert */
+	dml_insert(rel, slot, cid, true);
+}
+
+static void
+pk_tuple_complete_speculative(Relation rel, TupleTableSlot *slot,
+							  uint32 specToken, bool succeeded)
+{
+}
+
+static void
+pk_multi_insert(Relation rel, TupleTableSlot **slots, int nslots, CommandId cid,
+				int options, struct BulkInsertStateData *bistate)
+{
+	for (int i = 0; i < nslots; i++)
+		dml_insert(rel, slots[i], cid, false);
+}
+
+static TM_Result
+pk_tuple_delete(Relation rel, ItemPointer tid, CommandId cid, Snapshot snapshot,
+				Snapshot crosscheck, bool wait, TM_FailureData *tmfd,
+				bool changingPart)
+{
+	return dml_delete(rel, tid, cid, snapshot, tmfd);
+}
+
+static TM_Result
+pk_tuple_update(Relation rel, ItemPointer otid, TupleTableSlot *slot,
+				CommandId cid, Snapshot snapshot, Snapshot crosscheck,
+				bool wait, TM_FailureData *tmfd, LockTupleMode *lockmode,
+				bool *update_indexes)
+{
+	*lockmode = LockTupleExclusive;
+	/* pkmerge_key has no entries to maintain */
+	*update_indexes = false;
+	return dml_update(rel, otid, slot, cid, snapshot, tmfd);
+}
+
+static TM_Result
+pk_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
+			  TupleTableSlot *slot, CommandId cid, LockTupleMode mode,
+			  LockWaitPolicy wait_policy, uint8 flags, TM_FailureData *tmfd)
+{
+	return dml_lock(rel, tid, snapshot, slot, cid, flags, tmfd);
+}
+
+/*
+ * New storage: CREATE TABLE (newrnode is the relation's own) or TRUNCATE
+ * of an existing table (a new one), whose runs then go with the old one.
+ */
+static void
+pk_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
+							 char persistence, TransactionId *freezeXid,
+							 MultiXactId *minmulti)
+{
+	SMgrRelation srel;
+
+	/* no xids are stored in the relation's pages: nothing to freeze */
+	*freezeXid = InvalidTransactionId;
+	*minmulti = InvalidMultiXactId;
+
+	srel = RelationCreateStorage(*newrnode, persistence, true);
+	if (persistence == RELPERSISTENCE_UNLOGGED)
+	{
+		/* as heap: the init fork must survive a checkpoint moving redo past it */
+		smgrcreate(srel, INIT_FORKNUM, false);
+		log_smgrcreate(newrnode, INIT_FORKNUM);
+		smgrimmedsync(srel, INIT_FORKNUM);
+	}
+	smgrclose(srel);
+
+	if (newrnode->relNode != rel->rd_node.relNode)
+		dml_truncate(rel);
+}
+
+static void
+pk_relation_nontransactional_truncate(Relation rel)
+{
+	/* TRUNCATE of a table created in this transaction: same effect */
+	RelationTruncate(rel, 0);
+	dml_truncate(rel);
+}
+
+static void
+pk_relation_copy_data(Relation rel, const RelFileNode *newrnode)
+{
+	not_supported(rel, "ALTER TABLE ... SET TABLESPACE", NULL);
+}
+
+/*
+ * The records and pages of the table's data runs, for VACUUM's statistics.
+ * Not through the active snapshot, which vacuum_rel took before the
+ * catalog was vacuumed: a lazy VACUUM runs with PROC_IN_VACUUM, so its
+ * xmin holds back nobody's pruning, its own included, and the runs a
+ * compaction replaced since that snapshot may have lost their rows.  A
+ * snapshot taken now, reading the data runs' rows directly, misses at most
+ * a run retired meanwhile: the figures are an estimate anyway.  VACUUM
+ * FULL counts with it too (its own compaction included).
+ */
+static double
+vacuum_count_rows(Relation rel, BlockNumber *pages)
+{
+	double		n = 0;
+	ListCell   *lc;
+
+	*pages = 0;
+	foreach(lc, cat_runs_visible(RelationGetRelid(rel), GetLatestSnapshot(), true))
+	{
+		RunInfo    *r = lfirst(lc);
+
+		if (r->relfilenode != rel->rd_node.relNode)
+			continue;
+		n += r->record_count;
+		*pages += r->nblocks;
+	}
+	return n;
+}
+
+/*
+ * VACUUM FULL (CLUSTER is refused in sql_ddl.c, which lets only VACUUM FULL's
+ * new storage be created): a full compaction, as pk_compact(rel, true)
+ * does (its COMPACT snapshot, and the full-compaction producer's
+ * changelog), then every run the table still has (the compaction's
+ * output, the changelog and delta runs of retained snapshots) is copied
+ * into NewTable's file from its first block on.  PostgreSQL swaps that
+ * file in when the command commits and removes the old one; an abort or
+ * a crash leaves the table as it was.
+ */
+static void
+pk_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
+							 Relation OldIndex, bool use_sort,
+							 TransactionId OldestXmin,
+							 TransactionId *xid_cutoff,
+							 MultiXactId *multi_cutoff,
+							 double *num_tuples, double *tups_vacuumed,
+							 double *tups_recently_dead)
+{
+	BlockNumber before = RelationGetNumberOfBlocks(OldTable);
+	BlockNumber data_pages;
+	BlockNumber pages;
+	double		records_before;
+	int			nruns;
+
+	if (OldIndex != NULL)
+		not_supported(OldTable, "CLUSTER", NULL);
+	records_before = vacuum_count_rows(OldTable, &data_pages);
+	(void) compact_table(OldTable, true);
+	CommandCounterIncrement();
+	*num_tuples = vacuum_count_rows(OldTable, &data_pages);
+	*tups_vacuumed = Max(records_before - *num_tuples, 0);
+	*tups_recently_dead = 0;
+	space_rewrite(OldTable, NewTable, &nruns, &pages);
+
+	/* no xids are stored in the relation's pages: nothing to freeze */
+	*xid_cutoff = InvalidTransactionId;
+	*multi_cutoff = InvalidMultiXactId;
+
+	ereport(ddl_vacuum_full_elevel(),
+			(errmsg("pkmerge table \"%s\": rewritten from %u to %u pages",
+					RelationGetRelationName(OldTable), before, pages),
+			 errdetail("%d runs hold %u pages, %u of them data runs with %.0f records.",
+					   nruns, pages, data_pages, *num_tuples)));
+}
+
+/*
+ * VACUUM: remove the catalog rows of runs no snapshot can see any more
+ * (which frees their blocks for new runs), then give the unused blocks at
+ * the end of the file back to the operating system.
+ */
+static void
+pk_relation_vacuum(Relation rel, struct VacuumParams *params,
+				   BufferAccessStrategy bstrategy)
+{
+	Relation	runs = table_open(cat_runs_relid(), ShareUpdateExclusiveLock);
+	VacuumParams catparams = *params;
+	BlockNumber before;
+	BlockNumber after;
+	BlockNumber used;
+	BlockNumber data_pages;
+	double		records;
+
+	/* VERBOSE reports on the table, not on the catalog's pages */
+	catparams.options &= ~VACOPT_VERBOSE;
+	heap_vacuum_rel(runs, &catparams, bstrategy);
+	table_close(runs, ShareUpdateExclusiveLock);
+	space_truncate(rel, &before, &after, &used);
+	records = vacuum_count_rows(rel, &data_pages);
+
+	/*
+	 * The cumulative statistics: last_vacuum and vacuum_count, and the
+	 * records of the data runs as live tuples (an upper bound: a key
+	 * written again before compaction counts again).
+	 */
+	pgstat_report_vacuum(RelationGetRelid(rel), rel->rd_rel->relisshared,
+						 (PgStat_Counter) records, 0);
+	ereport((params->options & VACOPT_VERBOSE) ? INFO : DEBUG2,
+			(errmsg("pkmerge table \"%s\": file truncated from %u to %u pages",
+					RelationGetRelationName(rel), before, after),
+			 errdetail("Runs hold %u pages, %u of them data runs with %.0f records; %u pages are free in the file.",
+					   used, data_pages, records, after - Min(used, after))));
+}
+
+static double
+pk_index_build_range_scan(Relation table_rel, Relation index_rel,
+						  struct IndexInfo *index_info, bool allow_sync,
+						  bool anyvisible, bool progress,
+						  BlockNumber start_blockno, BlockNumber numblocks,
+						  IndexBuildCallback callback, void *callback_state,
+						  TableScanDesc scan)
+{
+	not_supported(table_rel, "building this kind of index",
+				  "A pkmerge table has only its primary key index.");
+	return 0;
+}
+
+static void
+pk_index_validate_scan(Relation table_rel, Relation index_rel,
+					   struct IndexInfo *index_info, Snapshot snapshot,
+					   struct ValidateIndexState *state)
+{
+	not_supported(table_rel, "CREATE INDEX CONCURRENTLY", NULL);
+}
+
+static bool
+pk_relation_needs_toast_table(Relation rel)
+{
+	/* rows are stored whole in compressed blocks */
+	return false;
+}
+
+/*
+ * The planner's size of the table: the records and pages of its data runs,
+ * from the catalog as the run list cache has it (no I/O).  Heap scales
+ * ANALYZE's density by the file's growth; a pkmerge file also holds the
+ * changelog and delta runs of retained snapshots and free space, so its
+ * size says little about the rows.
+ */
+static void
+pk_relation_estimate_size(Relation rel, int32 *attr_widths, BlockNumber *pages,
+						  double *tuples, double *allvisfrac)
+{
+	*allvisfrac = 0;
+	*tuples = scan_count_rows(rel, pages);
+}
+
+static bool
+pk_scan_sample_next_block(TableScanDesc scan, struct SampleScanState *scanstate)
+{
+	not_supported(scan->rs_rd, "TABLESAMPLE", NULL);
+	return false;
+}
+
+static bool
+pk_scan_sample_next_tuple(TableScanDesc scan, struct SampleScanState *scanstate,
+						  TupleTableSlot *slot)
+{
+	not_supported(scan->rs_rd, "TABLESAMPLE", NULL);
+	return false;
+}
+
+static const TableAmRoutine pkmerge_methods = {
+	.type = T_TableAmRoutine,
+
+	.slot_callbacks = pk_slot_callbacks,
+
+	.scan_begin = scan_begin,
+	.scan_end = scan_end,
+	.scan_rescan = scan_rescan,
+	.scan_getnextslot = scan_getnextslot,
+
+	.parallelscan_estimate = scan_parallel_estimate,
+	.parallelscan_initialize = scan_parallel_initialize,
+	.parallelscan_reinitialize = scan_parallel_reinitialize,
+
+	.index_fetch_begin = fetch_begin,
+	.index_fetch_reset = fetch_reset,
+	.index_fetch_end = fetch_end,
+	.index_fetch_tuple = fetch_tuple,
+
+	.tuple_fetch_row_version = fetch_row_version,
+	.tuple_tid_valid = pk_tuple_tid_valid,
+	.tuple_get_latest_tid = pk_tuple_get_latest_tid,
+	.tuple_satisfies_snapshot = fetch_satisfies_snapshot,
+	.index_delete_tuples = pk_index_delete_tuples,
+
+	.tuple_insert = pk_tuple_insert,
+	.tuple_insert_speculative = pk_tuple_insert_speculative,
+	.tuple_complete_speculative = pk_tuple_complete_speculative,
+	.multi_insert = pk_multi_insert,
+	.tuple_delete = pk_tuple_delete,
+	.tuple_update = pk_tuple_update,
+	.tuple_lock = pk_tuple_lock,
+
+	.relation_set_new_filenode = pk_relation_set_new_filenode,
+	.relation_nontransactional_truncate = pk_relation_nontransactional_truncate,
+	.relation_copy_data = pk_relation_copy_data,
+	.relation_copy_for_cluster = pk_relation_copy_for_cluster,
+	.relation_vacuum = pk_relation_vacuum,
+	.scan_analyze_next_block = scan_analyze_next_block,
+	.scan_analyze_next_tuple = scan_analyze_next_tuple,
+	.index_build_range_scan = pk_index_build_range_scan,
+	.index_validate_scan = pk_index_validate_scan,
+
+	.relation_size = table_block_relation_size,
+	.relation_needs_toast_table = pk_relation_needs_toast_table,
+
+	.relation_estimate_size = pk_relation_estimate_size,
+
+	/* no bitmap scans: pkmerge_key has no amgetbitmap */
+	.scan_bitmap_next_block = NULL,
+	.scan_bitmap_next_tuple = NULL,
+	.scan_sample_next_block = pk_scan_sample_next_block,
+	.scan_sample_next_tuple = pk_scan_sample_next_tuple,
+};
+
+Datum
+pkmerge_tableam_handler(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_POINTER(&pkmerge_methods);
+}

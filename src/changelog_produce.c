@@ -1,0 +1,180 @@
+/*-------------------------------------------------------------------------
+ *
+ * changelog_produce.c
+ *	  Changelog producers (DESIGN §2), writing a changelog run of RowKind
+ *	  records in production order:
+ *
+ *	  input            at commit: the transaction's records as written
+ *	  lookup           at commit: each written key's value before the commit
+ *	                   (looked up in the runs committed before) against
+ *	                   its value after
+ *	  full-compaction  at a compaction into the bottom level: each key written
+ *	                   since the previous one, its value then against now
+ *
+ *	  none writes nothing: its stream is the commits' own data runs.
+ *
+ * lookup and full-compaction share Paimon's rules (emit_net): absent ->
+ * present is +I, present -> absent is -D, present -> present is -U +U
+ * (skipped when changelog_row_deduplicate and the rows are equal), absent
+ * -> absent is nothing.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+
+#include "changelog_produce.h"
+#include "read_point.h"
+#include "run_merge.h"
+
+const char *
+prod_name(PkProducer p)
+{
+	switch (p)
+	{
+		case PK_PRODUCER_INPUT:
+			return "input";
+		case PK_PRODUCER_LOOKUP:
+			return "lookup";
+		case PK_PRODUCER_FULL_COMPACTION:
+			return "full-compaction";
+		default:
+			return "none";
+	}
+}
+
+static bool
+rows_equal(MinimalTuple a, MinimalTuple b)
+{
+	return a->t_len == b->t_len && memcmp(a, b, a->t_len) == 0;
+}
+
+static void
+emit(RunWriter **w, Relation rel, PkTable *t, uint64 seq, PkRowKind kind,
+	 MinimalTuple tup, const Datum *keys)
+{
+	if (*w == NULL)
+		*w = run_writer_begin(rel, t, 0, RUN_CHANGELOG, false);
+	run_writer_add(*w, seq, kind, tup, keys, 0);
+}
+
+/* one key's net change, before -> after (NULL: absent) */
+static void
+emit_net(RunWriter **w, Relation rel, PkTable *t, uint64 seq,
+		 MinimalTuple before, MinimalTuple after, const Datum *keys)
+{
+	if (before == NULL && after != NULL)
+		emit(w, rel, t, seq, PK_INSERT, after, keys);
+	else if (before != NULL && after == NULL)
+		emit(w, rel, t, seq, PK_DELETE, before, keys);
+	else if (before != NULL && after != NULL &&
+			 !(t->opts.changelog_row_deduplicate && rows_equal(before, after)))
+	{
+		emit(w, rel, t, seq, PK_UPDATE_BEFORE, before, keys);
+		emit(w, rel, t, seq, PK_UPDATE_AFTER, after, keys);
+	}
+}
+
+static RunInfo *
+finish(RunWriter *w, int64 snapshot_id)
+{
+	if (w == NULL || run_writer_nrows(w) == 0)
+		return NULL;
+	return run_writer_finish(w, snapshot_id);
+}
+
+/*
+ * The changelog run of a commit (input and lookup), or NULL when the
+ * producer writes none at commit or there is nothing to say.  prev_runs:
+ * the data runs committed before this commit; pending: the data runs the
+ * transaction spilled (whose input records are in their own changelog
+ * runs already).
+ */
+RunInfo *
+prod_commit(Relation rel, PkTable *t, WriteBuffer *wb, List *prev_runs,
+			List *pending, int64 snapshot_id, uint64 seq)
+{
+	RunWriter  *w = NULL;
+	bool		truncated = wb->truncate_pos >= 0;
+
+	if (t->opts.changelog_producer == PK_PRODUCER_INPUT)
+	{
+		/* as written (wbuf_input_order); writes a TRUNCATE cancelled are not */
+		WbSorted   *s = wbuf_sorted_pin(wb, t);
+		uint32		n;
+		uint32	   *order = wbuf_input_order(wb, t, s->pos, s->npos,
+											 truncated ? wb->truncate_pos + 1 : 0,
+											 wb->n, NULL, &n);
+
+		for (uint32 i = 0; i < n; i++)
+		{
+			WbEntry    *e = wbuf_entry(wb, order[i]);
+
+			emit(&w, rel, t, seq, e->kind, e->tup, e->keys);
+		}
+		pfree(order);
+		wbuf_sorted_unpin(wb, s);
+	}
+	else if (t->opts.changelog_producer == PK_PRODUCER_LOOKUP)
+	{
+		/* every key written: its newest version, spilled or buffered */
+		MergeIter  *m = merge_begin(rel, t, pending, wb, InvalidCommandId,
+									NULL, true, true);
+		MergeRow	row;
+
+		while (merge_next(m, &row))
+		{
+			PkVersion	before;
+			bool		had;
+
+			CHECK_FOR_INTERRUPTS();
+			/* after a TRUNCATE every key was absent before */
+			had = !truncated &&
+				lookup_committed(rel, t, prev_runs, row.keys,
+								 pk_key_hash(t, row.keys), &before) &&
+				PK_KIND_IS_ADD(before.kind);
+			emit_net(&w, rel, t, seq, had ? before.tup : NULL,
+					 PK_KIND_IS_ADD(row.kind) ? row.tup : NULL, row.keys);
+			if (had)
+				pfree(before.tup);
+		}
+		merge_end(m);
+	}
+	return finish(w, snapshot_id);
+}
+
+/*
+ * The changelog of a compaction into the bottom level of a full-compaction
+ * table: for every key in the runs above the bottom (written since the
+ * previous full compaction), its value in the bottom runs against its
+ * newest value.  Keys not written since say nothing.  The run's snapshot id
+ * is set when the compaction commits.
+ */
+RunInfo *
+prod_full_compaction(Relation rel, PkTable *t, List *upper, List *bottom,
+					 uint64 seq)
+{
+	RunWriter  *w = NULL;
+	MergeIter  *m;
+	MergeRow	row;
+
+	if (upper == NIL)
+		return NULL;
+	m = merge_begin(rel, t, upper, NULL, InvalidCommandId, NULL, true, true);
+	while (merge_next(m, &row))
+	{
+		PkVersion	before;
+		bool		had;
+
+		CHECK_FOR_INTERRUPTS();
+		had = lookup_committed(rel, t, bottom, row.keys, pk_key_hash(t, row.keys), &before) &&
+			PK_KIND_IS_ADD(before.kind);
+		emit_net(&w, rel, t, seq, had ? before.tup : NULL,
+				 PK_KIND_IS_ADD(row.kind) ? row.tup : NULL, row.keys);
+		if (had)
+			pfree(before.tup);
+	}
+	merge_end(m);
+	return finish(w, 0);
+}

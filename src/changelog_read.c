@@ -1,0 +1,287 @@
+/*-------------------------------------------------------------------------
+ *
+ * changelog_read.c
+ *	  pk_changes(rel, from_snapshot, to_snapshot): a table's change stream,
+ *	  the RowKind records of the snapshots in (from, to], in commit then
+ *	  production order, each row as jsonb.
+ *
+ * Which records a snapshot has depends on the producer in force when it
+ * was committed (recorded with the snapshot): its changelog runs, or for
+ * producer none the data run its commit wrote (kept as a delta run when
+ * compaction replaced it), i.e. the committed delta as written.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/snapmgr.h"
+
+#include "catalog.h"
+#include "changelog_produce.h"
+#include "run.h"
+
+static const char *const rowkind_names[] = {"+I", "-U", "+U", "-D"};
+
+/*
+ * to_jsonb for rows of the table's type: the function reads its argument's
+ * type from the call expression, so it gets one.
+ */
+static void
+init_to_jsonb(FmgrInfo *flinfo, Relation rel)
+{
+	FuncExpr   *call;
+
+	fmgr_info(F_TO_JSONB, flinfo);
+	call = makeFuncExpr(F_TO_JSONB, JSONBOID,
+						list_make1(makeNullConst(rel->rd_rel->reltype, -1, InvalidOid)),
+						InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+	fmgr_info_set_expr((Node *) call, flinfo);
+}
+
+/*
+ * Does the snapshot's change stream consist of run r?  For producer none,
+ * the data runs a commit wrote (once compaction replaced them, delta
+ * runs); for the others, its changelog runs.
+ */
+static bool
+snapshot_uses(const SnapshotInfo *si, const RunInfo *r)
+{
+	if (strcmp(si->producer, prod_name(PK_PRODUCER_NONE)) == 0)
+		return si->kind != COMMIT_COMPACT && r->from_commit && r->kind != RUN_CHANGELOG;
+	return r->kind == RUN_CHANGELOG;
+}
+
+/*
+ * Does a TRUNCATE (an OVERWRITE snapshot) appear in the stream as one
+ * record of RowKind "TRUNCATE" (row NULL) rather than as the -D of every
+ * row it removed?  For none (the stream is what was written) and input
+ * (what the writers supplied): the TRUNCATE itself, at no cost.  lookup
+ * and full-compaction promise a complete stream of row changes, so they
+ * write the -D records (am_dml.c, collect_removed).
+ */
+static bool
+truncate_record(const SnapshotInfo *si)
+{
+	return strcmp(si->producer, prod_name(PK_PRODUCER_NONE)) == 0 ||
+		strcmp(si->producer, prod_name(PK_PRODUCER_INPUT)) == 0;
+}
+
+/* the newest snapshot id snapshot sees of relid, 0 if none */
+static int64
+latest_snapshot(Oid relid, Snapshot snapshot)
+{
+	TransactionId xmin;
+	TableState	st;
+
+	return cat_table_version(relid, snapshot, &xmin, &st) ? st.last_snapshot_id : 0;
+}
+
+/*
+ * pk_current_snapshot(rel) -> bigint: the newest snapshot the caller's MVCC
+ * snapshot sees, 0 when the table has none yet: where a poller of
+ * pk_changes reads up to.  Table-level metadata, like pk_snapshots.
+ */
+PG_FUNCTION_INFO_V1(pk_current_snapshot);
+Datum
+pk_current_snapshot(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+
+	pk_check_table(relid);
+	PG_RETURN_INT64(latest_snapshot(relid, GetActiveSnapshot()));
+}
+
+/*
+ * The range (from, to] of a pk_changes call, checked against the snapshots
+ * the caller sees: it must start at or after the oldest retained snapshot's
+ * predecessor (else changes in it have expired: never a partial range) and
+ * at or before the newest one (else the numbering the caller knows is not
+ * this table's: it was created anew, by a restore say).  NULL from: the
+ * oldest retained on; NULL to: the newest.
+ */
+static void
+changes_range(Relation rel, bool from_null, int64 *from, bool to_null, int64 *to)
+{
+	Oid			relid = RelationGetRelid(rel);
+	int64		latest = latest_snapshot(relid, GetActiveSnapshot());
+	List	   *first = cat_snapshots_oldest(relid, 0, PG_INT64_MAX, 1, GetActiveSnapshot());
+	int64		oldest = first ? ((SnapshotInfo *) linitial(first))->snapshot_id : latest + 1;
+
+	if (from_null)
+		*from = oldest - 1;
+	if (to_null)
+		*to = PG_INT64_MAX;
+	if (*from < 0 || *to < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("snapshot ids are not negative"),
+				 errhint("Snapshot ids start at 1; from_snapshot 0 reads from the first one.")));
+	if (*to < *from)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("to_snapshot %lld is before from_snapshot %lld",
+						(long long) *to, (long long) *from),
+				 errhint("pk_changes returns the changes of the snapshots after from_snapshot, up to to_snapshot.")));
+	if (*from > latest)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("from_snapshot %lld is beyond the newest snapshot %lld of table \"%s\"",
+						(long long) *from, (long long) latest, RelationGetRelationName(rel)),
+				 errdetail("Snapshot ids are numbered from 1 for each table as created: a table created anew, for example by a restore from a dump, starts again at 1."),
+				 errhint("Read the newest snapshot id with pk_current_snapshot(); a consumer whose position is beyond it must read the table again from its oldest snapshot.")));
+	if (*from < oldest - 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_SNAPSHOT_TOO_OLD),
+				 errmsg("the changes after snapshot %lld of table \"%s\" are no longer retained",
+						(long long) *from, RelationGetRelationName(rel)),
+				 *from + 1 == oldest - 1 ?
+				 errdetail("The oldest snapshot retained is %lld: snapshot %lld has expired, or went with a TRUNCATE.",
+						   (long long) oldest, (long long) oldest - 1) :
+				 errdetail("The oldest snapshot retained is %lld: snapshots %lld to %lld have expired, or went with a TRUNCATE.",
+						   (long long) oldest, (long long) *from + 1, (long long) oldest - 1),
+				 errhint("Read the stream more often than the table's retention options (snapshot_time_retained, changelog_time_retained and the *_num_retained_* ones) keep it, or read it again from snapshot %lld after taking the table's rows afresh.",
+						 (long long) oldest - 1)));
+}
+
+/*
+ * Runs in stream order: by snapshot, then by the sequence numbers their
+ * commit gave them (a TRUNCATE's removals first, then the runs spilled
+ * after it, then the commit's own), then as written.
+ */
+static int
+run_order_cmp(const ListCell *a, const ListCell *b)
+{
+	const RunInfo *ra = lfirst(a);
+	const RunInfo *rb = lfirst(b);
+
+	if (ra->created_snapshot != rb->created_snapshot)
+		return ra->created_snapshot < rb->created_snapshot ? -1 : 1;
+	if (ra->min_seq != rb->min_seq)
+		return ra->min_seq < rb->min_seq ? -1 : 1;
+	return (ra->run_id > rb->run_id) - (ra->run_id < rb->run_id);
+}
+
+PG_FUNCTION_INFO_V1(pk_changes);
+Datum
+pk_changes(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
+	int64		from = PG_ARGISNULL(1) ? 0 : PG_GETARG_INT64(1);
+	int64		to = PG_ARGISNULL(2) ? 0 : PG_GETARG_INT64(2);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	rel;
+	PkTable    *t;
+	List	   *snaps;
+	List	   *runs;
+	ListCell   *rc;
+	ListCell   *sc;
+	FmgrInfo	to_jsonb;
+	TupleDesc	desc;
+	MemoryContext rowcxt;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (!OidIsValid(relid))
+		PG_RETURN_VOID();
+	/* rows of the table: SELECT on it, checked before its lock is requested */
+	rel = pk_open_table(relid, AccessShareLock, ACL_SELECT);
+
+	/*
+	 * The stream holds every row ever written: where row-level security
+	 * hides some rows from the caller, it cannot be filtered by policies
+	 * written for the rows' current state.
+	 */
+	if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("pk_changes cannot apply the row-level security policies of table \"%s\"",
+						RelationGetRelationName(rel)),
+				 errhint("Read the change stream as the table's owner or as a role with BYPASSRLS.")));
+	changes_range(rel, PG_ARGISNULL(1), &from, PG_ARGISNULL(2), &to);
+	t = pk_table(rel);
+	desc = RelationGetDescr(rel);
+	init_to_jsonb(&to_jsonb, rel);
+	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "pk_changes row",
+								   ALLOCSET_DEFAULT_SIZES);
+
+	/* the caller's MVCC snapshot: a change stream of committed snapshots */
+	snaps = cat_snapshots_range(relid, from, to, GetActiveSnapshot());
+	runs = cat_runs_of_snapshots(relid, from, to, GetActiveSnapshot());
+	list_sort(runs, run_order_cmp);
+	rc = list_head(runs);
+	foreach(sc, snaps)
+	{
+		SnapshotInfo *si = lfirst(sc);
+
+		/* none and input record a TRUNCATE as one; see truncate_record */
+		if (si->kind == COMMIT_OVERWRITE && truncate_record(si))
+		{
+			Datum		values[4];
+			bool		nulls[4] = {false, false, true, false};
+
+			values[0] = Int64GetDatum(si->snapshot_id);
+			values[1] = CStringGetTextDatum("TRUNCATE");
+			values[3] = CStringGetTextDatum(si->producer);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+		for (; rc && ((RunInfo *) lfirst(rc))->created_snapshot <= si->snapshot_id;
+			 rc = lnext(runs, rc))
+		{
+			RunInfo    *r = lfirst(rc);
+			RunCursor	cur;
+
+			if (r->created_snapshot != si->snapshot_id || !snapshot_uses(si, r))
+				continue;
+
+			/*
+			 * A run in a storage that a TRUNCATE or VACUUM FULL committed
+			 * since the caller's snapshot replaced: not in rel's file any
+			 * more (VACUUM FULL moved it, TRUNCATE expired it).  Leaving it
+			 * out would return part of the range.
+			 */
+			if (r->relfilenode != rel->rd_node.relNode)
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not read the changes of pkmerge table \"%s\" as of this transaction's snapshot",
+								RelationGetRelationName(rel)),
+						 errdetail("A TRUNCATE or VACUUM FULL of the table committed after the snapshot was taken."),
+						 errhint("Run pk_changes again in a new transaction.")));
+			run_cursor_open(&cur, rel, t, r, NULL);
+			for (run_cursor_start(&cur); !cur.done; run_cursor_next(&cur))
+			{
+				RunRowHeader *rh = run_cursor_row(&cur);
+				MinimalTuple mt = RUN_ROW_TUPLE(rh);
+				HeapTupleData htup;
+				Datum		values[4];
+				bool		nulls[4] = {false, false, false, false};
+				MemoryContext old;
+
+				CHECK_FOR_INTERRUPTS();
+				old = MemoryContextSwitchTo(rowcxt);
+				htup.t_len = mt->t_len + MINIMAL_TUPLE_OFFSET;
+				htup.t_data = (HeapTupleHeader) ((char *) mt - MINIMAL_TUPLE_OFFSET);
+				ItemPointerSetInvalid(&htup.t_self);
+				htup.t_tableOid = relid;
+				values[0] = Int64GetDatum(r->created_snapshot);
+				values[1] = CStringGetTextDatum(rowkind_names[RUN_ROW_KIND(rh)]);
+				values[2] = FunctionCall1(&to_jsonb, heap_copy_tuple_as_datum(&htup, desc));
+				values[3] = CStringGetTextDatum(si->producer);
+				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+				MemoryContextSwitchTo(old);
+				MemoryContextReset(rowcxt);
+			}
+			run_cursor_close(&cur);
+		}
+	}
+	table_close(rel, AccessShareLock);
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,445 @@
+/*-------------------------------------------------------------------------
+ *
+ * maint_compaction.c
+ *	  Universal compaction, as Paimon's UniversalCompaction: pick the sorted
+ *	  runs to merge (size amplification, then size ratio, then run count),
+ *	  merge them into an output level, splitting output runs at
+ *	  target_run_size, dropping tombstones when the output is the bottom
+ *	  level, and commit the result as a COMPACT snapshot (with the changelog
+ *	  of the full-compaction producer when the output is the bottom level).
+ *
+ * Sorted runs: every L0 run is one; every level above holds one sorted run
+ * made of one or more runs with disjoint key ranges.  Compaction keeps
+ * each row's sequence number, so the newest version of a key wins exactly
+ * as before, and readers whose MVCC snapshot predates the compaction keep
+ * reading the input runs.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "portability/instr_time.h"
+#include "storage/bufmgr.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "catalog.h"
+#include "changelog_produce.h"
+#include "maint_compaction.h"
+#include "read_point.h"
+#include "run_merge.h"
+
+typedef struct SortedRun
+{
+	int			level;
+	int64		size;
+	int64		records;
+	List	   *runs;			/* RunInfo */
+} SortedRun;
+
+/* sorted runs, youngest first: L0 newest to oldest, then levels 1.. */
+static List *
+sorted_runs(List *runs)
+{
+	List	   *l0 = NIL;
+	List	   *result = NIL;
+	int			maxlevel = 0;
+	ListCell   *lc;
+
+	foreach(lc, runs)
+		maxlevel = Max(maxlevel, ((RunInfo *) lfirst(lc))->level);
+	foreach(lc, runs)
+	{
+		RunInfo    *r = lfirst(lc);
+
+		if (r->level == 0)
+		{
+			SortedRun  *sr = palloc0(sizeof(SortedRun));
+
+			sr->level = 0;
+			sr->size = r->size_bytes;
+			sr->records = r->record_count;
+			sr->runs = list_make1(r);
+			l0 = lappend(l0, sr);
+		}
+	}
+	/* newest first */
+	{
+		int			n = list_length(l0);
+
+		for (int i = n - 1; i >= 0; i--)
+			result = lappend(result, list_nth(l0, i));
+	}
+	for (int level = 1; level <= maxlevel; level++)
+	{
+		SortedRun  *sr = NULL;
+
+		foreach(lc, runs)
+		{
+			RunInfo    *r = lfirst(lc);
+
+			if (r->level != level)
+				continue;
+			if (sr == NULL)
+			{
+				sr = palloc0(sizeof(SortedRun));
+				sr->level = level;
+			}
+			sr->size += r->size_bytes;
+			sr->records += r->record_count;
+			sr->runs = lappend(sr->runs, r);
+		}
+		if (sr)
+			result = lappend(result, sr);
+	}
+	return result;
+}
+
+/*
+ * Starting from the youngest `start` sorted runs, take in the next while
+ * the candidates together are not much smaller than it (size ratio).
+ */
+static int
+ratio_count(const PkOptions *o, List *srs, int start)
+{
+	int64		size = 0;
+	int			c = start;
+
+	for (int i = 0; i < start; i++)
+		size += ((SortedRun *) list_nth(srs, i))->size;
+	while (c < list_length(srs))
+	{
+		SortedRun  *next = list_nth(srs, c);
+
+		if ((double) size * (100.0 + o->compaction_size_ratio) / 100.0 < next->size)
+			break;
+		size += next->size;
+		c++;
+	}
+	return c;
+}
+
+/*
+ * How many of the youngest sorted runs to merge, and into which level;
+ * 0 when nothing is due.  Paimon's UniversalCompaction.pick: size
+ * amplification first, then size ratio, then the run count.
+ */
+static int
+pick(const PkOptions *o, List *srs, bool force, int *outlevel)
+{
+	int			n = list_length(srs);
+	int			maxlevel = o->num_levels - 1;
+	int			count = 0;
+
+	if (n == 0)
+		return 0;
+	if (force)
+		count = n;
+	else if (n >= o->num_sorted_run_compaction_trigger)
+	{
+		int64		young = 0;
+		int64		oldest = ((SortedRun *) llast(srs))->size;
+
+		for (int i = 0; i < n - 1; i++)
+			young += ((SortedRun *) list_nth(srs, i))->size;
+		if (young * 100 > (int64) o->compaction_max_size_amplification_percent * oldest)
+			count = n;
+		else if ((count = ratio_count(o, srs, 1)) < 2 &&
+				 n > o->num_sorted_run_compaction_trigger)
+			count = ratio_count(o, srs, n - o->num_sorted_run_compaction_trigger + 1);
+	}
+	if (count < 2 && !(force && count == 1 && n == 1))
+		return 0;
+
+	/*
+	 * Output level: just above the first sorted run left out.  Never level
+	 * 0, as in Paimon: a pick that would output there takes in the level-0
+	 * runs after it up to the first run of a higher level, and outputs to
+	 * that level (to the bottom if none is left).  doc/DECISIONS.md has
+	 * what keeping outputs at level 0 cost.
+	 */
+	if (count == n)
+		*outlevel = maxlevel;
+	else
+		*outlevel = Max(0, ((SortedRun *) list_nth(srs, count))->level - 1);
+	if (*outlevel == 0)
+	{
+		while (count < n)
+		{
+			int			level = ((SortedRun *) list_nth(srs, count++))->level;
+
+			if (level > 0)
+			{
+				*outlevel = level;
+				break;
+			}
+		}
+		if (count == n)
+			*outlevel = maxlevel;
+	}
+	/* the bottom is as far as levels go */
+	*outlevel = Min(*outlevel, maxlevel);
+	return count;
+}
+
+/*
+ * Is a compaction due: enough sorted runs for one (the compaction trigger),
+ * or so many that writers compact first (the stop trigger)?  runs: the
+ * table's data runs; extra: level-0 runs about to be added.
+ */
+CompactDue
+compact_due(Relation rel, List *runs, int extra)
+{
+	PkTable    *t = pk_table(rel);
+	int			n = list_length(sorted_runs(runs)) + extra;
+
+	if (n >= t->opts.num_sorted_run_stop_trigger)
+		return COMPACT_STOP;
+	if (n >= t->opts.num_sorted_run_compaction_trigger)
+		return COMPACT_DUE;
+	return COMPACT_NOT_DUE;
+}
+
+static void
+finish_output(Relation rel, RunWriter *w, List **outputs)
+{
+	if (w && run_writer_nrows(w) > 0)
+		*outputs = lappend(*outputs, run_writer_finish(w, 0));
+}
+
+/*
+ * The table's data runs after the switch: those of the row as the commit
+ * lock leaves it (commits since the pick added theirs), less the inputs,
+ * plus the outputs.
+ */
+static void
+switch_runs(TableState *st, List *inputs, List *outputs)
+{
+	int			n = 0;
+	ListCell   *lc;
+	int64	   *ids = palloc(sizeof(int64) * (st->ndata_runs + list_length(outputs) + 1));
+
+	for (int i = 0; i < st->ndata_runs; i++)
+	{
+		bool		input = false;
+
+		foreach(lc, inputs)
+			input |= ((RunInfo *) lfirst(lc))->run_id == st->data_runs[i];
+		if (!input)
+			ids[n++] = st->data_runs[i];
+	}
+	foreach(lc, outputs)
+		ids[n++] = ((RunInfo *) lfirst(lc))->run_id;
+	st->data_runs = ids;
+	st->ndata_runs = n;
+}
+
+/*
+ * The oldest retained snapshot of relid (PG_INT64_MAX if none).  Under the
+ * compaction lock: no expiration runs meanwhile.
+ */
+static int64
+oldest_snapshot(Oid relid)
+{
+	List	   *first = cat_snapshots_oldest(relid, 0, PG_INT64_MAX, 1, GetLatestSnapshot());
+
+	return first ? ((SnapshotInfo *) linitial(first))->snapshot_id : PG_INT64_MAX;
+}
+
+/* was snapshot_id of relid committed under producer none? */
+static bool
+made_under_none(Oid relid, int64 snapshot_id)
+{
+	List	   *si = cat_snapshots_oldest(relid, snapshot_id - 1, snapshot_id, 1,
+										  GetLatestSnapshot());
+
+	return si != NIL && strcmp(((SnapshotInfo *) linitial(si))->producer,
+							   prod_name(PK_PRODUCER_NONE)) == 0;
+}
+
+/*
+ * Compact rel once: full merges every run into the bottom level, otherwise
+ * the universal pick decides.  Returns the COMPACT snapshot id, or 0 when
+ * there was nothing to do.  The caller's transaction commits the result.
+ * The merge runs beside commits; the commit lock is taken for the switch.
+ */
+int64
+compact_table(Relation rel, bool full)
+{
+	Oid			relid = RelationGetRelid(rel);
+	PkTable    *t = pk_table(rel);
+	List	   *srs;
+	List	   *inputs = NIL;
+	List	   *outputs = NIL;
+	int			count;
+	int			outlevel = 0;
+	MergeIter  *m;
+	MergeRow	row;
+	RunWriter  *w = NULL;
+	TableState	st;
+	int64		in_records = 0;
+	int64		out_records = 0;
+	int64		snapshot_id = 0;
+	ListCell   *lc;
+	bool		bottom;
+	RunInfo    *changelog = NULL;
+	int64		oldest;
+	MemoryContext itemcxt;
+	MemoryContext old;
+	instr_time	start;
+	instr_time	duration;
+
+	cat_compaction_lock(relid);
+	INSTR_TIME_SET_CURRENT(start);
+	/*
+	 * After the lock: runs committed before now, none being compacted.  Runs
+	 * this transaction spilled are not committed yet: they are not touched.
+	 */
+	srs = sorted_runs(lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot())));
+	count = pick(&t->opts, srs, full, &outlevel);
+	if (count == 0)
+		return 0;
+	for (int i = 0; i < count; i++)
+		inputs = list_concat(inputs, ((SortedRun *) list_nth(srs, i))->runs);
+	/* a full compaction of what is already one bottom run has nothing to do */
+	if (full && list_length(srs) == 1 && ((SortedRun *) linitial(srs))->level == outlevel &&
+		list_length(inputs) == 1)
+		return 0;
+	bottom = (count == list_length(srs));
+
+	/*
+	 * The merge: newest version per key; tombstones survive unless nothing
+	 * older than the output exists below it.
+	 */
+	m = merge_begin(rel, t, inputs, NULL, InvalidCommandId,
+					GetAccessStrategy(BAS_BULKREAD), !bottom, true);
+	while (merge_next(m, &row))
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (w == NULL)
+			w = run_writer_begin(rel, t, outlevel, RUN_DATA, false);
+		run_writer_add(w, row.seq, row.kind, row.tup, row.keys,
+					   pk_key_hash(t, row.keys));
+		out_records++;
+		if (run_writer_stream_size(w) >= t->opts.target_run_size)
+		{
+			finish_output(rel, w, &outputs);
+			w = NULL;
+		}
+	}
+	merge_end(m);
+	finish_output(rel, w, &outputs);
+
+	/* full-compaction: the changelog of every compaction into the bottom */
+	if (t->opts.changelog_producer == PK_PRODUCER_FULL_COMPACTION &&
+		outlevel == t->opts.num_levels - 1)
+	{
+		List	   *upper = NIL;
+		List	   *lower = NIL;
+
+		foreach(lc, inputs)
+		{
+			RunInfo    *r = lfirst(lc);
+
+			if (r->level == outlevel)
+				lower = lappend(lower, r);
+			else
+				upper = lappend(upper, r);
+		}
+		changelog = prod_full_compaction(rel, t, upper, lower, 0);
+	}
+
+	/* commit: inputs out, outputs in, one COMPACT snapshot */
+	cat_commit_lock(relid);
+	st = cat_table_state(relid);
+	snapshot_id = st.last_snapshot_id + 1;
+	oldest = oldest_snapshot(relid);
+	/* catalog updates of thousands of runs: their memory goes run by run */
+	itemcxt = AllocSetContextCreate(CurrentMemoryContext, "pkmerge compaction switch",
+									ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(itemcxt);
+	foreach(lc, outputs)
+	{
+		cat_run_set_snapshot(relid, ((RunInfo *) lfirst(lc))->run_id, snapshot_id);
+		MemoryContextReset(itemcxt);
+	}
+	foreach(lc, inputs)
+	{
+		RunInfo    *r = lfirst(lc);
+
+		in_records += r->record_count;
+
+		/*
+		 * Producer none reads a commit's data run as its change stream:
+		 * kept as a delta while its snapshot is retained, if that snapshot
+		 * was made under none (the producer may have changed since).  A
+		 * delta of an expired snapshot would never be expired (expiration
+		 * removes a snapshot's runs with its row).
+		 */
+		if (r->from_commit && r->created_snapshot >= oldest &&
+			made_under_none(relid, r->created_snapshot))
+			cat_run_retire(relid, r->run_id);
+		else
+			cat_run_delete(relid, r->run_id);
+		MemoryContextReset(itemcxt);
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(itemcxt);
+	if (changelog)
+		cat_run_set_snapshot(relid, changelog->run_id, snapshot_id);
+	st.last_snapshot_id = snapshot_id;
+	st.total_record_count += out_records - in_records;
+	if (bottom)
+		st.last_full_compaction = snapshot_id;
+	switch_runs(&st, inputs, outputs);
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	cat_snapshot_insert(relid, snapshot_id, COMMIT_COMPACT,
+						st.total_record_count, out_records,
+						changelog ? changelog->record_count : 0,
+						prod_name(t->opts.changelog_producer),
+						INSTR_TIME_GET_MILLISEC(duration));
+	cat_table_state_update(relid, &st);
+	return snapshot_id;
+}
+
+/*
+ * Commits (APPEND and OVERWRITE snapshots) since the last compaction into
+ * the bottom level, counted up to limit: the full-compaction producer's
+ * schedule.  Read without the commit lock (a schedule needs no exact
+ * count), a batch of snapshots at a time in memory of its own: a table
+ * whose full compactions fail keeps piling up commits to count.
+ */
+int64
+compact_commits_since_full(Relation rel, int64 limit)
+{
+	Oid			relid = RelationGetRelid(rel);
+	TableState	st = cat_table_state_peek(relid);
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "pkmerge commit count",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	int64		from = st.last_full_compaction;
+	int64		n = 0;
+	List	   *batch;
+
+	do
+	{
+		ListCell   *lc;
+
+		MemoryContextReset(cxt);
+		batch = cat_snapshots_oldest(relid, from, PG_INT64_MAX, 1024, GetLatestSnapshot());
+		foreach(lc, batch)
+		{
+			SnapshotInfo *si = lfirst(lc);
+
+			if (si->kind != COMMIT_COMPACT)
+				n++;
+			from = si->snapshot_id;
+		}
+	} while (list_length(batch) == 1024 && n < limit);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+	return n;
+}

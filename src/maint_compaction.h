@@ -1,0 +1,25 @@
+/*-------------------------------------------------------------------------
+ *
+ * maint_compaction.h
+ *	  Universal compaction of a table's sorted runs (DESIGN §7).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PK_COMPACTION_H
+#define PK_COMPACTION_H
+
+#include "utils/rel.h"
+
+/* maint_compaction.c */
+extern int64 compact_table(Relation rel, bool full);
+typedef enum CompactDue
+{
+	COMPACT_NOT_DUE,
+	COMPACT_DUE,				/* num_sorted_run_compaction_trigger reached */
+	COMPACT_STOP				/* num_sorted_run_stop_trigger reached */
+} CompactDue;
+
+extern CompactDue compact_due(Relation rel, List *runs, int extra);
+extern int64 compact_commits_since_full(Relation rel, int64 limit);
+
+#endif							/* PK_COMPACTION_H */

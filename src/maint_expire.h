@@ -1,0 +1,16 @@
+/*-------------------------------------------------------------------------
+ *
+ * maint_expire.h
+ *	  Snapshot expiration.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PK_EXPIRE_H
+#define PK_EXPIRE_H
+
+#include "utils/rel.h"
+
+/* maint_expire.c */
+extern int64 expire_snapshots(Relation rel, int64 max_snapshots);
+
+#endif							/* PK_EXPIRE_H */

@@ -1,0 +1,755 @@
+/*-------------------------------------------------------------------------
+ *
+ * maint_worker.c
+ *	  Background workers: a launcher, registered at server start, keeps one
+ *	  worker per database running; each worker, where the extension is
+ *	  installed, goes over the pkmerge tables every
+ *	  pkchangelog.worker_naptime and, for each, compacts when it has
+ *	  num_sorted_run_compaction_trigger sorted runs, runs the full
+ *	  compaction of the full-compaction producer every
+ *	  full_compaction_delta_commits commits, and expires snapshots.
+ *
+ * Each table's compaction is a transaction of its own, and its expiration
+ * a series of them, a batch of snapshots each, so that memory and lost
+ * work stay bounded whatever the backlog; a table some other session holds
+ * a conflicting lock on is skipped until the next round, and an error on
+ * one table is logged and does not stop the others.  The worker connects
+ * as the bootstrap superuser but works on a table as its owner, inside a
+ * security-restricted operation (as autovacuum's ANALYZE does), since key
+ * comparisons may run the owner's code.  Other sessions' temporary tables
+ * are out of its reach and left to their sessions.
+ *
+ * Writers need not wait for the naptime: a commit that leaves a table at
+ * the compaction trigger asks for its compaction (worker_request), which
+ * wakes the database's worker, or the launcher to start one.  A worker
+ * stays for more requests until a naptime (at most a second) passes
+ * without any, then exits.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_database.h"
+#include "commands/extension.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "catalog.h"
+#include "guc.h"
+#include "maint_compaction.h"
+#include "maint_expire.h"
+#include "maint_worker.h"
+#include "pkchangelog.h"
+#include "table_desc.h"
+
+PGDLLEXPORT void pk_launcher_main(Datum arg);
+PGDLLEXPORT void pk_worker_main(Datum arg);
+
+#define MAX_WORKED_DATABASES 256
+/* a database without the extension is looked at again after this many naptimes */
+#define NO_EXTENSION_RECHECK_NAPS 30
+
+/* tables a database's worker is asked to compact, kept at once */
+#define MAX_REQUESTS 16
+/* how long a worker waits for more requests, at most, before it leaves */
+#define WORKER_LINGER_MS 1000
+
+/* snapshots expired per transaction, and time spent expiring a table per round */
+#define WORKER_EXPIRE_BATCH 1000
+#define WORKER_EXPIRE_MS 2000
+
+/* one database's part of WorkerShared */
+typedef struct WorkedDatabase
+{
+	Oid			db;
+	TimestampTz not_before;		/* no worker started before this */
+	Latch	   *worker;			/* its worker's latch, while it takes requests */
+	int			nrequests;
+	bool		overflow;		/* more requests than fit: look at every table */
+	Oid			requests[MAX_REQUESTS];
+} WorkedDatabase;
+
+/*
+ * Shared between the launcher, the workers and the writers.  A worker
+ * leaves when a naptime passes without requests, so that DROP DATABASE
+ * (which waits only a few seconds for other sessions to leave) is not
+ * held up by an idle worker.
+ */
+typedef struct WorkerShared
+{
+	slock_t		mutex;
+	Latch	   *launcher;
+	int			ndbs;
+	WorkedDatabase dbs[MAX_WORKED_DATABASES];
+} WorkerShared;
+
+static WorkerShared *shared = NULL;
+static shmem_request_hook_type prev_shmem_request = NULL;
+static shmem_startup_hook_type prev_shmem_startup = NULL;
+
+static void
+worker_shmem_request(void)
+{
+	if (prev_shmem_request)
+		prev_shmem_request();
+	RequestAddinShmemSpace(MAXALIGN(sizeof(WorkerShared)));
+}
+
+static void
+worker_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup)
+		prev_shmem_startup();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	shared = ShmemInitStruct("pkchangelog workers", sizeof(WorkerShared), &found);
+	if (!found)
+	{
+		memset(shared, 0, sizeof(WorkerShared));
+		SpinLockInit(&shared->mutex);
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* db's part of the shared table, added if new; NULL when full (mutex held) */
+static WorkedDatabase *
+shared_slot(Oid db)
+{
+	WorkedDatabase *d;
+
+	for (int i = 0; i < shared->ndbs; i++)
+		if (shared->dbs[i].db == db)
+			return &shared->dbs[i];
+	if (shared->ndbs == MAX_WORKED_DATABASES)
+		return NULL;
+	d = &shared->dbs[shared->ndbs++];
+	memset(d, 0, sizeof(WorkedDatabase));
+	d->db = db;
+	return d;
+}
+
+static void
+set_not_before(Oid db, TimestampTz t)
+{
+	WorkedDatabase *d;
+
+	SpinLockAcquire(&shared->mutex);
+	if ((d = shared_slot(db)) != NULL)
+		d->not_before = t;
+	SpinLockRelease(&shared->mutex);
+}
+
+/* may db get a worker now?  only_requested: only if it has requests */
+static bool
+may_start(Oid db, bool only_requested)
+{
+	WorkedDatabase *d;
+	bool		result;
+	TimestampTz now = GetCurrentTimestamp();
+
+	SpinLockAcquire(&shared->mutex);
+	d = shared_slot(db);
+	result = d != NULL && now >= d->not_before &&
+		(!only_requested || d->nrequests > 0 || d->overflow);
+	SpinLockRelease(&shared->mutex);
+	return result;
+}
+
+/*
+ * Ask for the compaction of relid, in the current database, now: wake its
+ * worker, or the launcher to start one.  Called after the commit that
+ * made it due, so that the worker sees that commit's runs.
+ */
+void
+worker_request(Oid relid)
+{
+	WorkedDatabase *d;
+	Latch	   *wake = NULL;
+
+	if (!pk_worker_enabled || shared == NULL)
+		return;
+	SpinLockAcquire(&shared->mutex);
+	if ((d = shared_slot(MyDatabaseId)) != NULL)
+	{
+		int			i;
+
+		for (i = 0; i < d->nrequests && d->requests[i] != relid; i++)
+			;
+		if (i == d->nrequests)
+		{
+			if (d->nrequests < MAX_REQUESTS)
+				d->requests[d->nrequests++] = relid;
+			else
+				d->overflow = true;
+		}
+		/* a writer of a pkmerge table: the extension is installed here now */
+		d->not_before = 0;
+		if (d->worker)
+			wake = d->worker;
+		else
+			wake = shared->launcher;
+	}
+	SpinLockRelease(&shared->mutex);
+	if (wake)
+		SetLatch(wake);
+}
+
+void
+worker_init(void)
+{
+	BackgroundWorker bgw;
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = 10;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "pkchangelog");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "pk_launcher_main");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "pkchangelog launcher");
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "pkchangelog launcher");
+	RegisterBackgroundWorker(&bgw);
+
+	prev_shmem_request = shmem_request_hook;
+	shmem_request_hook = worker_shmem_request;
+	prev_shmem_startup = shmem_startup_hook;
+	shmem_startup_hook = worker_shmem_startup;
+}
+
+/* settings changed by a reload (worker_enabled = off stops the work) */
+static void
+reload_config(void)
+{
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+}
+
+/* wait up to timeout ms for the latch; true if it was set */
+static bool
+wait_latch(long timeout)
+{
+	int			rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							   timeout, PG_WAIT_EXTENSION);
+
+	if (rc & WL_LATCH_SET)
+		ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+	reload_config();
+	return (rc & WL_LATCH_SET) != 0;
+}
+
+/* the databases workers may connect to, in the caller's memory context */
+static List *
+databases(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *result = NIL;
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tup;
+
+	StartTransactionCommand();
+	(void) GetTransactionSnapshot();
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(rel, 0, NULL);
+	while (HeapTupleIsValid(tup = heap_getnext(scan, ForwardScanDirection)))
+	{
+		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
+
+		if (db->datallowconn && !db->datistemplate)
+		{
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+
+			result = lappend_oid(result, db->oid);
+			MemoryContextSwitchTo(old);
+		}
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+	return result;
+}
+
+static void
+launcher_shmem_exit(int code, Datum arg)
+{
+	SpinLockAcquire(&shared->mutex);
+	if (shared->launcher == MyLatch)
+		shared->launcher = NULL;
+	SpinLockRelease(&shared->mutex);
+}
+
+/* the launcher's workers, by database: handles live in TopMemoryContext */
+typedef struct Launched
+{
+	Oid			db;
+	BackgroundWorkerHandle *handle;
+} Launched;
+
+static Launched launched[MAX_WORKED_DATABASES];
+static int	nlaunched = 0;
+
+static bool
+running(BackgroundWorkerHandle *handle)
+{
+	pid_t		pid;
+
+	return GetBackgroundWorkerPid(handle, &pid) != BGWH_STOPPED;
+}
+
+static bool
+worker_running(Oid db)
+{
+	for (int i = 0; i < nlaunched; i++)
+		if (launched[i].db == db)
+			return running(launched[i].handle);
+	return false;
+}
+
+static void
+launch(Oid db)
+{
+	BackgroundWorker bgw;
+	BackgroundWorkerHandle *handle;
+	MemoryContext old;
+	int			i;
+
+	for (i = 0; i < nlaunched && launched[i].db != db; i++)
+		;
+	if (i == MAX_WORKED_DATABASES)
+		return;
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "pkchangelog");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "pk_worker_main");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "pkchangelog worker for database %u", db);
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "pkchangelog worker");
+	bgw.bgw_main_arg = ObjectIdGetDatum(db);
+	bgw.bgw_notify_pid = MyProcPid;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	if (!RegisterDynamicBackgroundWorker(&bgw, &handle))
+	{
+		MemoryContextSwitchTo(old);
+		ereport(LOG,
+				(errmsg("pkchangelog could not start a worker for database %u", db),
+				 errhint("Raise max_worker_processes.")));
+		return;
+	}
+	MemoryContextSwitchTo(old);
+	if (i == nlaunched)
+		nlaunched++;
+	else
+		pfree(launched[i].handle);
+	launched[i].db = db;
+	launched[i].handle = handle;
+}
+
+/* is db among the n sorted OIDs of dbs? */
+static bool
+exists(const Oid *dbs, int n, Oid db)
+{
+	return bsearch(&db, dbs, n, sizeof(Oid), oid_cmp) != NULL;
+}
+
+/*
+ * Forget databases that are gone (dbs: those that exist), in the launcher's
+ * table and in the shared one, so that created and dropped databases never
+ * fill them.  A database whose worker still runs is kept.
+ */
+static void
+forget_dropped(List *dbs)
+{
+	int			ndbs = list_length(dbs);
+	Oid		   *sorted = palloc(sizeof(Oid) * Max(ndbs, 1));
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, dbs)
+		sorted[n++] = lfirst_oid(lc);
+	qsort(sorted, ndbs, sizeof(Oid), oid_cmp);
+
+	n = 0;
+	for (int i = 0; i < nlaunched; i++)
+	{
+		if (!exists(sorted, ndbs, launched[i].db) && !running(launched[i].handle))
+			pfree(launched[i].handle);
+		else
+			launched[n++] = launched[i];
+	}
+	nlaunched = n;
+
+	SpinLockAcquire(&shared->mutex);
+	n = 0;
+	for (int i = 0; i < shared->ndbs; i++)
+		if (exists(sorted, ndbs, shared->dbs[i].db) || shared->dbs[i].worker != NULL)
+			shared->dbs[n++] = shared->dbs[i];
+	shared->ndbs = n;
+	SpinLockRelease(&shared->mutex);
+}
+
+/*
+ * The launcher: connected to no database, it starts a worker for each
+ * database that has none running, every naptime, and at once for a
+ * database whose writers asked for a compaction.
+ */
+void
+pk_launcher_main(Datum arg)
+{
+	TimestampTz last_full = 0;
+	MemoryContext round = AllocSetContextCreate(TopMemoryContext, "pkchangelog launcher round",
+												ALLOCSET_DEFAULT_SIZES);
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	before_shmem_exit(launcher_shmem_exit, 0);
+	SpinLockAcquire(&shared->mutex);
+	shared->launcher = MyLatch;
+	SpinLockRelease(&shared->mutex);
+
+	for (;;)
+	{
+		ListCell   *lc;
+		List	   *dbs;
+		TimestampTz now = GetCurrentTimestamp();
+		/* every naptime all databases; when woken between, those that asked */
+		bool		only_requested = !TimestampDifferenceExceeds(last_full, now,
+																 pk_worker_naptime);
+
+		if (!only_requested)
+			last_full = now;
+		MemoryContextReset(round);
+		MemoryContextSwitchTo(round);
+		if (pk_worker_enabled)
+		{
+			dbs = databases();
+			if (!only_requested)
+				forget_dropped(dbs);
+			foreach(lc, dbs)
+			{
+				Oid			db = lfirst_oid(lc);
+
+				if (!worker_running(db) && may_start(db, only_requested))
+					launch(db);
+			}
+		}
+		/* until the next full round, unless a request comes first */
+		(void) wait_latch(Max(1, pk_worker_naptime -
+							  (GetCurrentTimestamp() - last_full) / 1000));
+	}
+}
+
+/*
+ * The pkmerge tables of the worker's database.  Other sessions' temporary
+ * tables are left out: their pages are in those sessions' local buffers,
+ * out of any other backend's reach (their own sessions compact them at the
+ * stop trigger and expire every 64 commits).
+ */
+static List *
+pkmerge_tables(void)
+{
+	List	   *result = NIL;
+	Oid			am = pk_table_am_oid();
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tup;
+
+	if (!OidIsValid(am))
+		return NIL;
+	rel = table_open(RelationRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(rel, 0, NULL);
+	while (HeapTupleIsValid(tup = heap_getnext(scan, ForwardScanDirection)))
+	{
+		Form_pg_class c = (Form_pg_class) GETSTRUCT(tup);
+
+		if (c->relkind == RELKIND_RELATION && c->relam == am &&
+			c->relpersistence != RELPERSISTENCE_TEMP)
+			result = lappend_oid(result, c->oid);
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return result;
+}
+
+/* what one transaction of a table's maintenance does */
+typedef enum MaintainStep
+{
+	STEP_COMPACT,				/* compaction when due, full when scheduled */
+	STEP_EXPIRE					/* a batch of snapshot expiration */
+} MaintainStep;
+
+/*
+ * One step of a table's maintenance, in the current transaction.  Returns
+ * the snapshots expired (STEP_EXPIRE), 0 for a compaction, -1 when the
+ * table was skipped.
+ *
+ * The work runs as the table's owner, in a security-restricted operation
+ * with its GUC changes undone at the end, as autovacuum's ANALYZE does: key
+ * comparisons, hashes and output functions of the key's types may be user
+ * code, which must never run with the worker's rights.  An error unwinds
+ * both with the transaction.
+ */
+static int64
+maintain_step(Oid relid, MaintainStep step)
+{
+	Relation	rel;
+	PkTable    *t;
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+	int64		result = 0;
+
+	/* skip a table being dropped, altered or truncated: next round */
+	if (!ConditionalLockRelationOid(relid, RowExclusiveLock))
+		return -1;
+	/* dropped since the list was made */
+	rel = try_table_open(relid, NoLock);
+	if (rel == NULL)
+		return -1;
+
+	/*
+	 * Not ours (the OID of a dropped table reused), another session's
+	 * temporary table (a writer's request can name one), or a compaction
+	 * running.
+	 */
+	if (!pk_is_pkmerge(rel) || rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP ||
+		!cat_compaction_trylock(relid))
+	{
+		table_close(rel, NoLock);
+		return -1;
+	}
+
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(rel->rd_rel->relowner,
+						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	save_nestlevel = NewGUCNestLevel();
+
+	t = pk_table(rel);
+	if (step == STEP_EXPIRE)
+		result = expire_snapshots(rel, WORKER_EXPIRE_BATCH);
+	else if (t->opts.changelog_producer == PK_PRODUCER_FULL_COMPACTION &&
+			 compact_commits_since_full(rel, t->opts.full_compaction_delta_commits) >=
+			 t->opts.full_compaction_delta_commits)
+		(void) compact_table(rel, true);
+	else
+		(void) compact_table(rel, false);	/* nothing if not due */
+
+	AtEOXact_GUC(false, save_nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	table_close(rel, NoLock);
+	return result;
+}
+
+/*
+ * maintain_step in a transaction of its own.  An error is logged and
+ * counts as a skip (-1): it does not stop the other tables.
+ */
+static int64
+maintain_in_xact(Oid relid, MaintainStep step, MemoryContext round)
+{
+	volatile int64 result = -1;
+
+	MemoryContextSwitchTo(round);
+	PG_TRY();
+	{
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pgstat_report_activity(STATE_RUNNING, step == STEP_EXPIRE ?
+							   "pkchangelog expiration" : "pkchangelog compaction");
+		result = maintain_step(relid, step);
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		/* log it, and go on with the other tables */
+		HOLD_INTERRUPTS();
+		MemoryContextSwitchTo(round);
+		EmitErrorReport();
+		AbortOutOfAnyTransaction();
+		FlushErrorState();
+		RESUME_INTERRUPTS();
+		result = -1;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(round);
+	return result;
+}
+
+/*
+ * Maintain the tables: compaction, then (unless only compaction was asked
+ * for) expiration in batches of WORKER_EXPIRE_BATCH snapshots, each
+ * committed on its own, so that a backlog drains in transactions of
+ * bounded size and an interrupted worker loses one batch at most.  A table
+ * gets at most WORKER_EXPIRE_MS of batches per round; the next round goes
+ * on from its oldest snapshot left.
+ */
+static void
+maintain_tables(List *tables, bool expire, MemoryContext round)
+{
+	ListCell   *lc;
+
+	foreach(lc, tables)
+	{
+		Oid			relid = lfirst_oid(lc);
+		TimestampTz start;
+
+		CHECK_FOR_INTERRUPTS();
+		reload_config();
+		if (!pk_worker_enabled)
+			break;
+		(void) maintain_in_xact(relid, STEP_COMPACT, round);
+		/* expiration even when compaction failed: its backlog must not grow */
+		if (!expire)
+			continue;
+		start = GetCurrentTimestamp();
+		while (maintain_in_xact(relid, STEP_EXPIRE, round) == WORKER_EXPIRE_BATCH &&
+			   !TimestampDifferenceExceeds(start, GetCurrentTimestamp(), WORKER_EXPIRE_MS))
+		{
+			CHECK_FOR_INTERRUPTS();
+			reload_config();
+			if (!pk_worker_enabled)
+				break;
+		}
+	}
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/* the pkmerge tables of the database, if the extension is installed */
+static List *
+tables_to_maintain(bool *installed)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *tables;
+
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	*installed = OidIsValid(get_extension_oid("pkchangelog", true));
+	/* the list must outlive the transaction: made in the caller's context */
+	MemoryContextSwitchTo(cxt);
+	tables = *installed ? pkmerge_tables() : NIL;
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	return tables;
+}
+
+static void
+worker_shmem_exit(int code, Datum arg)
+{
+	WorkedDatabase *d;
+
+	SpinLockAcquire(&shared->mutex);
+	if ((d = shared_slot(DatumGetObjectId(arg))) != NULL && d->worker == MyLatch)
+		d->worker = NULL;
+	SpinLockRelease(&shared->mutex);
+}
+
+/*
+ * Serve the writers' requests until none came for a naptime (at most
+ * WORKER_LINGER_MS: DROP DATABASE waits only a few seconds).  Leaving is
+ * decided under the mutex, so a request either finds this worker's latch
+ * or none (and then wakes the launcher).
+ */
+static void
+serve_requests(Oid db, MemoryContext round)
+{
+	before_shmem_exit(worker_shmem_exit, ObjectIdGetDatum(db));
+	for (bool waited = true; pk_worker_enabled;)
+	{
+		WorkedDatabase *d;
+		Oid			requests[MAX_REQUESTS];
+		int			n = 0;
+		bool		all = false;
+		List	   *tables = NIL;
+
+		SpinLockAcquire(&shared->mutex);
+		if ((d = shared_slot(db)) != NULL)
+		{
+			n = d->nrequests;
+			all = d->overflow;
+			memcpy(requests, d->requests, sizeof(Oid) * n);
+			d->nrequests = 0;
+			d->overflow = false;
+			d->worker = (n == 0 && !all && waited) ? NULL : MyLatch;
+		}
+		SpinLockRelease(&shared->mutex);
+		if (d == NULL || (n == 0 && !all && waited))
+			return;
+		if (n == 0 && !all)
+		{
+			waited = !wait_latch(Min(pk_worker_naptime, WORKER_LINGER_MS));
+			continue;
+		}
+		waited = false;
+		MemoryContextReset(round);
+		MemoryContextSwitchTo(round);
+		if (all)
+		{
+			bool		installed;
+
+			tables = tables_to_maintain(&installed);
+		}
+		else
+			for (int i = 0; i < n; i++)
+				tables = lappend_oid(tables, requests[i]);
+		maintain_tables(tables, false, round);
+	}
+}
+
+/*
+ * A database's worker: one round over its pkmerge tables, then the
+ * writers' requests until they stop (the launcher starts the next worker
+ * after the naptime).  Where the extension is not installed it tells the
+ * launcher to look again only later.
+ */
+void
+pk_worker_main(Datum arg)
+{
+	Oid			db = DatumGetObjectId(arg);
+	MemoryContext round = AllocSetContextCreate(TopMemoryContext, "pkchangelog worker round",
+												ALLOCSET_DEFAULT_SIZES);
+	List	   *tables;
+	bool		installed;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(db, InvalidOid, 0);
+
+	MemoryContextSwitchTo(round);
+	tables = tables_to_maintain(&installed);
+	set_not_before(db, installed ? 0 :
+				   TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												(int64) NO_EXTENSION_RECHECK_NAPS * pk_worker_naptime));
+	maintain_tables(tables, true, round);
+	if (installed)
+		serve_requests(db, round);
+	proc_exit(0);
+}

@@ -1,0 +1,16 @@
+/*-------------------------------------------------------------------------
+ *
+ * maint_worker.h
+ *	  The background workers: registration, and requests for a table's
+ *	  maintenance.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PK_MAINT_WORKER_H
+#define PK_MAINT_WORKER_H
+
+/* maint_worker.c */
+extern void worker_init(void);
+extern void worker_request(Oid relid);
+
+#endif							/* PK_MAINT_WORKER_H */

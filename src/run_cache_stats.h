@@ -1,0 +1,17 @@
+/*-------------------------------------------------------------------------
+ *
+ * run_cache_stats.h
+ *	  Per-table counters of the point-lookup block cache, summed over the
+ *	  server's backends in shared memory (pk_stats' lookup_cache_*).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PK_CACHESTATS_H
+#define PK_CACHESTATS_H
+
+/* run_cache_stats.c */
+extern void cachestats_init(void);
+extern void cachestats_count(Oid relid, bool hit);
+extern void cachestats_get(Oid relid, int64 *hits, int64 *misses);
+
+#endif							/* PK_CACHESTATS_H */

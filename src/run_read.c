@@ -1,0 +1,818 @@
+/*-------------------------------------------------------------------------
+ *
+ * run_read.c
+ *	  Reads sorted runs: a run's block index and bloom filter (cached per
+ *	  backend), its data blocks (CRC-checked, decompressed; cached for point
+ *	  lookups in a bounded LRU block cache, counted per table by
+ *	  run_cache_stats.c), cursors that walk or seek a run in key order, and
+ *	  point lookups by key or by row number.
+ *
+ * Runs are immutable and their blocks are reused only after the catalog
+ * row of the run is gone, so cached copies never go stale while a snapshot
+ * can see the run.  Caches are keyed by the run's relfilenode and run id:
+ * run ids come from the extension's sequence and start again at 1 when
+ * the extension is created again, relfilenodes are not reused while a
+ * file of that name exists.  Both caches are emptied besides when the
+ * catalog itself is another one (pkchangelog.runs has another OID), so
+ * nothing of a dropped extension's tables is ever decoded for a new one.
+ *
+ * Nothing read from a run is trusted before it is checked: every part's
+ * CRC first, and no length is allocated by before its CRC matched and it
+ * fits the run (run_format.h says what must hold).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <zstd.h>
+
+#include "access/xact.h"
+#include "lib/ilist.h"
+#include "miscadmin.h"
+#include "port/pg_crc32c.h"
+#include "storage/bufmgr.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+
+#include "catalog.h"
+#include "pkchangelog.h"
+#include "run.h"
+#include "run_cache_stats.h"
+
+/* block cache capacity, bytes of decompressed blocks */
+#define BLOCK_CACHE_BYTES	(32 * 1024 * 1024)
+/* the index cache is emptied at transaction end when above this */
+#define INDEX_CACHE_BYTES	(64 * 1024 * 1024)
+
+typedef struct BlockKey
+{
+	int64		run_id;
+	Oid			relfilenode;
+	uint32		blockno;
+} BlockKey;
+
+typedef struct BlockCacheEntry
+{
+	BlockKey	key;
+	RunBlock   *block;
+	Size		bytes;
+	dlist_node	lru;
+} BlockCacheEntry;
+
+typedef struct IndexKey
+{
+	int64		run_id;
+	Oid			relfilenode;
+	uint32		unused;			/* zero: the key is hashed as bytes */
+} IndexKey;
+
+typedef struct IndexCacheEntry
+{
+	IndexKey	key;
+	RunIndex   *index;
+} IndexCacheEntry;
+
+static MemoryContext reader_cxt = NULL;
+static MemoryContext index_cxt = NULL;
+static HTAB *block_cache = NULL;
+static HTAB *index_cache = NULL;
+static dlist_head block_lru = DLIST_STATIC_INIT(block_lru);
+static Size block_cache_bytes = 0;
+static int	block_pins = 0;		/* pins held on cached blocks */
+static ZSTD_DCtx *zstd_dctx = NULL;
+
+/* the OID of the pkchangelog.runs the cached runs are of, when checked */
+static Oid	cache_catalog = InvalidOid;
+static bool cache_catalog_checked = false;
+
+static void
+reader_xact_callback(XactEvent event, void *arg)
+{
+	HASH_SEQ_STATUS status;
+	BlockCacheEntry *e;
+
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+		event != XACT_EVENT_PREPARE && event != XACT_EVENT_PARALLEL_COMMIT &&
+		event != XACT_EVENT_PARALLEL_ABORT)
+		return;
+	/* no cursor survives the transaction: drop pins an error left behind */
+	if (block_cache && block_pins > 0)
+	{
+		hash_seq_init(&status, block_cache);
+		while ((e = hash_seq_search(&status)) != NULL)
+			e->block->pins = 0;
+		block_pins = 0;
+	}
+	if (index_cxt && MemoryContextMemAllocated(index_cxt, true) > INDEX_CACHE_BYTES)
+	{
+		/* the hash table's own memory is a child of index_cxt: gone with it */
+		MemoryContextReset(index_cxt);
+		index_cache = NULL;
+	}
+}
+
+/* pkchangelog.runs may have been dropped (or all caches are being reset) */
+static void
+reader_relcache_callback(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == cache_catalog)
+		cache_catalog_checked = false;
+}
+
+static void
+reader_init(void)
+{
+	HASHCTL		ctl;
+
+	if (reader_cxt)
+		return;
+	reader_cxt = AllocSetContextCreate(TopMemoryContext, "pkmerge block cache",
+									   ALLOCSET_DEFAULT_SIZES);
+	index_cxt = AllocSetContextCreate(TopMemoryContext, "pkmerge run index cache",
+									  ALLOCSET_DEFAULT_SIZES);
+	ctl.keysize = sizeof(BlockKey);
+	ctl.entrysize = sizeof(BlockCacheEntry);
+	ctl.hcxt = reader_cxt;
+	block_cache = hash_create("pkmerge block cache", 1024, &ctl,
+							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	RegisterXactCallback(reader_xact_callback, NULL);
+	CacheRegisterRelcacheCallback(reader_relcache_callback, (Datum) 0);
+}
+
+/* an unpinned block leaves the cache */
+static void
+drop_cached_block(BlockCacheEntry *e)
+{
+	dlist_delete(&e->lru);
+	block_cache_bytes -= e->bytes;
+	pfree(e->block->raw);
+	pfree(e->block->offsets);
+	pfree(e->block);
+	hash_search(block_cache, &e->key, HASH_REMOVE, NULL);
+}
+
+/*
+ * Empty both caches when the catalog is not the one their runs are of
+ * (DROP EXTENSION and CREATE EXTENSION: run ids start again).  No cursor
+ * can be open then: dropping the extension dropped every pkmerge table,
+ * which PostgreSQL refuses while a query of this backend uses it.  Pinned
+ * blocks (none expected) are left to their holders.
+ */
+static void
+reader_check_catalog(void)
+{
+	Oid			catalog;
+	dlist_mutable_iter it;
+
+	/* first: an invalidation while looking it up makes the next call look again */
+	cache_catalog_checked = true;
+	catalog = cat_runs_relid();
+	if (catalog == cache_catalog)
+		return;
+	cache_catalog = catalog;
+	dlist_foreach_modify(it, &block_lru)
+	{
+		BlockCacheEntry *e = dlist_container(BlockCacheEntry, lru, it.cur);
+
+		if (e->block->pins == 0)
+			drop_cached_block(e);
+	}
+	MemoryContextReset(index_cxt);
+	index_cache = NULL;
+}
+
+static void
+corrupt(Relation rel, const RunInfo *run, const char *what, int64 where, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("corrupt %s %lld of run %lld in pkmerge table \"%s\"",
+					what, (long long) where, (long long) run->run_id,
+					RelationGetRelationName(rel)),
+			 errdetail("%s", detail),
+			 errhint("Restore the table from a backup or a physical standby.")));
+}
+
+/*
+ * Copy len bytes of the run's stream from offset off into dst.
+ */
+static void
+read_stream(Relation rel, const RunInfo *run, uint64 off, uint64 len, char *dst,
+			BufferAccessStrategy strategy)
+{
+	while (len > 0)
+	{
+		uint64		pg = off / RUN_PAGE_PAYLOAD;
+		uint32		inpg = off % RUN_PAGE_PAYLOAD;
+		uint32		n = Min(len, RUN_PAGE_PAYLOAD - inpg);
+		Buffer		buf;
+		Page		page;
+
+		if (pg >= (uint64) run->nblocks)
+			corrupt(rel, run, "offset", off, "The offset lies beyond the run's blocks.");
+		buf = ReadBufferExtended(rel, MAIN_FORKNUM, run->start_block + pg,
+								 RBM_NORMAL, strategy);
+		/* run pages are immutable while the run is visible: share lock for the copy */
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (((PageHeader) page)->pd_lower < SizeOfPageHeaderData + inpg + n)
+		{
+			UnlockReleaseBuffer(buf);
+			corrupt(rel, run, "page", run->start_block + pg,
+					"The page holds fewer bytes than the run's index says.");
+		}
+		memcpy(dst, (char *) page + SizeOfPageHeaderData + inpg, n);
+		UnlockReleaseBuffer(buf);
+		dst += n;
+		off += n;
+		len -= n;
+	}
+}
+
+static pg_crc32c
+crc_of(const void *data, Size len)
+{
+	pg_crc32c	crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, data, len);
+	FIN_CRC32C(crc);
+	return crc;
+}
+
+/* a run of the format before this one's: said plainly, not as damage */
+static void
+old_format(Relation rel, const RunInfo *run)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("run %lld of pkmerge table \"%s\" has an unsupported format",
+					(long long) run->run_id, RelationGetRelationName(rel)),
+			 errdetail("The run was written by an earlier build of pkchangelog %s (run format 1); this build reads run format 2.",
+					   PKCHANGELOG_VERSION),
+			 errhint("Read the table with the build that wrote it, and load its rows into a table created by this build.")));
+}
+
+/*
+ * Read and check a run's header, block index and bloom filter.  Each
+ * length is checked against the run header (itself checked against the
+ * catalog) before anything is allocated by it.
+ */
+static RunIndex *
+load_index(Relation rel, PkTable *t, const RunInfo *run)
+{
+	RunHeader	hdr;
+	RunIndexHeader ih;
+	RunBloomHeader bh;
+	RunIndex   *idx;
+	char	   *entries;
+	uint64		off = 0;
+	uint64		block_off = sizeof(RunHeader);
+	uint64		first_row = 0;
+	pg_crc32c	crc;
+	MemoryContext old;
+
+	read_stream(rel, run, 0, sizeof(hdr), (char *) &hdr, NULL);
+	if (hdr.crc != crc_of(&hdr, offsetof(RunHeader, crc)))
+		corrupt(rel, run, "header at block", run->start_block, "CRC32C mismatch.");
+	if (hdr.magic == RUN_MAGIC_V1)
+		old_format(rel, run);
+	if (hdr.magic != RUN_MAGIC || hdr.run_id != run->run_id ||
+		hdr.index_offset != (uint64) run->index_offset ||
+		hdr.bloom_offset != (uint64) run->bloom_offset ||
+		hdr.nrows != (uint64) run->record_count)
+		corrupt(rel, run, "header at block", run->start_block,
+				"The run header does not match the catalog.");
+	if (hdr.index_offset < sizeof(RunHeader) ||
+		hdr.bloom_offset < hdr.index_offset + sizeof(RunIndexHeader) ||
+		hdr.stream_len < hdr.bloom_offset + sizeof(RunBloomHeader) ||
+		hdr.stream_len > (uint64) run->nblocks * RUN_PAGE_PAYLOAD)
+		corrupt(rel, run, "header at block", run->start_block,
+				"The run's parts do not fit in its blocks.");
+
+	/* the index: one entry per data block, up to the bloom filter */
+	read_stream(rel, run, hdr.index_offset, sizeof(ih), (char *) &ih, NULL);
+	if (ih.nentries != hdr.nblocks ||
+		ih.len != hdr.bloom_offset - hdr.index_offset - sizeof(ih) ||
+		(uint64) ih.nentries * RUN_INDEX_ENTRY_SIZE(0) > ih.len)
+		corrupt(rel, run, "index at offset", hdr.index_offset,
+				"The index header does not match the run header.");
+	old = MemoryContextSwitchTo(index_cxt);
+	entries = MemoryContextAllocHuge(index_cxt, Max(ih.len, 1));
+	read_stream(rel, run, hdr.index_offset + sizeof(ih), ih.len, entries, NULL);
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, entries, ih.len);
+	COMP_CRC32C(crc, RUN_CRC_FIELDS(&ih), RUN_CRC_FIELDS_LEN(&ih));
+	FIN_CRC32C(crc);
+	if (crc != ih.crc)
+		corrupt(rel, run, "index at offset", hdr.index_offset, "CRC32C mismatch.");
+
+	idx = palloc0(sizeof(RunIndex));
+	idx->run_id = run->run_id;
+	idx->nblocks = ih.nentries;
+	idx->entries = MemoryContextAllocHuge(index_cxt,
+										  sizeof(RunIndexEntry) * Max(ih.nentries, 1));
+	idx->first_keys = MemoryContextAllocHuge(index_cxt,
+											 sizeof(Datum) * t->nkeys * Max(ih.nentries, 1));
+	for (uint32 i = 0; i < ih.nentries; i++)
+	{
+		RunIndexEntry *e = (RunIndexEntry *) (entries + off);
+		MinimalTuple key = (MinimalTuple) ((char *) e + MAXALIGN(sizeof(RunIndexEntry)));
+
+		if (off + MAXALIGN(sizeof(RunIndexEntry)) > ih.len ||
+			off + RUN_INDEX_ENTRY_SIZE(e->keylen) > ih.len ||
+			e->keylen < SizeofMinimalTupleHeader || key->t_len != e->keylen)
+			corrupt(rel, run, "index at offset", hdr.index_offset, "Entry out of range.");
+		/* blocks follow each other, and so do their rows: none can go missing */
+		if (e->offset != block_off || e->size < sizeof(RunBlockHeader) ||
+			e->size > hdr.index_offset - block_off ||
+			e->first_row != first_row || e->nrows == 0 ||
+			e->nrows > hdr.nrows - first_row)
+			corrupt(rel, run, "index at offset", hdr.index_offset,
+					psprintf("Entry %u does not continue the blocks and rows before it.", i));
+		idx->entries[i] = *e;
+		pk_key_deform(t, key, &idx->first_keys[i * t->nkeys]);
+		block_off += e->size;
+		first_row += e->nrows;
+		off += RUN_INDEX_ENTRY_SIZE(e->keylen);
+	}
+	if (off != ih.len || block_off != hdr.index_offset || first_row != hdr.nrows)
+		corrupt(rel, run, "index at offset", hdr.index_offset,
+				"The index does not cover the run's blocks and rows.");
+
+	/* the bloom filter: the rest of the stream */
+	read_stream(rel, run, hdr.bloom_offset, sizeof(bh), (char *) &bh, NULL);
+	if (bh.nbits == 0 || bh.nbits % 8 != 0 || bh.nhashes != RUN_BLOOM_NHASHES ||
+		bh.nbits / 8 != hdr.stream_len - hdr.bloom_offset - sizeof(bh))
+		corrupt(rel, run, "bloom filter at offset", hdr.bloom_offset, "Size out of range.");
+	idx->bloom_nbits = bh.nbits;
+	idx->bloom = palloc(bh.nbits / 8);
+	read_stream(rel, run, hdr.bloom_offset + sizeof(bh), bh.nbits / 8, (char *) idx->bloom, NULL);
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, RUN_CRC_FIELDS(&bh), RUN_CRC_FIELDS_LEN(&bh));
+	COMP_CRC32C(crc, idx->bloom, bh.nbits / 8);
+	FIN_CRC32C(crc);
+	if (crc != bh.crc)
+		corrupt(rel, run, "bloom filter at offset", hdr.bloom_offset, "CRC32C mismatch.");
+	MemoryContextSwitchTo(old);
+	return idx;
+}
+
+/*
+ * The block index and bloom filter of a run, loaded on first use.
+ */
+RunIndex *
+run_index_get(Relation rel, PkTable *t, const RunInfo *run)
+{
+	IndexCacheEntry *e;
+	bool		found;
+	IndexKey	key;
+	RunIndex   *idx;
+
+	reader_init();
+	if (!cache_catalog_checked)
+		reader_check_catalog();
+	if (index_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(IndexKey);
+		ctl.entrysize = sizeof(IndexCacheEntry);
+		ctl.hcxt = index_cxt;
+		index_cache = hash_create("pkmerge run index cache", 256, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	memset(&key, 0, sizeof(key));
+	key.run_id = run->run_id;
+	key.relfilenode = run->relfilenode;
+	e = hash_search(index_cache, &key, HASH_FIND, NULL);
+	if (e)
+		return e->index;
+	idx = load_index(rel, t, run);
+	e = hash_search(index_cache, &key, HASH_ENTER, &found);
+	e->index = idx;
+	return e->index;
+}
+
+bool
+run_bloom_may_contain(RunIndex *idx, uint32 hash)
+{
+	for (uint32 h = 0; h < RUN_BLOOM_NHASHES; h++)
+	{
+		uint32		bit = run_bloom_bit(hash, h, idx->bloom_nbits);
+
+		if ((idx->bloom[bit / 8] & (1 << (bit % 8))) == 0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Read, check and decompress one data block into memory of cxt.
+ */
+static RunBlock *
+decode_block(Relation rel, const RunInfo *run, RunIndex *idx, uint32 blockno,
+			 BufferAccessStrategy strategy, MemoryContext cxt, RunBlock *reuse)
+{
+	RunIndexEntry *ie = &idx->entries[blockno];
+	char	   *stored;
+	RunBlockHeader bh;
+	RunBlock   *b;
+	uint32		off = 0;
+	pg_crc32c	crc;
+
+	/* a sequential reader's buffers are reused from block to block */
+	b = reuse ? reuse : MemoryContextAllocZero(cxt, sizeof(RunBlock));
+	if (b->stored_cap < ie->size)
+	{
+		if (b->stored)
+			pfree(b->stored);
+		b->stored_cap = Max(ie->size, 2 * b->stored_cap);
+		b->stored = MemoryContextAllocHuge(cxt, b->stored_cap);
+	}
+	stored = b->stored;
+	read_stream(rel, run, ie->offset, ie->size, stored, strategy);
+	memcpy(&bh, stored, sizeof(bh));
+	if (bh.stored_len != ie->size - sizeof(bh) || bh.nrows != ie->nrows)
+		corrupt(rel, run, "block", blockno, "The block header does not match the run's index.");
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, RUN_CRC_FIELDS(&bh), RUN_CRC_FIELDS_LEN(&bh));
+	COMP_CRC32C(crc, stored + sizeof(bh), bh.stored_len);
+	FIN_CRC32C(crc);
+	if (crc != bh.crc)
+		corrupt(rel, run, "block", blockno,
+				psprintf("CRC32C mismatch: stored %08X, computed %08X.", bh.crc, crc));
+	/* raw_len must agree with the payload before memory is taken for it */
+	if (bh.method == PK_COMPRESSION_ZSTD)
+	{
+		if (ZSTD_getFrameContentSize(stored + sizeof(bh), bh.stored_len) != bh.raw_len)
+			corrupt(rel, run, "block", blockno,
+					"The zstd frame's size does not match the block header.");
+	}
+	else if (bh.method != PK_COMPRESSION_NONE)
+		corrupt(rel, run, "block", blockno, "Unknown compression method.");
+	else if (bh.raw_len != bh.stored_len)
+		corrupt(rel, run, "block", blockno, "The block's lengths disagree.");
+	if (bh.nrows > bh.raw_len / sizeof(RunRowHeader))
+		corrupt(rel, run, "block", blockno, "The block holds more rows than fit in it.");
+
+	b->nrows = bh.nrows;
+	b->first_row = ie->first_row;
+	if (b->raw_cap < bh.raw_len || b->raw == NULL)
+	{
+		if (b->raw)
+			pfree(b->raw);
+		b->raw_cap = Max(Max(bh.raw_len, 1), 2 * b->raw_cap);
+		b->raw = MemoryContextAllocHuge(cxt, b->raw_cap);
+	}
+	if (b->offsets_cap < bh.nrows || b->offsets == NULL)
+	{
+		if (b->offsets)
+			pfree(b->offsets);
+		b->offsets_cap = Max(Max(bh.nrows, 1), 2 * b->offsets_cap);
+		b->offsets = MemoryContextAllocHuge(cxt, sizeof(uint32) * b->offsets_cap);
+	}
+	if (bh.method == PK_COMPRESSION_ZSTD)
+	{
+		size_t		n;
+
+		if (zstd_dctx == NULL && (zstd_dctx = ZSTD_createDCtx()) == NULL)
+			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY),
+							errmsg("out of memory creating zstd context")));
+		n = ZSTD_decompressDCtx(zstd_dctx, b->raw, bh.raw_len, stored + sizeof(bh), bh.stored_len);
+
+		if (ZSTD_isError(n) || n != bh.raw_len)
+			corrupt(rel, run, "block", blockno, "zstd could not decompress it.");
+	}
+	else
+		memcpy(b->raw, stored + sizeof(bh), bh.raw_len);
+	if (reuse == NULL)
+	{
+		/* cached blocks keep only what they need */
+		pfree(b->stored);
+		b->stored = NULL;
+		b->stored_cap = 0;
+	}
+
+	for (uint32 i = 0; i < b->nrows; i++)
+	{
+		RunRowHeader *rh = (RunRowHeader *) (b->raw + off);
+
+		if (off + sizeof(RunRowHeader) + sizeof(uint32) > bh.raw_len ||
+			off + RUN_ROW_SIZE(RUN_ROW_TUPLE(rh)->t_len) > bh.raw_len ||
+			RUN_ROW_KIND(rh) > PK_DELETE)
+			corrupt(rel, run, "block", blockno, "A row lies outside the block.");
+		b->offsets[i] = off;
+		off += RUN_ROW_SIZE(RUN_ROW_TUPLE(rh)->t_len);
+	}
+	return b;
+}
+
+static void
+evict_blocks(Size need)
+{
+	dlist_mutable_iter it;
+
+	dlist_foreach_modify(it, &block_lru)
+	{
+		BlockCacheEntry *e = dlist_container(BlockCacheEntry, lru, it.cur);
+
+		if (block_cache_bytes + need <= BLOCK_CACHE_BYTES)
+			break;
+		if (e->block->pins == 0)
+			drop_cached_block(e);
+	}
+}
+
+/*
+ * A data block, pinned.  A private block (cursors: sequential reads) is
+ * the caller's own, decoded into spare's memory if given, and bypasses the
+ * cache; otherwise (point lookups) it comes from and goes to the block
+ * cache.  Release with run_block_release.
+ */
+RunBlock *
+run_block_get(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
+			  uint32 blockno, bool private, BufferAccessStrategy strategy,
+			  RunBlock *spare)
+{
+	BlockKey	key;
+	BlockCacheEntry *e;
+	bool		found;
+	RunBlock   *b;
+
+	reader_init();
+	if (blockno >= idx->nblocks)
+		elog(ERROR, "block %u of run %lld out of range", blockno, (long long) run->run_id);
+	if (private)
+	{
+		b = decode_block(rel, run, idx, blockno, strategy, CurrentMemoryContext, spare);
+		b->pins = -1;			/* private */
+		return b;
+	}
+
+	memset(&key, 0, sizeof(key));
+	key.run_id = run->run_id;
+	key.relfilenode = run->relfilenode;
+	key.blockno = blockno;
+	e = hash_search(block_cache, &key, HASH_FIND, NULL);
+	if (e)
+	{
+		cachestats_count(RelationGetRelid(rel), true);
+		dlist_move_tail(&block_lru, &e->lru);
+		e->block->pins++;
+		block_pins++;
+		return e->block;
+	}
+	cachestats_count(RelationGetRelid(rel), false);
+	b = decode_block(rel, run, idx, blockno, NULL, reader_cxt, NULL);
+	e = hash_search(block_cache, &key, HASH_ENTER, &found);
+	e->block = b;
+	e->bytes = GetMemoryChunkSpace(b->raw) + GetMemoryChunkSpace(b->offsets);
+	evict_blocks(e->bytes);
+	block_cache_bytes += e->bytes;
+	dlist_push_tail(&block_lru, &e->lru);
+	b->pins = 1;
+	block_pins++;
+	return b;
+}
+
+void
+run_block_release(RunBlock *b)
+{
+	if (b == NULL)
+		return;
+	if (b->pins < 0)
+	{
+		if (b->stored)
+			pfree(b->stored);
+		pfree(b->raw);
+		pfree(b->offsets);
+		pfree(b);
+	}
+	else if (b->pins > 0)
+	{
+		b->pins--;
+		block_pins--;
+	}
+}
+
+/*
+ * The last block whose first key is <= key (strict: < key), comparing the
+ * first nprefix key columns; 0 when key precedes them all.  A seek by a
+ * prefix must be strict: rows equal in the prefix may start in the block
+ * before the first block that begins with it.
+ */
+uint32
+run_index_find_block(PkTable *t, RunIndex *idx, const Datum *key, int nprefix,
+					 bool strict)
+{
+	uint32		lo = 0,
+				hi = idx->nblocks;
+
+	/* invariant: blocks < lo start before key; blocks >= hi do not */
+	while (lo < hi)
+	{
+		uint32		mid = lo + (hi - lo) / 2;
+		int			c = pk_key_cmp_n(t, &idx->first_keys[mid * t->nkeys], key, nprefix);
+
+		if (strict ? c < 0 : c <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 ? lo - 1 : 0;
+}
+
+/* first row of a block whose key prefix is >= key (nrows if none) */
+static uint32
+block_lower_bound(PkTable *t, RunBlock *b, const Datum *key, int nprefix)
+{
+	uint32		lo = 0,
+				hi = b->nrows;
+	Datum		rowkey[INDEX_MAX_KEYS];
+
+	while (lo < hi)
+	{
+		uint32		mid = lo + (hi - lo) / 2;
+		RunRowHeader *rh = (RunRowHeader *) (b->raw + b->offsets[mid]);
+
+		pk_row_key(t, RUN_ROW_TUPLE(rh), rowkey);
+		if (pk_key_cmp_n(t, rowkey, key, nprefix) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void
+cursor_load(RunCursor *c)
+{
+	/* a private block's memory is reused for the next one */
+	RunBlock   *spare = c->block && c->block->pins < 0 ? c->block : NULL;
+
+	if (spare == NULL)
+		run_block_release(c->block);
+	c->block = NULL;
+	c->rowno = 0;
+	while (c->blockno < c->index->nblocks)
+	{
+		c->block = run_block_get(c->rel, c->table, c->run, c->index, c->blockno,
+								 true, c->strategy, spare);
+		spare = NULL;
+		if (c->block->nrows > 0)
+			return;
+		if (c->block->pins < 0)
+			spare = c->block;
+		else
+			run_block_release(c->block);
+		c->block = NULL;
+		c->blockno++;
+	}
+	run_block_release(spare);
+	c->done = true;
+}
+
+void
+run_cursor_open(RunCursor *c, Relation rel, PkTable *t, const RunInfo *run,
+				BufferAccessStrategy strategy)
+{
+	memset(c, 0, sizeof(RunCursor));
+	c->rel = rel;
+	c->table = t;
+	c->run = run;
+	c->strategy = strategy;
+	c->index = run_index_get(rel, t, run);
+	c->blockno = 0;
+	c->unloaded = true;
+}
+
+/* position at the run's first row (cursors open without reading a block) */
+void
+run_cursor_start(RunCursor *c)
+{
+	c->unloaded = false;
+	c->blockno = 0;
+	cursor_load(c);
+}
+
+void
+run_cursor_next(RunCursor *c)
+{
+	if (c->done)
+		return;
+	if (++c->rowno < c->block->nrows)
+		return;
+	c->blockno++;
+	cursor_load(c);
+}
+
+/*
+ * Position at the first row whose first nprefix key columns are >= key.
+ */
+void
+run_cursor_seek(RunCursor *c, const Datum *key, int nprefix)
+{
+	uint32		blockno;
+
+	if (c->index->nblocks == 0)
+	{
+		c->done = true;
+		return;
+	}
+	blockno = run_index_find_block(c->table, c->index, key, nprefix, true);
+	c->done = false;
+	c->unloaded = false;
+	if (c->block == NULL || c->blockno != blockno)
+	{
+		c->blockno = blockno;
+		cursor_load(c);
+		if (c->done)
+			return;
+	}
+	c->rowno = block_lower_bound(c->table, c->block, key, nprefix);
+	if (c->rowno >= c->block->nrows)
+	{
+		c->blockno++;
+		cursor_load(c);
+	}
+}
+
+void
+run_cursor_close(RunCursor *c)
+{
+	run_block_release(c->block);
+	c->block = NULL;
+	c->done = true;
+}
+
+/*
+ * Find key in a run: bloom filter, then the one block that can hold it.
+ * On success the row's block stays pinned in *pinned.
+ */
+bool
+run_lookup(Relation rel, PkTable *t, const RunInfo *run, const Datum *key,
+		   uint32 hash, RunRowHeader **hdr, uint64 *ordinal, RunBlock **pinned)
+{
+	RunIndex   *idx = run_index_get(rel, t, run);
+	uint32		blockno;
+	RunBlock   *b;
+	uint32		row;
+
+	*pinned = NULL;
+	if (idx->nblocks == 0 || !run_bloom_may_contain(idx, hash))
+		return false;
+	blockno = run_index_find_block(t, idx, key, t->nkeys, false);
+	if (pk_key_cmp(t, &idx->first_keys[blockno * t->nkeys], key) > 0)
+		return false;
+	b = run_block_get(rel, t, run, idx, blockno, false, NULL, NULL);
+	row = block_lower_bound(t, b, key, t->nkeys);
+	if (row < b->nrows)
+	{
+		Datum		rowkey[INDEX_MAX_KEYS];
+		RunRowHeader *rh = (RunRowHeader *) (b->raw + b->offsets[row]);
+
+		pk_row_key(t, RUN_ROW_TUPLE(rh), rowkey);
+		if (pk_key_cmp(t, rowkey, key) == 0)
+		{
+			*hdr = rh;
+			*ordinal = b->first_row + row;
+			*pinned = b;
+			return true;
+		}
+	}
+	run_block_release(b);
+	return false;
+}
+
+/*
+ * The row with the given ordinal in the run; its block stays pinned.
+ */
+RunRowHeader *
+run_row_at(Relation rel, PkTable *t, const RunInfo *run, uint64 ordinal,
+		   RunBlock **pinned)
+{
+	RunIndex   *idx = run_index_get(rel, t, run);
+	uint32		lo = 0,
+				hi = idx->nblocks;
+	RunBlock   *b;
+
+	while (lo < hi)
+	{
+		uint32		mid = lo + (hi - lo) / 2;
+
+		if (idx->entries[mid].first_row <= ordinal)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || ordinal >= idx->entries[lo - 1].first_row + idx->entries[lo - 1].nrows)
+	{
+		*pinned = NULL;
+		return NULL;
+	}
+	b = run_block_get(rel, t, run, idx, lo - 1, false, NULL, NULL);
+	*pinned = b;
+	return (RunRowHeader *) (b->raw + b->offsets[ordinal - b->first_row]);
+}

@@ -1,0 +1,262 @@
+/*-------------------------------------------------------------------------
+ *
+ * run_space.c
+ *	  Chooses where a new run's blocks go: the end of the file, or, after
+ *	  VACUUM found gaps, the first gap between the extents of existing runs
+ *	  that is large enough.  Space of runs that are gone (their catalog rows
+ *	  removed by VACUUM, or written by transactions that aborted or crashed)
+ *	  is thereby reused.  Gives the file's unused end back (VACUUM), and
+ *	  lays the live runs out again from the first block of a new file
+ *	  (VACUUM FULL).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xloginsert.h"
+#include "catalog.h"
+#include "catalog/storage.h"
+#include "miscadmin.h"
+#include "nodes/pg_list.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "storage/smgr.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "run.h"
+#include "shmem.h"
+#include "tid.h"
+
+static int
+extent_cmp(const ListCell *a, const ListCell *b)
+{
+	int			sa = linitial_int((List *) lfirst(a));
+	int			sb = linitial_int((List *) lfirst(b));
+
+	return (sa > sb) - (sa < sb);
+}
+
+/*
+ * Extend the file over the blocks up to end now: writers of runs placed
+ * after ours must find their blocks where they were told, whatever order
+ * the pages are then written in.  Small commits would otherwise extend the
+ * file a page at a time, each with its own write of a zero page: the file
+ * grows ahead by an eighth of its size (at most 128 blocks) instead,
+ * through one write of its new last block (the blocks before it stay a
+ * hole until their runs write them, as hash indexes do).
+ */
+static void
+extend(Relation rel, BlockNumber end, BlockNumber nblocks)
+{
+	PGAlignedBlock zero;
+	BlockNumber target = end + Min(nblocks / 8, 128);
+
+	memset(zero.data, 0, BLCKSZ);
+	LockRelationForExtension(rel, ExclusiveLock);
+	if (smgrnblocks(RelationGetSmgr(rel), MAIN_FORKNUM) < target)
+		smgrextend(RelationGetSmgr(rel), MAIN_FORKNUM, target - 1, zero.data, false);
+	UnlockRelationForExtension(rel, ExclusiveLock);
+}
+
+/*
+ * Place a finished run: choose its blocks and insert its catalog row, which
+ * reserves them for other allocators even before this transaction commits
+ * (they read the catalog with SnapshotAny).  Blocks go at the end of the
+ * file, unless VACUUM left the hint that the file has gaps: then the first
+ * gap large enough.  Row numbers follow from the blocks (tid.h), so they
+ * need no bookkeeping.  The space lock covers only the choice and the row,
+ * so a long compaction does not hold up commits.
+ */
+void
+space_reserve(Relation rel, RunInfo *run)
+{
+	Oid			relid = RelationGetRelid(rel);
+	BlockNumber nblocks;
+	BlockNumber used_end;
+	BlockNumber start;
+	BlockNumber end;
+
+	cat_space_lock(relid);
+	nblocks = RelationGetNumberOfBlocks(rel);
+	used_end = hints_file_end(&rel->rd_node);
+	if (used_end == InvalidBlockNumber || used_end > nblocks)
+		used_end = nblocks;
+	start = used_end;
+	if (hints_free_space(relid))
+	{
+		List	   *extents = cat_used_extents(relid, rel->rd_node.relNode);
+		ListCell   *lc;
+		BlockNumber next_free = 0;
+		bool		gap = false;
+
+		list_sort(extents, extent_cmp);
+		foreach(lc, extents)
+		{
+			BlockNumber s = (BlockNumber) linitial_int((List *) lfirst(lc));
+			BlockNumber len = (BlockNumber) lsecond_int((List *) lfirst(lc));
+
+			if (s > next_free)
+				gap = true;
+			if (s >= next_free && s - next_free >= (BlockNumber) run->nblocks)
+				break;
+			next_free = Max(next_free, s + len);
+		}
+		start = next_free;
+		/* no gap left inside the file: back to appending */
+		if (!gap)
+			hints_set_free_space(relid, false);
+	}
+	if ((uint64) start + run->nblocks >= PK_MAX_RUN_BLOCK)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("pkmerge table \"%s\" is too large", RelationGetRelationName(rel)),
+				 errdetail("Runs can be placed in the first %u blocks of the file.",
+						   (unsigned) PK_MAX_RUN_BLOCK),
+				 errhint("Compact and VACUUM the table to reuse the space of old runs.")));
+	run->start_block = start;
+	run->row_base = (int64) start * PK_ROWS_PER_PAGE;
+	cat_run_insert(relid, run);
+
+	end = run->start_block + run->nblocks;
+	if (end > nblocks)
+		extend(rel, end, nblocks);
+	hints_set_file_end(&rel->rd_node, Max(end, used_end));
+	cat_space_unlock(relid);
+}
+
+/*
+ * Give the blocks after the last run's extent back to the file system.
+ * Unlike heap, no AccessExclusiveLock is needed (nor sent to standbys, where
+ * it would cancel queries): readers only read blocks of runs in the catalog,
+ * and the space lock keeps writers from placing runs meanwhile.
+ */
+void
+space_truncate(Relation rel, BlockNumber *before, BlockNumber *after,
+			   BlockNumber *used)
+{
+	List	   *extents;
+	ListCell   *lc;
+	BlockNumber end = 0;
+
+	*used = 0;
+	cat_space_lock(RelationGetRelid(rel));
+	extents = cat_used_extents(RelationGetRelid(rel), rel->rd_node.relNode);
+	foreach(lc, extents)
+	{
+		List	   *e = lfirst(lc);
+
+		end = Max(end, (BlockNumber) (linitial_int(e) + lsecond_int(e)));
+		*used += lsecond_int(e);
+	}
+	*before = RelationGetNumberOfBlocks(rel);
+	if (end < *before)
+		RelationTruncate(rel, end);
+	*after = Min(end, *before);
+	hints_set_file_end(&rel->rd_node, end);
+	/* gaps inside the file: writers look for them again */
+	hints_set_free_space(RelationGetRelid(rel), *used < end);
+	cat_space_unlock(RelationGetRelid(rel));
+}
+
+static int
+run_start_cmp(const ListCell *a, const ListCell *b)
+{
+	BlockNumber sa = ((RunInfo *) lfirst(a))->start_block;
+	BlockNumber sb = ((RunInfo *) lfirst(b))->start_block;
+
+	return (sa > sb) - (sa < sb);
+}
+
+/*
+ * VACUUM FULL: copy every run of rel that the transaction sees (its data
+ * runs, and the changelog and delta runs of the retained snapshots) into
+ * dst, the new storage that PostgreSQL swaps in for rel's when the command
+ * commits, one after the other from block 0, and point their catalog rows
+ * there.  Pages are copied as they are: a run's bytes hold offsets from its
+ * first block and its run id, never its place, and its row numbers follow
+ * from the place its catalog row names.  Each page is WAL-logged as a full
+ * image, as run_write.c writes them.  Nobody else reads or writes rel
+ * meanwhile (AccessExclusiveLock).  Returns the runs and pages copied.
+ */
+void
+space_rewrite(Relation rel, Relation dst, int *nruns, BlockNumber *npages)
+{
+	Oid			relid = RelationGetRelid(rel);
+	List	   *runs = NIL;
+	ListCell   *lc;
+	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
+	bool		needs_wal = RelationNeedsWAL(dst);
+	BlockNumber next = 0;
+	PGAlignedBlock copy;
+	TableState	state;
+	MemoryContext runcxt;
+	MemoryContext old;
+
+	foreach(lc, cat_runs_visible(relid, GetLatestSnapshot(), false))
+	{
+		RunInfo    *r = lfirst(lc);
+
+		if (r->relfilenode == rel->rd_node.relNode)
+			runs = lappend(runs, r);
+	}
+	/* in the order they had: the file's oldest runs stay first */
+	list_sort(runs, run_start_cmp);
+
+	runcxt = AllocSetContextCreate(CurrentMemoryContext, "pkmerge run move",
+								   ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(runcxt);
+	foreach(lc, runs)
+	{
+		RunInfo    *r = lfirst(lc);
+
+		for (int32 i = 0; i < r->nblocks; i++)
+		{
+			Buffer		src;
+			Buffer		buf;
+
+			CHECK_FOR_INTERRUPTS();
+			src = ReadBufferExtended(rel, MAIN_FORKNUM, r->start_block + i,
+									 RBM_NORMAL, strategy);
+			LockBuffer(src, BUFFER_LOCK_SHARE);
+			memcpy(copy.data, BufferGetPage(src), BLCKSZ);
+			UnlockReleaseBuffer(src);
+
+			/* dst is new and ours alone: no extension lock is needed */
+			buf = ReadBufferExtended(dst, MAIN_FORKNUM, P_NEW, RBM_NORMAL, NULL);
+			if (BufferGetBlockNumber(buf) != next + i)
+				elog(ERROR, "new storage of relation %u extended to block %u, not %u",
+					 relid, BufferGetBlockNumber(buf), next + i);
+			LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+			START_CRIT_SECTION();
+			memcpy(BufferGetPage(buf), copy.data, BLCKSZ);
+			MarkBufferDirty(buf);
+			if (needs_wal)
+				log_newpage_buffer(buf, true);
+			END_CRIT_SECTION();
+			UnlockReleaseBuffer(buf);
+		}
+		cat_run_move(relid, r->run_id, dst->rd_node.relNode, next,
+					 (int64) next * PK_ROWS_PER_PAGE);
+		next += r->nblocks;
+		MemoryContextReset(runcxt);
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(runcxt);
+	FreeAccessStrategy(strategy);
+
+	/*
+	 * A new version of the table's catalog row, though its counters and
+	 * run list stay: run lists cached under a version (run_cache.c) hold
+	 * the runs' places, which are in the old file.
+	 */
+	cat_commit_lock(relid);
+	state = cat_table_state(relid);
+	cat_table_state_update(relid, &state);
+
+	/* the new file has no gaps, and ends after its last run */
+	hints_set_file_end(&dst->rd_node, next);
+	hints_set_free_space(relid, false);
+	*nruns = list_length(runs);
+	*npages = next;
+}

@@ -1,0 +1,535 @@
+/*-------------------------------------------------------------------------
+ *
+ * run_write.c
+ *	  Writes one sorted run: rows arrive in key order, are packed into
+ *	  zstd-compressed data blocks with CRC32C, followed by the block index
+ *	  and a bloom filter; the stream is then laid over freshly allocated
+ *	  pages, each WAL-logged as a full-page image.
+ *
+ * The run's place (and so its pages) can only be chosen once its size is
+ * known, so the stream is built first: in memory up to
+ * pkchangelog.run_memory_limit, in a temporary file beyond (as are the
+ * block index and the keys' hashes that the bloom filter is made of), and
+ * copied into the pages at the end.  A run of any size is thus written in
+ * bounded memory; what stays in memory is one data block, and at the end
+ * the bloom filter (10 bits per key, at most 512 MB).
+ *
+ * The writer only produces pages and a RunInfo; making the run visible (its
+ * pkchangelog.runs row) is the caller's business.  See run_format.h for the
+ * layout.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <zstd.h>
+
+#include "access/xloginsert.h"
+#include "catalog.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "port/pg_crc32c.h"
+#include "storage/buffile.h"
+#include "storage/bufmgr.h"
+#include "utils/memutils.h"
+
+#include "guc.h"
+#include "run.h"
+#include "tid.h"
+
+/*
+ * A byte stream kept in memory up to pkchangelog.run_memory_limit, then
+ * (all of it) in a temporary file; appended to, then read once from the
+ * start.  The file is closed when the run is finished, or by the resource
+ * owner when an error ends the transaction first.
+ */
+typedef struct Spool
+{
+	MemoryContext cxt;			/* the writer's */
+	char	   *mem;
+	Size		len;			/* bytes in mem */
+	Size		cap;
+	BufFile    *file;			/* every byte, once they outgrew mem */
+	uint64		total;			/* bytes appended */
+	uint64		pos;			/* bytes read */
+} Spool;
+
+struct RunWriter
+{
+	Relation	rel;
+	PkTable    *table;
+	int			level;
+	RunKind		kind;
+	bool		from_commit;
+	PkCompression method;
+	int			clevel;
+	Spool		stream;			/* the run: a RunHeader's room, data blocks ... */
+	StringInfoData raw;			/* rows of the open data block */
+	uint32		blk_nrows;
+	uint64		blk_first_row;
+	MinimalTuple blk_first_key;
+	Spool		index;			/* index entries */
+	pg_crc32c	index_crc;		/* of the entries so far */
+	uint32		nblocks;
+	uint64		nrows;
+	Spool		hashes;			/* uint32 per row (data runs: the bloom filter's) */
+	uint64		min_seq;
+	uint64		max_seq;
+	uint64		run_seq;		/* every row's, when set (run_writer_set_seq) */
+	char	   *min_key;
+	uint32		blk_last_off;	/* offset in raw of the block's last row */
+	MinimalTuple last_keytup;	/* key of the last closed block's last row */
+};
+
+static ZSTD_CCtx *zstd_cctx = NULL;
+
+/* bytes a spool may keep in memory */
+static Size
+spool_limit(void)
+{
+	return Min((Size) pk_run_memory_limit * 1024, MaxAllocSize);
+}
+
+static void
+spool_init(Spool *s, Size initial)
+{
+	memset(s, 0, sizeof(Spool));
+	s->cxt = CurrentMemoryContext;
+	s->cap = Min(initial, spool_limit());
+	s->mem = palloc(s->cap);
+}
+
+static void
+spool_append(Spool *s, const void *data, Size len)
+{
+	Size		limit = spool_limit();
+
+	s->total += len;
+	if (s->file == NULL && s->len + len <= s->cap)
+	{
+		memcpy(s->mem + s->len, data, len);
+		s->len += len;
+		return;
+	}
+	if (s->file == NULL && s->len + len <= limit)
+	{
+		s->cap = Min(Max(2 * s->cap, s->len + len), limit);
+		s->mem = repalloc(s->mem, s->cap);
+		memcpy(s->mem + s->len, data, len);
+		s->len += len;
+		return;
+	}
+	if (s->file == NULL)
+	{
+		/* too big for memory: everything goes to a temporary file */
+		MemoryContext old = MemoryContextSwitchTo(s->cxt);
+
+		s->file = BufFileCreateTemp(false);
+		MemoryContextSwitchTo(old);
+		BufFileWrite(s->file, s->mem, s->len);
+		pfree(s->mem);
+		s->mem = NULL;
+		s->len = s->cap = 0;
+	}
+	BufFileWrite(s->file, unconstify(void *, data), len);
+}
+
+static void
+spool_rewind(Spool *s)
+{
+	s->pos = 0;
+	if (s->file && BufFileSeek(s->file, 0, 0, SEEK_SET) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not rewind a temporary file of a pkmerge run: %m")));
+}
+
+/*
+ * The next n bytes: in place in memory, or read from the file into buf
+ * (n bytes at least).
+ */
+static const char *
+spool_read(Spool *s, Size n, char *buf)
+{
+	const char *p = buf;
+
+	Assert(s->pos + n <= s->total);
+	if (s->file == NULL)
+		p = s->mem + s->pos;
+	else
+	{
+		size_t		got = BufFileRead(s->file, buf, n);
+
+		if (got != n)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not read a temporary file of a pkmerge run: read only %zu of %zu bytes",
+							got, n)));
+	}
+	s->pos += n;
+	return p;
+}
+
+/* append all of src to dst */
+static void
+spool_copy(Spool *dst, Spool *src)
+{
+	PGAlignedBlock buf;
+
+	spool_rewind(src);
+	if (src->file == NULL)
+		spool_append(dst, src->mem, src->len);
+	else
+		while (src->pos < src->total)
+		{
+			Size		n = Min(src->total - src->pos, BLCKSZ);
+
+			spool_append(dst, spool_read(src, n, buf.data), n);
+		}
+}
+
+static void
+spool_free(Spool *s)
+{
+	if (s->file)
+		BufFileClose(s->file);
+	if (s->mem)
+		pfree(s->mem);
+	memset(s, 0, sizeof(Spool));
+}
+
+RunWriter *
+run_writer_begin(Relation rel, PkTable *t, int level, RunKind kind,
+				 bool from_commit)
+{
+	RunWriter  *w = palloc0(sizeof(RunWriter));
+	RunHeader	hdr;
+
+	w->rel = rel;
+	w->table = t;
+	w->level = level;
+	w->kind = kind;
+	w->from_commit = from_commit;
+	w->method = t->opts.compression;
+	w->clevel = t->opts.compression_level;
+	spool_init(&w->stream, BLCKSZ);
+	initStringInfo(&w->raw);
+	spool_init(&w->index, 1024);
+	INIT_CRC32C(w->index_crc);
+	spool_init(&w->hashes, 1024);
+	/* the header's room: write_pages puts it there */
+	memset(&hdr, 0, sizeof(hdr));
+	spool_append(&w->stream, &hdr, sizeof(hdr));
+	w->min_seq = PG_UINT64_MAX;
+	return w;
+}
+
+static void
+close_block(RunWriter *w)
+{
+	RunBlockHeader bh;
+	RunIndexEntry *ie;
+	Size		iesize;
+	char	   *payload = w->raw.data;
+	size_t		stored = w->raw.len;
+	char	   *cbuf = NULL;
+
+	if (w->blk_nrows == 0)
+		return;
+
+	/* the run's max key is the last row of its last block */
+	{
+		Datum		keys[INDEX_MAX_KEYS];
+		RunRowHeader *last = (RunRowHeader *) (w->raw.data + w->blk_last_off);
+
+		if (w->last_keytup)
+			pfree(w->last_keytup);
+		pk_row_key(w->table, RUN_ROW_TUPLE(last), keys);
+		w->last_keytup = pk_key_form(w->table, keys);
+	}
+
+	memset(&bh, 0, sizeof(bh));
+	bh.method = PK_COMPRESSION_NONE;
+	/* tiny blocks (single-row commits) gain nothing from zstd but its cost */
+	if (w->method == PK_COMPRESSION_ZSTD && w->raw.len >= 512)
+	{
+		size_t		cap = ZSTD_compressBound(w->raw.len);
+		size_t		clen;
+
+		if (zstd_cctx == NULL)
+		{
+			zstd_cctx = ZSTD_createCCtx();
+			if (zstd_cctx == NULL)
+				ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY),
+								errmsg("out of memory creating zstd context")));
+		}
+		/* a row may be up to 1 GB: so may its block, and more its bound */
+		cbuf = MemoryContextAllocHuge(CurrentMemoryContext, cap);
+		clen = ZSTD_compressCCtx(zstd_cctx, cbuf, cap, w->raw.data, w->raw.len, w->clevel);
+		if (ZSTD_isError(clen))
+			elog(ERROR, "zstd compression failed: %s", ZSTD_getErrorName(clen));
+		/* keep incompressible blocks as they are */
+		if (clen < w->raw.len)
+		{
+			payload = cbuf;
+			stored = clen;
+			bh.method = PK_COMPRESSION_ZSTD;
+		}
+	}
+	bh.stored_len = stored;
+	bh.raw_len = w->raw.len;
+	bh.nrows = w->blk_nrows;
+	INIT_CRC32C(bh.crc);
+	COMP_CRC32C(bh.crc, RUN_CRC_FIELDS(&bh), RUN_CRC_FIELDS_LEN(&bh));
+	COMP_CRC32C(bh.crc, payload, stored);
+	FIN_CRC32C(bh.crc);
+
+	/* the entry, zero-padded (its CRC covers the padding too) */
+	iesize = RUN_INDEX_ENTRY_SIZE(w->blk_first_key->t_len);
+	ie = palloc0(iesize);
+	ie->offset = w->stream.total;
+	ie->first_row = w->blk_first_row;
+	ie->size = sizeof(bh) + stored;
+	ie->nrows = w->blk_nrows;
+	ie->keylen = w->blk_first_key->t_len;
+	memcpy((char *) ie + MAXALIGN(sizeof(RunIndexEntry)), w->blk_first_key, ie->keylen);
+	spool_append(&w->stream, &bh, sizeof(bh));
+	spool_append(&w->stream, payload, stored);
+	spool_append(&w->index, ie, iesize);
+	COMP_CRC32C(w->index_crc, ie, iesize);
+
+	pfree(ie);
+	if (cbuf)
+		pfree(cbuf);
+	pfree(w->blk_first_key);
+	w->blk_first_key = NULL;
+	resetStringInfo(&w->raw);
+	w->blk_nrows = 0;
+	w->nblocks++;
+}
+
+/*
+ * Add a row.  Data runs take rows in strictly ascending key order; a
+ * changelog run takes records in production order (its block index and
+ * bloom filter are then not used).
+ */
+void
+run_writer_add(RunWriter *w, uint64 seq, PkRowKind kind, MinimalTuple tup,
+			   const Datum *keys, uint32 hash)
+{
+	RunRowHeader rh = {0};
+	Size		start;
+
+	/* a block is one allocation: a row near 1 GB starts a block of its own */
+	if (w->blk_nrows > 0 && w->raw.len + RUN_ROW_SIZE(tup->t_len) > MaxAllocSize)
+		close_block(w);
+	if (w->blk_nrows == 0)
+	{
+		w->blk_first_row = w->nrows;
+		w->blk_first_key = pk_key_form(w->table, keys);
+	}
+	Assert(seq <= RUN_MAX_SEQ);
+	rh.seq_kind = RUN_ROW_MAKE(seq, kind);
+	start = w->raw.len;
+	w->blk_last_off = start;
+	appendBinaryStringInfo(&w->raw, (char *) &rh, sizeof(rh));
+	appendBinaryStringInfo(&w->raw, (char *) tup, tup->t_len);
+	appendStringInfoSpaces(&w->raw, RUN_ROW_SIZE(tup->t_len) - (w->raw.len - start));
+	w->blk_nrows++;
+
+	/* changelog runs are read in order, never probed: no filter */
+	if (w->kind != RUN_CHANGELOG)
+		spool_append(&w->hashes, &hash, sizeof(hash));
+	w->nrows++;
+	w->min_seq = Min(w->min_seq, seq);
+	w->max_seq = Max(w->max_seq, seq);
+	if (w->min_key == NULL)
+		w->min_key = pk_key_text(w->table, keys);
+
+	if (w->raw.len >= RUN_BLOCK_TARGET)
+		close_block(w);
+}
+
+/*
+ * One sequence number for every row, kept in the run's catalog row
+ * (run_row_seq): the per-row ones are then not read as sequence numbers.
+ */
+void
+run_writer_set_seq(RunWriter *w, uint64 seq)
+{
+	w->run_seq = seq;
+}
+
+uint64
+run_writer_nrows(RunWriter *w)
+{
+	return w->nrows;
+}
+
+/* bytes written so far (compressed), for splitting at target_run_size */
+uint64
+run_writer_stream_size(RunWriter *w)
+{
+	return w->stream.total + w->raw.len;
+}
+
+/*
+ * Write the stream's pages, the run header at its start.  Each page is
+ * WAL-logged as a full image while its buffer is locked, so the page and
+ * its WAL record cannot disagree; the run becomes reachable only when the
+ * caller inserts its catalog row, which is WAL-logged after these pages.
+ */
+static void
+write_pages(Relation rel, BlockNumber start, uint32 npages, Spool *stream,
+			const RunHeader *hdr)
+{
+	bool		needs_wal = RelationNeedsWAL(rel);
+	PGAlignedBlock buf;
+
+	spool_rewind(stream);
+	for (uint32 i = 0; i < npages; i++)
+	{
+		BlockNumber blkno = start + i;
+		Buffer		buffer;
+		Page		page;
+		/* pages past the stream (padding) stay empty */
+		Size		n = Min(RUN_PAGE_PAYLOAD, stream->total - stream->pos);
+		/* read before the buffer is locked: reading the file may fail */
+		const char *bytes = spool_read(stream, n, buf.data);
+
+		CHECK_FOR_INTERRUPTS();
+		/* space_reserve extended the file over the run's blocks */
+		buffer = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_ZERO_AND_LOCK, NULL);
+		page = BufferGetPage(buffer);
+		START_CRIT_SECTION();
+		PageInit(page, BLCKSZ, 0);
+		memcpy((char *) page + SizeOfPageHeaderData, bytes, n);
+		if (i == 0)
+			memcpy((char *) page + SizeOfPageHeaderData, hdr, sizeof(RunHeader));
+		((PageHeader) page)->pd_lower = SizeOfPageHeaderData + n;
+		MarkBufferDirty(buffer);
+		if (needs_wal)
+			log_newpage_buffer(buffer, true);
+		END_CRIT_SECTION();
+		UnlockReleaseBuffer(buffer);
+	}
+}
+
+/*
+ * The bloom filter of a data run, from the hashes of its keys; a changelog
+ * run gets the smallest filter, every bit set (it is never probed).
+ */
+static void
+append_bloom(RunWriter *w)
+{
+	RunBloomHeader bh;
+	uint64		nbits;
+	uint8	   *bits;
+
+	nbits = w->kind == RUN_CHANGELOG ? 64 :
+		Min(Max((uint64) 64, w->nrows * RUN_BLOOM_BITS_PER_KEY), RUN_BLOOM_MAX_BITS);
+	nbits = (nbits + 7) & ~UINT64CONST(7);
+	bits = palloc0(nbits / 8);
+	if (w->kind == RUN_CHANGELOG)
+		memset(bits, 0xFF, nbits / 8);
+	else
+	{
+		PGAlignedBlock buf;
+
+		spool_rewind(&w->hashes);
+		while (w->hashes.pos < w->hashes.total)
+		{
+			Size		n = Min(w->hashes.total - w->hashes.pos, BLCKSZ);
+			const uint32 *hashes = (const uint32 *) spool_read(&w->hashes, n, buf.data);
+
+			for (Size r = 0; r < n / sizeof(uint32); r++)
+				for (uint32 h = 0; h < RUN_BLOOM_NHASHES; h++)
+				{
+					uint32		bit = run_bloom_bit(hashes[r], h, (uint32) nbits);
+
+					bits[bit / 8] |= 1 << (bit % 8);
+				}
+		}
+	}
+	memset(&bh, 0, sizeof(bh));
+	bh.nbits = (uint32) nbits;
+	bh.nhashes = RUN_BLOOM_NHASHES;
+	INIT_CRC32C(bh.crc);
+	COMP_CRC32C(bh.crc, RUN_CRC_FIELDS(&bh), RUN_CRC_FIELDS_LEN(&bh));
+	COMP_CRC32C(bh.crc, bits, nbits / 8);
+	FIN_CRC32C(bh.crc);
+	spool_append(&w->stream, &bh, sizeof(bh));
+	spool_append(&w->stream, bits, nbits / 8);
+	pfree(bits);
+}
+
+/*
+ * Finish the run: index, bloom filter and header; its place and catalog
+ * row (space_reserve), then its pages.  The row is visible to others when
+ * the transaction commits, by which time the pages are written.
+ */
+RunInfo *
+run_writer_finish(RunWriter *w, int64 created_snapshot)
+{
+	RunInfo    *run = palloc0(sizeof(RunInfo));
+	RunHeader	hdr;
+	RunIndexHeader ih;
+	uint32		npages;
+	Datum		keys[INDEX_MAX_KEYS];
+
+	close_block(w);
+
+	memset(&hdr, 0, sizeof(hdr));
+	memset(&ih, 0, sizeof(ih));
+	hdr.index_offset = w->stream.total;
+	ih.nentries = w->nblocks;
+	ih.len = w->index.total;
+	ih.crc = w->index_crc;
+	COMP_CRC32C(ih.crc, RUN_CRC_FIELDS(&ih), RUN_CRC_FIELDS_LEN(&ih));
+	FIN_CRC32C(ih.crc);
+	spool_append(&w->stream, &ih, sizeof(ih));
+	spool_copy(&w->stream, &w->index);
+	spool_free(&w->index);
+
+	hdr.bloom_offset = w->stream.total;
+	append_bloom(w);
+	spool_free(&w->hashes);
+
+	run->run_id = cat_next_run_id();
+	hdr.magic = RUN_MAGIC;
+	hdr.run_id = run->run_id;
+	hdr.nrows = w->nrows;
+	hdr.nblocks = w->nblocks;
+	hdr.stream_len = w->stream.total;
+	INIT_CRC32C(hdr.crc);
+	COMP_CRC32C(hdr.crc, &hdr, offsetof(RunHeader, crc));
+	FIN_CRC32C(hdr.crc);
+
+	npages = (w->stream.total + RUN_PAGE_PAYLOAD - 1) / RUN_PAGE_PAYLOAD;
+	/* a block per PK_ROWS_PER_PAGE rows at least: row numbers come from blocks */
+	npages = Max(npages, (w->nrows + PK_ROWS_PER_PAGE - 1) / PK_ROWS_PER_PAGE);
+	run->relfilenode = w->rel->rd_node.relNode;
+	run->level = w->level;
+	run->kind = w->kind;
+	run->from_commit = w->from_commit;
+	run->nblocks = npages;
+	run->record_count = w->nrows;
+	run->size_bytes = (int64) npages * BLCKSZ;
+	run->min_seq = w->run_seq ? w->run_seq : w->nrows ? w->min_seq : 0;
+	run->max_seq = w->run_seq ? w->run_seq : w->nrows ? w->max_seq : 0;
+	run->index_offset = hdr.index_offset;
+	run->bloom_offset = hdr.bloom_offset;
+	run->created_snapshot = created_snapshot;
+	/* the RunInfo lives in the caller's context, the writer may not */
+	run->min_key = w->min_key ? pstrdup(w->min_key) : NULL;
+	if (w->last_keytup)
+	{
+		pk_key_deform(w->table, w->last_keytup, keys);
+		run->max_key = pk_key_text(w->table, keys);
+	}
+
+	space_reserve(w->rel, run);
+	write_pages(w->rel, run->start_block, npages, &w->stream, &hdr);
+	spool_free(&w->stream);
+	return run;
+}

@@ -1,0 +1,301 @@
+/*-------------------------------------------------------------------------
+ *
+ * write_commit.c
+ *	  The commit path.  At XACT_EVENT_PRE_COMMIT each table the transaction
+ *	  wrote, in relid order (so committers take the commit locks in one
+ *	  order), gets: a compaction first if the commit would reach the stop
+ *	  trigger; then, under its commit lock, its buffer folded to one
+ *	  version per key, an L0 run holding them, an APPEND (or, after a
+ *	  TRUNCATE, OVERWRITE) snapshot, and the table's row naming its data
+ *	  runs.  Savepoint events are passed to the write buffer.  After the
+ *	  commit, tables it left due for a compaction are handed to the
+ *	  background worker.
+ *
+ * Ordering: the run's pages are written and WAL-logged before its catalog
+ * row; both become visible with the transaction's commit record.  A crash
+ * before it leaves pages no committed row points to, which run_space.c reuses.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "access/xact.h"
+#include "portability/instr_time.h"
+#include "storage/predicate.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "am_dml.h"
+#include "catalog.h"
+#include "changelog_produce.h"
+#include "maint_compaction.h"
+#include "maint_expire.h"
+#include "maint_worker.h"
+#include "pkchangelog.h"
+#include "read_point.h"
+#include "run.h"
+#include "run_cache.h"
+#include "write_buffer.h"
+#include "write_commit.h"
+#include "write_spill.h"
+
+/* tables this transaction's commit leaves due for a compaction */
+#define MAX_REQUESTS 8
+static Oid	requests[MAX_REQUESTS];
+static int	nrequests = 0;
+
+/*
+ * Flush one table's buffer.  Runs the buffer spilled (write_spill.c) take the
+ * sequence numbers after the last commit's, in spill order; the buffer's
+ * run the next one.
+ */
+static void
+commit_table(WriteBuffer *wb)
+{
+	Relation	rel;
+	PkTable    *t;
+	WbSorted   *s;
+	RunWriter  *w;
+	TableState	st;
+	bool		truncated = wb->truncate_pos >= 0;
+	uint64		nrows;
+	int64		spilled_rows;
+	int64		spilled_changelog;
+	uint64		seq;
+	int64		snapshot_id;
+	List	   *committed;
+	List	   *pending;
+	RunInfo    *final = NULL;
+	List	   *after = NIL;
+	CompactDue	due;
+	RunInfo    *changelog;
+	instr_time	start;
+	instr_time	duration;
+
+	if (wb->n == 0 && wb->spills == NIL)
+		return;					/* everything rolled back to a savepoint */
+	INSTR_TIME_SET_CURRENT(start);
+
+	/* dropped later in this transaction: nothing to keep */
+	rel = try_table_open(wb->relid, RowExclusiveLock);
+	if (rel == NULL)
+		return;
+	t = pk_table(rel);
+
+	/*
+	 * SERIALIZABLE: readers that read the table after our writes but before
+	 * this commit cannot see them either (they are buffered): check again.
+	 */
+	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
+
+	/* one commit of this table at a time, until our commit record is out */
+	cat_commit_lock(wb->relid);
+	/* the runs as the previous commit left them, and the spilled ones */
+	if (!runcache_data_runs(rel, GetLatestSnapshot(), true, &committed))
+		committed = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()));
+	/* the rows a TRUNCATE of the transaction removed, first */
+	dml_truncate_finish(rel, wb);
+	pending = spill_runs(rel, wb);
+	dml_check_conflicts(rel, wb, committed, pending);
+	st = cat_table_state(wb->relid);
+	snapshot_id = st.last_snapshot_id + 1;
+
+	/* the spilled runs come first */
+	seq = st.last_seq + 1 +
+		spill_finalize(rel, wb, st.last_seq + 1, snapshot_id,
+					   &spilled_rows, &spilled_changelog);
+
+	w = run_writer_begin(rel, t, 0, RUN_DATA, true);
+	s = wbuf_sorted_pin(wb, t);
+	for (uint32 i = 0; i < s->npos;)
+	{
+		uint32		start = i;
+		int64		newest;
+		WbEntry    *e;
+
+		/* the group of this key: newest first */
+		for (i++; i < s->npos && pk_key_cmp(t, wbuf_entry(wb, s->pos[i])->keys,
+											wbuf_entry(wb, s->pos[start])->keys) == 0; i++)
+			;
+		/* its version (none: every entry was written before the TRUNCATE) */
+		newest = wbuf_fold(wb, &s->pos[start], i - start, InvalidCommandId);
+		if (newest < 0)
+			continue;
+		e = wbuf_entry(wb, (uint32) newest);
+		/* after a TRUNCATE no older run exists for a tombstone to hide */
+		if (!PK_KIND_IS_ADD(e->kind) && truncated && pending == NIL)
+			continue;
+		run_writer_add(w, seq, e->kind, e->tup, e->keys, e->hash);
+	}
+	wbuf_sorted_unpin(wb, s);
+	nrows = run_writer_nrows(w);
+
+	if (nrows == 0 && pending == NIL && !truncated)
+	{
+		table_close(rel, NoLock);
+		return;
+	}
+	if (nrows > 0)
+		final = run_writer_finish(w, snapshot_id);
+	/* lookup: the values before this commit are in the runs committed so far */
+	changelog = prod_commit(rel, t, wb, committed, pending, snapshot_id, seq);
+
+	st.last_snapshot_id = snapshot_id;
+	st.commits++;
+	st.last_seq = seq;
+	nrows += spilled_rows;
+	st.total_record_count = (truncated ? 0 : st.total_record_count) + nrows;
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	cat_snapshot_insert(wb->relid, snapshot_id,
+						truncated ? COMMIT_OVERWRITE : COMMIT_APPEND,
+						st.total_record_count, nrows,
+						(changelog ? changelog->record_count : 0) + spilled_changelog,
+						prod_name(t->opts.changelog_producer),
+						INSTR_TIME_GET_MILLISEC(duration));
+	/* the data runs now: those read under the commit lock, and ours */
+	after = list_concat(list_copy(committed), pending);
+	if (final)
+		after = lappend(after, final);
+	cat_table_state_set_runs(&st, after);
+	cat_table_state_update(wb->relid, &st);
+	runcache_store_commit(rel, snapshot_id, after);
+
+	/*
+	 * Enough sorted runs for a compaction (compact_before_commit compacted
+	 * at the stop trigger, if it could): the background worker is asked for
+	 * one once this commit is visible.  Not for a temporary table, which
+	 * the worker cannot read.
+	 */
+	due = compact_due(rel, after, 0);
+	if (due != COMPACT_NOT_DUE && nrequests < MAX_REQUESTS &&
+		rel->rd_rel->relpersistence != RELPERSISTENCE_TEMP)
+		requests[nrequests++] = wb->relid;
+	/*
+	 * Expire every 64 commits too (the worker may be off), under the commit
+	 * lock: at most 256 snapshots, more than 64 commits and their
+	 * compactions add, so a backlog drains without stalling one commit.
+	 */
+	if (snapshot_id % 64 == 0 && cat_compaction_trylock(wb->relid))
+		(void) expire_snapshots(rel, 256);
+	table_close(rel, NoLock);
+}
+
+/*
+ * Before the table's commit lock: if the commit would make as many sorted
+ * runs as the stop trigger, compact first (Paimon's writers wait for a
+ * compaction there), unless one is running already.  The merge then runs
+ * beside other commits; only its switch of runs takes the commit lock.
+ */
+static void
+compact_before_commit(WriteBuffer *wb)
+{
+	Relation	rel;
+	List	   *committed;
+
+	if (wb->truncate_pos >= 0 || (wb->n == 0 && wb->spills == NIL))
+		return;
+	rel = try_table_open(wb->relid, RowExclusiveLock);
+	if (rel == NULL)
+		return;					/* dropped later in this transaction */
+	/* the committed runs, the spilled ones, and the run the buffer makes */
+	if (runcache_data_runs(rel, GetLatestSnapshot(), true, &committed) &&
+		compact_due(rel, committed, list_length(spill_runs(rel, wb)) +
+					(wb->n > 0 ? 1 : 0)) == COMPACT_STOP &&
+		cat_compaction_trylock(wb->relid))
+		(void) compact_table(rel, false);
+	table_close(rel, NoLock);
+}
+
+static int
+relid_cmp(const ListCell *a, const ListCell *b)
+{
+	Oid			ra = ((WriteBuffer *) lfirst(a))->relid;
+	Oid			rb = ((WriteBuffer *) lfirst(b))->relid;
+
+	return (ra > rb) - (ra < rb);
+}
+
+static void
+commit_xact_callback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+	List	   *tables;
+
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			if (wbuf_all() == NIL)
+				break;
+			/* commit locks in relid order: no deadlock between committers */
+			tables = list_copy(wbuf_all());
+			list_sort(tables, relid_cmp);
+
+			/*
+			 * No statement runs: catalog writes that may TOAST a value (the
+			 * tables row's data_runs) need an active snapshot.  An error
+			 * pops it with the rest of the aborted transaction.
+			 */
+			PushActiveSnapshot(GetLatestSnapshot());
+			foreach(lc, tables)
+			{
+				compact_before_commit(lfirst(lc));
+				commit_table(lfirst(lc));
+			}
+			PopActiveSnapshot();
+			list_free(tables);
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			foreach(lc, wbuf_all())
+			{
+				WriteBuffer *wb = lfirst(lc);
+
+				if (wb->n > 0 || wb->spills != NIL)
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("cannot PREPARE a transaction that has written to a pkmerge table"),
+							 errdetail("A pkmerge table's writes are committed by its own commit step, which a prepared transaction cannot run."),
+							 errhint("Commit the transaction directly.")));
+			}
+			break;
+		case XACT_EVENT_COMMIT:
+			for (int i = 0; i < nrequests; i++)
+				worker_request(requests[i]);
+			/* FALLTHROUGH */
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			nrequests = 0;
+			wbuf_forget_all();
+			spill_xact_end();
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+commit_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		wbuf_subxact_commit(mySubid, parentSubid);
+		spill_subxact_commit();
+	}
+	else if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		wbuf_subxact_abort(mySubid);
+		spill_subxact_abort();
+		dml_subxact_abort();
+	}
+}
+
+void
+commit_init(void)
+{
+	RegisterXactCallback(commit_xact_callback, NULL);
+	RegisterSubXactCallback(commit_subxact_callback, NULL);
+}

@@ -1,0 +1,15 @@
+/*-------------------------------------------------------------------------
+ *
+ * write_commit.h
+ *	  The commit path: transaction callbacks that turn write buffers into
+ *	  runs and snapshots at pre-commit.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PK_COMMIT_H
+#define PK_COMMIT_H
+
+/* write_commit.c */
+extern void commit_init(void);
+
+#endif							/* PK_COMMIT_H */

@@ -1,0 +1,102 @@
+-- compaction.sql: universal compaction (DESIGN §7) as pk_compact and the
+-- writers' stop trigger run it: COMPACT snapshots, the same rows before and
+-- after, tombstones dropped only into the bottom level, output runs split at
+-- target_run_size, writers compacting inline at num_sorted_run_stop_trigger.
+-- (The background worker: t/014_worker.pl.)
+\set ECHO none
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set checker :abs_srcdir '/setup/changelog_checker.sql'
+\i :checker
+\set ECHO all
+CREATE TABLE c (id int PRIMARY KEY, v text) USING pkmerge
+	WITH (num_sorted_run_compaction_trigger = 3, num_sorted_run_stop_trigger = 4,
+		  num_levels = 3, changelog_producer = 'lookup');
+INSERT INTO c SELECT g, 'a' || g FROM generate_series(1, 100) g;
+INSERT INTO c SELECT g, 'b' || g FROM generate_series(50, 150) g;
+DELETE FROM c WHERE id <= 10;
+SELECT level, record_count, min_key, max_key FROM pk_runs('c') WHERE kind = 'data' ORDER BY run_id;
+SELECT count(*), min(id), max(id), sum(length(v)) FROM c;
+-- three sorted runs reach the trigger: universal compaction picks them
+SELECT pk_compact('c') AS snapshot;
+SELECT level, record_count, min_key, max_key FROM pk_runs('c') WHERE kind = 'data';
+SELECT count(*), min(id), max(id), sum(length(v)) FROM c;
+SELECT snapshot_id, commit_kind, delta_record_count FROM pk_snapshots('c') WHERE commit_kind = 'COMPACT';
+-- nothing due: NULL
+SELECT pk_compact('c') AS nothing_to_do;
+-- the writers' stop trigger: a commit that would make the fourth sorted run
+-- first compacts the three committed ones, then adds its own
+DELETE FROM c WHERE id = 20;
+INSERT INTO c VALUES (1000, 'x');
+SELECT count(*) AS data_runs_before FROM pk_runs('c') WHERE kind = 'data';
+INSERT INTO c VALUES (1001, 'y');
+SELECT count(*) AS data_runs, count(*) < 4 AS under_stop_trigger FROM pk_runs('c') WHERE kind = 'data';
+SELECT count(*) FILTER (WHERE id = 20) AS deleted_key, count(*) AS rows FROM c;
+INSERT INTO c VALUES (1002, 'z');
+-- a full compaction writes everything into the bottom level, tombstones gone
+SELECT pk_compact('c', true) IS NOT NULL AS compacted;
+SELECT level, record_count FROM pk_runs('c') WHERE kind = 'data';
+SELECT pk_compact('c', true) AS nothing_left;
+SELECT check_changelog('c');
+
+-- a merge above the bottom level keeps tombstones: they must still hide
+-- the key's rows below
+CREATE TABLE tb (id int PRIMARY KEY, v text) USING pkmerge
+	WITH (num_sorted_run_compaction_trigger = 3, num_sorted_run_stop_trigger = 10, num_levels = 3);
+INSERT INTO tb SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
+SELECT pk_compact('tb', true) IS NOT NULL AS compacted;
+DELETE FROM tb WHERE id = 5;
+INSERT INTO tb VALUES (30001, 'x');
+INSERT INTO tb VALUES (30002, 'y');
+SELECT pk_compact('tb') IS NOT NULL AS compacted;
+SELECT level, record_count, min_key, max_key FROM pk_runs('tb') WHERE kind = 'data' ORDER BY level;
+SELECT count(*) FILTER (WHERE id = 5) AS deleted_key, count(*) AS rows FROM tb;
+-- into the bottom the tombstone goes
+SELECT pk_compact('tb', true) IS NOT NULL AS compacted;
+SELECT level, record_count FROM pk_runs('tb') WHERE kind = 'data';
+SELECT count(*) FILTER (WHERE id = 5) AS deleted_key, count(*) AS rows FROM tb;
+
+-- output runs are split at target_run_size
+CREATE TABLE s (id int PRIMARY KEY, v text) USING pkmerge WITH (target_run_size = '64kB');
+INSERT INTO s SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
+SELECT count(*) AS runs_before FROM pk_runs('s') WHERE kind = 'data';
+SELECT pk_compact('s', true) IS NOT NULL AS compacted;
+SELECT count(*) > 1 AS split, bool_and(size_bytes <= 64 * 1024 + 32 * 1024) AS near_target,
+	   sum(record_count) AS records
+FROM pk_runs('s') WHERE kind = 'data';
+-- the pieces cover disjoint key ranges in order
+SELECT bool_and(min_key::int > prev_max) AS disjoint
+FROM (SELECT min_key, lag(max_key::int) OVER (ORDER BY min_key::int) AS prev_max
+	  FROM pk_runs('s') WHERE kind = 'data') r WHERE prev_max IS NOT NULL;
+SELECT count(*), sum(hashtext(v)) = (SELECT sum(hashtext(md5(g::text))) FROM generate_series(1, 20000) g) AS same_rows FROM s;
+SELECT * FROM s WHERE id = 12345;
+
+-- no compaction outputs to level 0 (as in Paimon): merging the two young
+-- 1-row runs alone would stay at level 0 beside the large level-0 run, so
+-- the pick takes that one in too, and everything goes to the bottom
+CREATE TABLE l0 (id int PRIMARY KEY, v text) USING pkmerge
+	WITH (num_sorted_run_compaction_trigger = 3, num_sorted_run_stop_trigger = 20, num_levels = 4);
+INSERT INTO l0 SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
+INSERT INTO l0 VALUES (20001, 'a');
+INSERT INTO l0 VALUES (20002, 'b');
+SELECT pk_compact('l0') IS NOT NULL AS compacted;
+SELECT level, record_count FROM pk_runs('l0') WHERE kind = 'data';
+-- small runs above the bottom merge into the level above it
+INSERT INTO l0 VALUES (20003, 'c');
+INSERT INTO l0 VALUES (20004, 'd');
+INSERT INTO l0 VALUES (20005, 'e');
+SELECT pk_compact('l0') IS NOT NULL AS compacted;
+SELECT level, record_count FROM pk_runs('l0') WHERE kind = 'data' ORDER BY level;
+SELECT count(*), max(id) FROM l0;
+-- a compaction can be prepared: it takes effect at COMMIT PREPARED
+INSERT INTO l0 VALUES (20006, 'f');
+INSERT INTO l0 VALUES (20007, 'g');
+BEGIN;
+SELECT pk_compact('l0', true) IS NOT NULL AS compacted;
+PREPARE TRANSACTION 'pk_compact_prepared';
+SELECT count(*) AS runs_before_commit FROM pk_runs('l0') WHERE kind = 'data';
+COMMIT PREPARED 'pk_compact_prepared';
+SELECT level, record_count FROM pk_runs('l0') WHERE kind = 'data';
+SELECT count(*), max(id) FROM l0;
+-- each table's row in pkchangelog.tables names exactly its data runs
+SELECT t, check_data_runs(t) FROM unnest('{c,tb,s,l0}'::regclass[]) t;
+DROP TABLE c, s, tb, l0;

@@ -1,0 +1,83 @@
+-- stats.sql: pk_stats reports commits and compactions over the table's
+-- life (expiration does not lower them), commit latency percentiles and
+-- compaction durations in milliseconds rounded to microseconds, data runs
+-- per level and live runs per kind, changelog records, the table's own
+-- point-lookup block cache counters summed over every session, and the
+-- bytes on disk.
+CREATE TABLE st (id int PRIMARY KEY, v int) USING pkmerge WITH (changelog_producer = 'lookup');
+SELECT commits, commit_latency_p50_ms, compactions, runs_per_level, changelog_records,
+	   bytes_on_disk, runs_per_kind
+FROM pk_stats('st');
+INSERT INTO st SELECT g, g FROM generate_series(1, 1000) g;
+UPDATE st SET v = v + 1 WHERE id <= 10;
+DELETE FROM st WHERE id = 1000;
+SELECT pk_compact('st', true) IS NOT NULL AS compacted;
+INSERT INTO st VALUES (2000, 1);
+-- runs_per_level: the data runs (the merge tree); runs_per_kind: every
+-- live run, the lookup producer's changelog runs (one per commit) included
+SELECT commits, compactions, runs_per_level, runs_per_kind, changelog_records,
+	   bytes_on_disk = pg_relation_size('st') AS bytes_ok,
+	   commit_latency_p50_ms > 0 AND commit_latency_p50_ms <= commit_latency_p95_ms
+		   AND commit_latency_p95_ms <= commit_latency_p99_ms AS latencies_ordered,
+	   compaction_avg_ms > 0 AND compaction_avg_ms <= compaction_max_ms AS compaction_times_ok
+FROM pk_stats('st');
+SELECT kind, level, count(*) FROM pk_runs('st') GROUP BY kind, level ORDER BY kind, level;
+
+-- latencies are the percentiles of the retained snapshots' durations,
+-- rounded to 3 decimals (durations set by hand to known values here)
+UPDATE pkchangelog.snapshots
+SET duration_ms = CASE snapshot_id WHEN 1 THEN 1 WHEN 2 THEN 2 WHEN 3 THEN 3
+								   WHEN 4 THEN 0.0104999 ELSE 41.4689354 END
+WHERE relid = 'st'::regclass;
+SELECT snapshot_id, commit_kind, duration_ms FROM pkchangelog.snapshots
+WHERE relid = 'st'::regclass ORDER BY snapshot_id;
+SELECT commit_latency_p50_ms, commit_latency_p95_ms, commit_latency_p99_ms,
+	   compaction_avg_ms, compaction_max_ms, pg_typeof(commit_latency_p50_ms)
+FROM pk_stats('st');
+
+-- commits and compactions count over the table's life: expiring every
+-- snapshot but the newest leaves them as they were; the durations and
+-- changelog records are those of the retained snapshots
+ALTER TABLE st SET (snapshot_num_retained_min = 1, snapshot_time_retained = '0ms');
+SELECT pk_expire_snapshots('st') AS expired;
+SELECT snapshot_id, commit_kind FROM pk_snapshots('st');
+SELECT commits, compactions, commit_latency_p50_ms, compaction_avg_ms, changelog_records,
+	   runs_per_kind
+FROM pk_stats('st');
+UPDATE st SET v = 0 WHERE id = 2000;
+SELECT pk_compact('st', true) IS NOT NULL AS compacted;
+SELECT commits, compactions FROM pk_stats('st');
+
+-- producer none: its compacted commits' data stays as delta runs
+CREATE TABLE st_none (id int PRIMARY KEY, v int) USING pkmerge;
+INSERT INTO st_none VALUES (1, 1);
+INSERT INTO st_none VALUES (2, 2);
+SELECT pk_compact('st_none', true) IS NOT NULL AS compacted;
+SELECT commits, compactions, runs_per_level, runs_per_kind, changelog_records
+FROM pk_stats('st_none');
+
+-- point lookups go through the block cache: a repeated one hits it; the
+-- counters are the table's (another table's lookups do not count) ...
+SELECT lookup_cache_hits AS hits, lookup_cache_misses AS misses FROM pk_stats('st') \gset before_
+SELECT lookup_cache_hits AS hits, lookup_cache_misses AS misses FROM pk_stats('st_none') \gset none_
+SELECT v FROM st WHERE id = 500;
+SELECT v FROM st WHERE id = 500;
+SELECT lookup_cache_misses - :before_misses AS new_misses,
+	   lookup_cache_hits - :before_hits AS new_hits
+FROM pk_stats('st');
+SELECT lookup_cache_misses - :none_misses AS none_new_misses,
+	   lookup_cache_hits - :none_hits AS none_new_hits
+FROM pk_stats('st_none');
+-- ... and every session's: a new session sees this one's, and adds its
+-- own (a miss: its cache starts empty)
+\c
+SELECT lookup_cache_misses - :before_misses AS new_misses,
+	   lookup_cache_hits - :before_hits AS new_hits
+FROM pk_stats('st');
+SELECT v FROM st WHERE id = 500;
+SELECT lookup_cache_misses - :before_misses AS new_misses,
+	   lookup_cache_hits - :before_hits AS new_hits
+FROM pk_stats('st');
+
+SELECT * FROM pk_stats('nosuchtable');
+DROP TABLE st, st_none;

@@ -1,0 +1,70 @@
+# 004_layers.pl: src/ depends one way.  From the built objects' symbol
+# tables (nm), every call or reference from one source file to a function
+# or variable another defines is an edge; the graph must have no cycle, so
+# that each file's callers are above it (README, "Architecture").  Needs no
+# server; runs on the objects the build left in src/.
+use strict;
+use warnings;
+use FindBin;
+use Test::More;
+
+my $src = "$FindBin::Bin/../../src";
+my @objects = sort glob("$src/*.o");
+ok(scalar(@objects) >= 20, 'the objects of src/ are built')
+  or BAIL_OUT("no objects in $src: build first");
+
+my (%defined_in, %undefined);
+for my $o (@objects)
+{
+	my ($file) = $o =~ m{([^/]+)\.o$};
+	open my $nm, '-|', 'nm', $o or die "cannot run nm: $!";
+	while (my $line = <$nm>)
+	{
+		if ($line =~ /^[0-9a-f]+ [TDBR] (\S+)$/)
+		{
+			$defined_in{$1} = $file;
+		}
+		elsif ($line =~ /^\s+U (\S+)$/)
+		{
+			push @{ $undefined{$file} }, $1;
+		}
+	}
+	close $nm;
+}
+
+my %edges;
+for my $file (keys %undefined)
+{
+	for my $sym (@{ $undefined{$file} })
+	{
+		my $to = $defined_in{$sym};
+		$edges{$file}{$to} = $sym if defined $to && $to ne $file;
+	}
+}
+
+# depth-first search; a back edge closes a cycle, which is reported
+my (%state, @path, @cycles);
+sub visit
+{
+	my ($v) = @_;
+	$state{$v} = 1;
+	push @path, $v;
+	for my $w (sort keys %{ $edges{$v} || {} })
+	{
+		if (($state{$w} // 0) == 1)
+		{
+			my @from = @path;
+			shift @from while $from[0] ne $w;
+			push @cycles, join(' -> ', @from, $w) . " ($edges{$v}{$w})";
+		}
+		visit($w) unless $state{$w};
+	}
+	pop @path;
+	$state{$v} = 2;
+}
+visit($_) for sort map { m{([^/]+)\.o$} } @objects;
+
+is(join("\n", @cycles), '', 'no source file calls back into a file that calls it');
+ok(scalar(keys %edges) >= 20, 'the graph has the calls between files');
+
+done_testing();

@@ -1,0 +1,131 @@
+# 023_dump_keys.pl: pg_dump writes a pkmerge table as CREATE TABLE ...
+# WITH (primary_key = ...) and adds its primary key constraint later with
+# ALTER TABLE ... ADD CONSTRAINT.  A restore must give back every table
+# with its key index (name, columns, deferrability), NOT NULL key columns
+# and its rows, whichever way the key was first given: by PRIMARY KEY, by
+# the primary_key option alone, under a constraint name of its own and
+# DEFERRABLE, or copied by LIKE ... INCLUDING ALL (into a pkmerge table,
+# and out of one into heap).  Restored with psql -f and with pg_restore;
+# a dump of the restored database is the same as the original dump.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('dumpkeys');
+$node->init;
+$node->start;
+
+$node->safe_psql('postgres', q{CREATE DATABASE src});
+$node->safe_psql('src', q{
+CREATE EXTENSION pkchangelog;
+CREATE TABLE by_pk (id bigint PRIMARY KEY, note text) USING pkmerge;
+CREATE TABLE by_opt (k int, v text) USING pkmerge WITH (primary_key = 'k', changelog_producer = 'input');
+CREATE TABLE named (x int, y int, z text, CONSTRAINT named_key PRIMARY KEY (x, y) DEFERRABLE INITIALLY DEFERRED)
+	USING pkmerge;
+CREATE TABLE renamed (k int, v text) USING pkmerge WITH (primary_key = 'k');
+ALTER TABLE renamed RENAME CONSTRAINT renamed_pkey TO renamed_key;
+CREATE TABLE heap_src (id bigint PRIMARY KEY, amount numeric CHECK (amount >= 0));
+CREATE TABLE like_heap (LIKE heap_src INCLUDING ALL) USING pkmerge;
+CREATE TABLE heap_copy (LIKE by_opt INCLUDING ALL);
+INSERT INTO by_pk SELECT g, 'n' || g FROM generate_series(1, 500) g;
+INSERT INTO by_opt SELECT g, 'v' || g FROM generate_series(1, 300) g;
+INSERT INTO named SELECT g % 7, g, 'z' || g FROM generate_series(1, 200) g;
+INSERT INTO renamed SELECT g, 'r' || g FROM generate_series(1, 50) g;
+INSERT INTO heap_src SELECT g, g * 10 FROM generate_series(1, 20) g;
+INSERT INTO like_heap SELECT * FROM heap_src;
+INSERT INTO heap_copy SELECT * FROM by_opt WHERE k <= 10;
+});
+
+my @tables = qw(by_pk by_opt named renamed like_heap heap_copy);
+my $in = join(', ', map { "'$_'" } @tables);
+my $keys = qq{
+SELECT string_agg(format('%s:%s:%s:%s', c.relname, con.conname, am.amname, pg_get_constraintdef(con.oid)), E'\\n' ORDER BY c.relname)
+FROM pg_class c JOIN pg_constraint con ON con.conrelid = c.oid AND con.contype = 'p'
+JOIN pg_class i ON i.oid = con.conindid JOIN pg_am am ON am.oid = i.relam
+WHERE c.relname IN ($in)};
+my $notnull = qq{
+SELECT string_agg(format('%s.%s', c.relname, a.attname), ',' ORDER BY c.relname, a.attnum)
+FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
+WHERE c.relname IN ($in) AND a.attnum > 0 AND a.attnotnull};
+my $ams = qq{
+SELECT string_agg(c.relname || ':' || am.amname, ',' ORDER BY c.relname)
+FROM pg_class c JOIN pg_am am ON am.oid = c.relam WHERE c.relname IN ($in)};
+my $rows = join(' UNION ALL ', map { "SELECT '$_', count(*), md5(string_agg(t::text, ',' ORDER BY t::text)) FROM $_ t" } @tables);
+
+my %before = (
+	keys    => $node->safe_psql('src', $keys),
+	notnull => $node->safe_psql('src', $notnull),
+	ams     => $node->safe_psql('src', $ams),
+	rows    => $node->safe_psql('src', $rows));
+
+# what the source holds, so the comparisons below compare something
+is($before{keys}, join("\n",
+		'by_opt:by_opt_pkey:pkmerge_key:PRIMARY KEY (k)',
+		'by_pk:by_pk_pkey:pkmerge_key:PRIMARY KEY (id)',
+		'heap_copy:heap_copy_pkey:btree:PRIMARY KEY (k)',
+		'like_heap:like_heap_pkey:pkmerge_key:PRIMARY KEY (id)',
+		'named:named_key:pkmerge_key:PRIMARY KEY (x, y) DEFERRABLE INITIALLY DEFERRED',
+		'renamed:renamed_key:pkmerge_key:PRIMARY KEY (k)'),
+	'every table of the source has its primary key');
+is($before{notnull}, 'by_opt.k,by_pk.id,heap_copy.k,like_heap.id,named.x,named.y,renamed.k',
+	'key columns are NOT NULL');
+is($before{ams}, 'by_opt:pkmerge,by_pk:pkmerge,heap_copy:heap,like_heap:pkmerge,named:pkmerge,renamed:pkmerge',
+	'access methods of the source');
+
+my $plain = $node->basedir . '/src.sql';
+my $custom = $node->basedir . '/src.dump';
+$node->command_ok(['pg_dump', '-d', $node->connstr('src'), '-f', $plain], 'pg_dump (plain)');
+$node->command_ok(['pg_dump', '-Fc', '-d', $node->connstr('src'), '-f', $custom], 'pg_dump (custom)');
+my $dump = slurp_file($plain);
+like($dump, qr/WITH \(primary_key=k, changelog_producer=input\)/, 'the dump gives by_opt its key as an option');
+like($dump, qr/ADD CONSTRAINT named_key PRIMARY KEY \(x, y\) DEFERRABLE INITIALLY DEFERRED/,
+	'the dump adds the key constraint separately');
+
+# dumps differ in their \restrict key only
+my $shape = sub { my $d = shift; $d =~ s/^\\(un)?restrict .*$//mg; $d };
+
+# restored into fresh databases with psql -f (stopping at any error) and
+# with pg_restore
+my %restore = (
+	dst  => ['psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-f', $plain, '-d'],
+	dst2 => ['pg_restore', '--exit-on-error', $custom, '-d']);
+for my $db (sort keys %restore)
+{
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	$node->command_ok([ @{ $restore{$db} }, $node->connstr($db) ], "$db: $restore{$db}[0] restores the dump");
+	is($node->safe_psql($db, $keys), $before{keys}, "$db: primary keys identical");
+	is($node->safe_psql($db, $notnull), $before{notnull}, "$db: NOT NULL columns identical");
+	is($node->safe_psql($db, $ams), $before{ams}, "$db: access methods identical");
+	is($node->safe_psql($db, $rows), $before{rows}, "$db: rows identical");
+	is($node->safe_psql($db, q{
+SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+WHERE c.relname IN ('by_opt', 'named', 'renamed', 'like_heap', 'by_pk')}),
+		'5', "$db: one index per pkmerge table");
+
+	# the key index serves lookups and ON CONFLICT
+	like($node->safe_psql($db, q{SET enable_seqscan = off; EXPLAIN (COSTS OFF) SELECT * FROM by_opt WHERE k = 7}),
+		qr/Index Scan using by_opt_pkey on by_opt/, "$db: by_opt's key lookup uses its key index");
+	$node->safe_psql($db, q{
+INSERT INTO by_opt VALUES (7, 'seven') ON CONFLICT (k) DO UPDATE SET v = excluded.v;
+INSERT INTO renamed VALUES (1, 'one') ON CONFLICT (k) DO NOTHING;
+INSERT INTO named VALUES (1, 1, 'again');
+});
+	is($node->safe_psql($db, q{
+SELECT format('%s %s %s %s', (SELECT v FROM by_opt WHERE k = 7), (SELECT count(*) FROM by_opt),
+	(SELECT v FROM renamed WHERE k = 1), (SELECT z FROM named WHERE x = 1 AND y = 1))}),
+		'seven 300 r1 again', "$db: upserts through the restored keys");
+
+	# a dump of the restored database has the shape of the original one
+	my $again = $node->basedir . "/$db.sql";
+	$node->command_ok(['pg_dump', '-s', '-d', $node->connstr($db), '-f', $again], "$db: pg_dump -s");
+	my $orig = $node->basedir . '/src-schema.sql';
+	$node->command_ok(['pg_dump', '-s', '-d', $node->connstr('src'), '-f', $orig], 'src: pg_dump -s');
+	is($shape->(slurp_file($again)), $shape->(slurp_file($orig)), "$db: its schema dump equals the source's");
+}
+
+unlike(slurp_file($node->logfile), qr/PANIC|TRAP:|terminated by signal/,
+	'no PANIC, assertion failure or crash in the log');
+$node->stop;
+done_testing();

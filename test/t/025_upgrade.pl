@@ -1,0 +1,194 @@
+# 025_upgrade.pl: a catalog made by the base script survives ALTER
+# EXTENSION pkchangelog UPDATE to the control file's default_version.
+#
+# The base script (sql/pkchangelog--0.1.sql) is frozen as released in
+# test/upgrade/; a catalog change after it ships as an update script
+# (pkchangelog--OLD--NEW.sql) with a new default_version, never as an edit
+# of a released script.  So this test fails when the base script differs
+# from its frozen copy.  Then, on one server: the base version is created
+# (CREATE EXTENSION ... VERSION), a table of every producer is written
+# (inserts, updates, deletes, a TRUNCATE, compactions), ALTER EXTENSION
+# UPDATE runs, and every table's rows, options, snapshots, runs and change
+# stream are what they were; the next commits continue the snapshot ids
+# and the streams check (test/setup/changelog_checker.sql); and the updated
+# extension has exactly the objects, columns, definitions and comments of
+# one created at default_version in a fresh database.  While the base is
+# the default version the update changes nothing, and the test checks just
+# that.
+use strict;
+use warnings;
+use FindBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $sharedir = `pg_config --sharedir`;
+chomp $sharedir;
+my $extdir = "$sharedir/extension";
+my ($default) = slurp_file("$extdir/pkchangelog.control") =~ /^default_version\s*=\s*'([^']+)'/m;
+ok(defined $default, "the installed control file names default_version ($default)");
+
+# --- the base script is as released --------------------------------------
+my @frozen = glob("$FindBin::Bin/../upgrade/pkchangelog--*.sql");
+is(scalar(@frozen), 1, 'test/upgrade holds one frozen base script');
+my ($base) = $frozen[0] =~ /pkchangelog--([0-9.]+)\.sql$/;
+my $frozen_text = slurp_file($frozen[0]);
+for my $copy ([ 'sql', "$FindBin::Bin/../../sql/pkchangelog--$base.sql" ],
+	[ 'the installed', "$extdir/pkchangelog--$base.sql" ])
+{
+	my ($what, $path) = @$copy;
+	ok(-f $path && slurp_file($path) eq $frozen_text,
+		"$what pkchangelog--$base.sql is the frozen base script")
+	  or diag(<<"EOT");
+$path differs from test/upgrade/pkchangelog--$base.sql.  A released
+script never changes: a catalog change ships as
+sql/pkchangelog--$default--NEW.sql with default_version = 'NEW' in
+pkchangelog.control (README, "Upgrading").  Before $base is released,
+freeze the script again with "make freeze-baseline" (and "make install").
+EOT
+}
+
+my $node = PostgreSQL::Test::Cluster->new('upgrade');
+$node->init;
+$node->start;
+$node->safe_psql('postgres', 'CREATE DATABASE upgraded');
+$node->safe_psql('postgres', 'CREATE DATABASE fresh');
+
+$node->safe_psql('upgraded', "CREATE EXTENSION pkchangelog VERSION '$base'");
+is($node->safe_psql('upgraded', q{SELECT extversion FROM pg_extension WHERE extname = 'pkchangelog'}),
+	$base, "the base version $base is installed");
+is($node->safe_psql('upgraded', "SELECT pkchangelog.library_accepts('$base'), pkchangelog.library_accepts('0.0')"),
+	't|f', 'the library accepts the base catalog, and not a version it cannot update from');
+
+# --- tables of every producer, several commits of each --------------------
+my @producers = ('none', 'input', 'lookup', 'full-compaction');
+my %table = map { my $t = $_; $t =~ s/-/_/; ($_ => "t_$t") } @producers;
+for my $p (@producers)
+{
+	my $t = $table{$p};
+	$node->safe_psql('upgraded', qq{
+CREATE TABLE $t (id int PRIMARY KEY, grp int, amount numeric(12,2), note text)
+	USING pkmerge WITH (changelog_producer = '$p', num_sorted_run_compaction_trigger = 3);
+INSERT INTO $t SELECT g, g % 7, g * 1.5, 'n' || g FROM generate_series(1, 400) g;
+});
+	$node->safe_psql('upgraded', qq{UPDATE $t SET amount = amount + 1 WHERE id % 3 = 0});
+	$node->safe_psql('upgraded', qq{DELETE FROM $t WHERE id % 11 = 0});
+	$node->safe_psql('upgraded', qq{
+INSERT INTO $t VALUES (1001, 1, 100, 'incident') ON CONFLICT (id) DO UPDATE SET amount = excluded.amount});
+	$node->safe_psql('upgraded', qq{UPDATE $t SET amount = 80 WHERE id = 1001});
+	$node->safe_psql('upgraded', qq{SELECT pk_compact('$t')});
+}
+$node->safe_psql('upgraded', qq{TRUNCATE $table{input}});
+$node->safe_psql('upgraded', qq{INSERT INTO $table{input} SELECT g, 0, g, NULL FROM generate_series(1, 50) g});
+$node->safe_psql('upgraded', qq{SELECT pk_compact('$table{'full-compaction'}', true)});
+
+# everything a table holds that the update must keep, as text
+sub table_state
+{
+	my ($db, $t) = @_;
+	my %q = (
+		rows => qq{SELECT count(*), md5(string_agg(format('%s|%s|%s|%s', id, grp, amount, note), ',' ORDER BY id)) FROM $t},
+		options => qq{SELECT string_agg(key || '=' || coalesce(value, 'NULL'), ', ' ORDER BY key) FROM pk_options('$t')},
+		snapshots => qq{SELECT string_agg(s::text, E'\\n' ORDER BY snapshot_id) FROM pk_snapshots('$t') s},
+		runs => qq{SELECT string_agg(r::text, E'\\n' ORDER BY run_id) FROM pk_runs('$t') r},
+		changes => qq{SELECT count(*), md5(string_agg(c::text, E'\\n' ORDER BY n))
+					  FROM pk_changes('$t') WITH ORDINALITY c(snapshot_id, rowkind, "row", producer, n)});
+	return { map { $_ => $node->safe_psql($db, $q{$_}) } keys %q };
+}
+
+my %before = map { $_ => table_state('upgraded', $table{$_}) } @producers;
+for my $p (@producers)
+{
+	# (the TRUNCATE leaves input its OVERWRITE snapshot and the next)
+	ok($before{$p}{snapshots} =~ tr/\n// >= ($p eq 'input' ? 1 : 5)
+		  && ($p eq 'none' || $before{$p}{changes} !~ /^0\|/),
+		"$p: the table has snapshots and a stream before the update");
+}
+
+# --- the update ----------------------------------------------------------
+my ($rc, $out, $err) = $node->psql('upgraded', 'ALTER EXTENSION pkchangelog UPDATE');
+is($rc, 0, "ALTER EXTENSION pkchangelog UPDATE from $base to $default") or diag($err);
+is($node->safe_psql('upgraded', q{SELECT extversion FROM pg_extension WHERE extname = 'pkchangelog'}),
+	$default, "the extension is at default_version $default");
+
+for my $p (@producers)
+{
+	is_deeply(table_state('upgraded', $table{$p}), $before{$p},
+		"$p: rows, options, snapshots, runs and stream survive the update");
+}
+
+# --- writing goes on: snapshot ids continue, the streams check ------------
+$node->safe_psql('upgraded', slurp_file("$FindBin::Bin/../setup/changelog_checker.sql"));
+for my $p (@producers)
+{
+	my $t = $table{$p};
+	my $last = $node->safe_psql('upgraded', qq{SELECT max(snapshot_id) FROM pk_snapshots('$t')});
+	$node->safe_psql('upgraded', qq{UPDATE $t SET amount = amount * 2 WHERE id % 5 = 0});
+	$node->safe_psql('upgraded', qq{INSERT INTO $t VALUES (2001, 2, 1, 'after')});
+	$node->safe_psql('upgraded', qq{SELECT pk_compact('$t', true)}) if $p eq 'full-compaction';
+	is($node->safe_psql('upgraded', qq{SELECT min(snapshot_id) = $last + 1 AND max(snapshot_id) - min(snapshot_id) + 1 = count(*)
+		FROM pk_snapshots('$t') WHERE snapshot_id > $last}),
+		't', "$p: the next commits continue the snapshot ids");
+	is($node->safe_psql('upgraded', qq{SELECT check_changelog('$t')}), 'ok',
+		"$p: the stream is a valid retract stream of the table") if $p ne 'none';
+	is($node->safe_psql('upgraded', qq{SELECT check_data_runs('$t')}), 'ok',
+		"$p: the catalog names exactly the table's data runs");
+}
+
+# --- the updated extension is the one CREATE EXTENSION makes --------------
+$node->safe_psql('fresh', 'CREATE EXTENSION pkchangelog');
+my $shape = q{
+WITH ext AS (SELECT oid FROM pg_extension WHERE extname = 'pkchangelog'),
+members AS (
+	SELECT d.classid, d.objid FROM pg_depend d, ext
+	WHERE d.refclassid = 'pg_extension'::regclass AND d.refobjid = ext.oid AND d.deptype = 'e')
+SELECT string_agg(line, E'\n' ORDER BY line) FROM (
+	SELECT 'object ' || pg_describe_object(classid, objid, 0) || ': '
+		   || coalesce(obj_description(objid, classid::regclass::name), '-') AS line
+	FROM members
+	UNION ALL
+	SELECT 'function ' || pg_get_functiondef(objid) FROM members
+	WHERE classid = 'pg_proc'::regclass
+	UNION ALL
+	SELECT format('column %s.%s %s %s %s %s: %s', c.relname, a.attnum, a.attname,
+				  format_type(a.atttypid, a.atttypmod), a.attnotnull,
+				  pg_get_expr(ad.adbin, ad.adrelid), col_description(c.oid, a.attnum))
+	FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
+	LEFT JOIN pg_attrdef ad ON ad.adrelid = c.oid AND ad.adnum = a.attnum
+	WHERE c.relnamespace = 'pkchangelog'::regnamespace AND a.attnum > 0 AND NOT a.attisdropped
+	UNION ALL
+	SELECT 'index ' || pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+	WHERE c.relnamespace = 'pkchangelog'::regnamespace
+	UNION ALL
+	SELECT format('constraint %s %s', conname, pg_get_constraintdef(oid)) FROM pg_constraint
+	WHERE connamespace = 'pkchangelog'::regnamespace) s
+};
+my $fresh = $node->safe_psql('fresh', $shape);
+ok($fresh =~ /column runs\.\d+ run_id bigint/ && $fresh =~ /function CREATE OR REPLACE FUNCTION public\.pk_changes/,
+	'the comparison sees the catalog columns and the functions');
+is($node->safe_psql('upgraded', $shape), $fresh,
+	"the updated extension has the objects, columns and definitions of a fresh $default");
+
+# --- a catalog of another shape is refused -------------------------------
+# The library reads the catalog of its own version only.  A catalog table
+# of another shape is refused before a row is read; the hint says to drop
+# and create the extension unless the extension is at a version the
+# library updates from (then: ALTER EXTENSION UPDATE; no such version
+# precedes the base).
+$node->safe_psql('fresh', q{CREATE TABLE probe (k int PRIMARY KEY) USING pkmerge});
+for my $version ($default, '0.0')
+{
+	($rc, $out, $err) = $node->psql('fresh', qq{
+BEGIN;
+ALTER TABLE pkchangelog.runs ADD COLUMN extra int;
+UPDATE pg_extension SET extversion = '$version' WHERE extname = 'pkchangelog';
+SELECT * FROM pk_runs('probe');
+ROLLBACK});
+	like($err, qr/the pkchangelog catalog does not match the pkchangelog library\n.*pkchangelog\.runs has other columns.*\n.*HINT:  The extension was created by another build of version $default: drop and create it again\./,
+		"a catalog of another shape at version $version: the error says to drop and create it");
+}
+is($node->safe_psql('fresh', q{INSERT INTO probe VALUES (1); SELECT count(*) FROM probe}), '1',
+	'the catalog of the right shape is used');
+
+$node->stop;
+done_testing();
