@@ -10,6 +10,8 @@
 #   make bench      print pkmerge figures beside heap (not a pass/fail test)
 #   make fuzz       randomized differential test against heap twins
 #                   (SEED=n MINUTES=m; prints a minimal reproduction on failure)
+#   make check-debug  the tests under an assert-enabled PostgreSQL, with
+#                   debug_discard_caches and valgrind (slow; not in make test)
 
 EXTENSION = pkchangelog
 MODULE_big = pkchangelog
@@ -75,7 +77,7 @@ pkchangelog.exports: $(wildcard src/*.c)
 	   sed -n 's/^PGDLLEXPORT [a-z]* \([a-z_0-9]*\)(.*/  \1;/p' $^; \
 	   echo 'local: *; };'; } > $@
 
-.PHONY: test demo bench fuzz deps test-lists freeze-baseline
+.PHONY: test demo bench fuzz deps test-lists freeze-baseline check-debug
 
 # the lists above, for test/run-tests.sh
 test-lists:
@@ -99,6 +101,12 @@ demo: deps
 
 bench: deps
 	@PG_CONFIG="$(PG_CONFIG)" bash test/bench.sh
+
+# Builds (or reuses) an assert-enabled PostgreSQL 15 in $(PG_DEBUG_PREFIX)
+# and installs into it, whatever PG_CONFIG says.
+PG_DEBUG_PREFIX ?= /opt/pg-assert
+check-debug:
+	@PG_DEBUG_PREFIX="$(PG_DEBUG_PREFIX)" bash test/debug-build.sh $(CHECKS)
 
 fuzz: deps
 	@PG_CONFIG="$(PG_CONFIG)" SEED="$(SEED)" MINUTES="$(MINUTES)" bash test/fuzz.sh
