@@ -16,6 +16,9 @@
 
 #include "run_format.h"
 
+/* the schema of the extension's catalog tables (the install script's) */
+#define PK_CATALOG_SCHEMA	"pkchangelog"
+
 /*
  * Column numbers of the catalog tables, in the order of the extension
  * script's CREATE TABLE statements (which says so); catalog.c checks every

@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * changelog_read.c
- *	  pk_changes(rel, from_snapshot, to_snapshot): a table's change stream,
- *	  the RowKind records of the snapshots in (from, to], in commit then
- *	  production order, each row as jsonb.
+ *	  A table's change stream, the RowKind records of the snapshots in
+ *	  (from, to], in commit then production order: changelog_scan, read by
+ *	  pk_changes(rel, from_snapshot, to_snapshot) (each row as jsonb) and
+ *	  by the WAL records of logical decoding (changelog_wal.c).
  *
  * Which records a snapshot has depends on the producer in force when it
  * was committed (recorded with the snapshot): its changelog runs, or for
@@ -28,6 +29,7 @@
 
 #include "catalog.h"
 #include "changelog_produce.h"
+#include "changelog_read.h"
 #include "run_read.h"
 
 static const char *const rowkind_names[] = {"+I", "-U", "+U", "-D"};
@@ -69,8 +71,8 @@ snapshot_uses(const SnapshotInfo *si, const RunInfo *r)
  * and full-compaction promise a complete stream of row changes, so they
  * write the -D records (am_dml.c, collect_removed).
  */
-static bool
-truncate_record(const SnapshotInfo *si)
+bool
+changelog_truncate_is_record(const SnapshotInfo *si)
 {
 	return strcmp(si->producer, prod_name(PK_PRODUCER_NONE)) == 0 ||
 		strcmp(si->producer, prod_name(PK_PRODUCER_INPUT)) == 0;
@@ -171,67 +173,44 @@ run_order_cmp(const ListCell *a, const ListCell *b)
 	return (ra->run_id > rb->run_id) - (ra->run_id < rb->run_id);
 }
 
-PG_FUNCTION_INFO_V1(pk_changes);
-Datum
-pk_changes(PG_FUNCTION_ARGS)
+/*
+ * Calls cb for every record of the snapshots in (from, to] that snapshot
+ * sees, in stream order: a TRUNCATE record (tup NULL) where
+ * changelog_truncate_is_record says so, then each run's rows.  The tuple is valid during the call only;
+ * memory the callback allocates in CurrentMemoryContext is reset after each
+ * row.  pk_changes and the WAL records for logical decoding
+ * (changelog_wal.c) both read the stream here, so they cannot differ.
+ */
+void
+changelog_scan(Relation rel, int64 from, int64 to, Snapshot snapshot,
+			   ChangeCallback cb, void *arg)
 {
-	Oid			relid = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
-	int64		from = PG_ARGISNULL(1) ? 0 : PG_GETARG_INT64(1);
-	int64		to = PG_ARGISNULL(2) ? 0 : PG_GETARG_INT64(2);
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Relation	rel;
-	PkTable    *t;
+	Oid			relid = RelationGetRelid(rel);
+	PkTable    *t = pk_table(rel);
 	List	   *snaps;
 	List	   *runs;
 	ListCell   *rc;
 	ListCell   *sc;
-	FmgrInfo	to_jsonb;
-	TupleDesc	desc;
 	MemoryContext rowcxt;
+	MemoryContext old;
 
-	InitMaterializedSRF(fcinfo, 0);
-	if (!OidIsValid(relid))
-		PG_RETURN_VOID();
-	/* rows of the table: SELECT on it, checked before its lock is requested */
-	rel = pk_open_table(relid, AccessShareLock, ACL_SELECT);
-
-	/*
-	 * The stream holds every row ever written: where row-level security
-	 * hides some rows from the caller, it cannot be filtered by policies
-	 * written for the rows' current state.
-	 */
-	if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("pk_changes cannot apply the row-level security policies of table \"%s\"",
-						RelationGetRelationName(rel)),
-				 errhint("Read the change stream as the table's owner or as a role with BYPASSRLS.")));
-	changes_range(rel, PG_ARGISNULL(1), &from, PG_ARGISNULL(2), &to);
-	t = pk_table(rel);
-	desc = RelationGetDescr(rel);
-	init_to_jsonb(&to_jsonb, rel);
-	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "pk_changes row",
+	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "pkmerge change",
 								   ALLOCSET_DEFAULT_SIZES);
-
-	/* the caller's MVCC snapshot: a change stream of committed snapshots */
-	snaps = cat_snapshots_range(relid, from, to, GetActiveSnapshot());
-	runs = cat_runs_of_snapshots(relid, from, to, GetActiveSnapshot());
+	snaps = cat_snapshots_range(relid, from, to, snapshot);
+	runs = cat_runs_of_snapshots(relid, from, to, snapshot);
 	list_sort(runs, run_order_cmp);
 	rc = list_head(runs);
 	foreach(sc, snaps)
 	{
 		SnapshotInfo *si = lfirst(sc);
 
-		/* none and input record a TRUNCATE as one; see truncate_record */
-		if (si->kind == COMMIT_OVERWRITE && truncate_record(si))
+		/* none and input record a TRUNCATE as one; see changelog_truncate_is_record */
+		if (si->kind == COMMIT_OVERWRITE && changelog_truncate_is_record(si))
 		{
-			Datum		values[4];
-			bool		nulls[4] = {false, false, true, false};
-
-			values[0] = Int64GetDatum(si->snapshot_id);
-			values[1] = CStringGetTextDatum("TRUNCATE");
-			values[3] = CStringGetTextDatum(si->producer);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			old = MemoryContextSwitchTo(rowcxt);
+			cb(arg, si, PK_CHANGE_TRUNCATE, NULL);
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(rowcxt);
 		}
 		for (; rc && ((RunInfo *) lfirst(rc))->created_snapshot <= si->snapshot_id;
 			 rc = lnext(runs, rc))
@@ -259,29 +238,92 @@ pk_changes(PG_FUNCTION_ARGS)
 			for (run_cursor_start(&cur); !cur.done; run_cursor_next(&cur))
 			{
 				RunRowHeader *rh = run_cursor_row(&cur);
-				MinimalTuple mt = RUN_ROW_TUPLE(rh);
-				HeapTupleData htup;
-				Datum		values[4];
-				bool		nulls[4] = {false, false, false, false};
-				MemoryContext old;
 
 				CHECK_FOR_INTERRUPTS();
 				old = MemoryContextSwitchTo(rowcxt);
-				htup.t_len = mt->t_len + MINIMAL_TUPLE_OFFSET;
-				htup.t_data = (HeapTupleHeader) ((char *) mt - MINIMAL_TUPLE_OFFSET);
-				ItemPointerSetInvalid(&htup.t_self);
-				htup.t_tableOid = relid;
-				values[0] = Int64GetDatum(r->created_snapshot);
-				values[1] = CStringGetTextDatum(rowkind_names[RUN_ROW_KIND(rh)]);
-				values[2] = FunctionCall1(&to_jsonb, heap_copy_tuple_as_datum(&htup, desc));
-				values[3] = CStringGetTextDatum(si->producer);
-				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+				cb(arg, si, RUN_ROW_KIND(rh), RUN_ROW_TUPLE(rh));
 				MemoryContextSwitchTo(old);
 				MemoryContextReset(rowcxt);
 			}
 			run_cursor_close(&cur);
 		}
 	}
+	MemoryContextDelete(rowcxt);
+}
+
+/* pk_changes' state for its callback */
+typedef struct ChangesOut
+{
+	ReturnSetInfo *rsinfo;
+	FmgrInfo	to_jsonb;
+	TupleDesc	desc;
+	Oid			relid;
+} ChangesOut;
+
+static void
+changes_put(void *arg, const SnapshotInfo *si, int kind, MinimalTuple mt)
+{
+	ChangesOut *out = arg;
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+
+	values[0] = Int64GetDatum(si->snapshot_id);
+	values[3] = CStringGetTextDatum(si->producer);
+	if (kind == PK_CHANGE_TRUNCATE)
+	{
+		values[1] = CStringGetTextDatum("TRUNCATE");
+		nulls[2] = true;
+	}
+	else
+	{
+		HeapTupleData htup;
+
+		htup.t_len = mt->t_len + MINIMAL_TUPLE_OFFSET;
+		htup.t_data = (HeapTupleHeader) ((char *) mt - MINIMAL_TUPLE_OFFSET);
+		ItemPointerSetInvalid(&htup.t_self);
+		htup.t_tableOid = out->relid;
+		values[1] = CStringGetTextDatum(rowkind_names[kind]);
+		values[2] = FunctionCall1(&out->to_jsonb,
+								  heap_copy_tuple_as_datum(&htup, out->desc));
+	}
+	tuplestore_putvalues(out->rsinfo->setResult, out->rsinfo->setDesc, values, nulls);
+}
+
+PG_FUNCTION_INFO_V1(pk_changes);
+Datum
+pk_changes(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
+	int64		from = PG_ARGISNULL(1) ? 0 : PG_GETARG_INT64(1);
+	int64		to = PG_ARGISNULL(2) ? 0 : PG_GETARG_INT64(2);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	rel;
+	ChangesOut	out;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (!OidIsValid(relid))
+		PG_RETURN_VOID();
+	/* rows of the table: SELECT on it, checked before its lock is requested */
+	rel = pk_open_table(relid, AccessShareLock, ACL_SELECT);
+
+	/*
+	 * The stream holds every row ever written: where row-level security
+	 * hides some rows from the caller, it cannot be filtered by policies
+	 * written for the rows' current state.
+	 */
+	if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("pk_changes cannot apply the row-level security policies of table \"%s\"",
+						RelationGetRelationName(rel)),
+				 errhint("Read the change stream as the table's owner or as a role with BYPASSRLS.")));
+	changes_range(rel, PG_ARGISNULL(1), &from, PG_ARGISNULL(2), &to);
+	out.rsinfo = rsinfo;
+	out.desc = RelationGetDescr(rel);
+	out.relid = relid;
+	init_to_jsonb(&out.to_jsonb, rel);
+	/* the caller's MVCC snapshot: a change stream of committed snapshots */
+	changelog_scan(rel, from, to, GetActiveSnapshot(), changes_put, &out);
 	table_close(rel, AccessShareLock);
 	PG_RETURN_VOID();
 }

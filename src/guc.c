@@ -18,6 +18,7 @@
 bool		pk_worker_enabled = true;
 int			pk_worker_naptime = 1000;
 int			pk_run_memory_limit = 64 * 1024;	/* kB */
+int			pk_wal_rmgr_id = PK_WAL_RMGR_ID_DEFAULT;
 
 void
 pk_guc_init(void)
@@ -37,5 +38,10 @@ pk_guc_init(void)
 							"A developer setting: tests lower it to write small runs through temporary files.",
 							&pk_run_memory_limit, 64 * 1024, 64, 1024 * 1024, PGC_USERSET,
 							GUC_UNIT_KB | GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	DefineCustomIntVariable("pkchangelog.wal_rmgr_id",
+							"The id of pkchangelog's custom WAL resource manager, whose records carry pkmerge changes for logical decoding.",
+							"Change it only if another extension uses the same id (ids 128 to 255 are for extensions); WAL written with one id is decoded only by a server started with the same id.",
+							&pk_wal_rmgr_id, PK_WAL_RMGR_ID_DEFAULT, 129, 255, PGC_POSTMASTER,
+							0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("pkchangelog");
 }

@@ -12,6 +12,10 @@
 extern bool pk_worker_enabled;
 extern int	pk_worker_naptime;
 extern int	pk_run_memory_limit;
+extern int	pk_wal_rmgr_id;
+
+/* pkchangelog.wal_rmgr_id's default: a custom id no listed extension uses */
+#define PK_WAL_RMGR_ID_DEFAULT	172
 extern void pk_guc_init(void);
 
 #endif							/* PK_GUC_H */

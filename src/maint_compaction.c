@@ -29,6 +29,7 @@
 
 #include "catalog.h"
 #include "changelog_produce.h"
+#include "changelog_wal.h"
 #include "maint_compaction.h"
 #include "read_point.h"
 #include "run_merge.h"
@@ -404,6 +405,9 @@ compact_table(Relation rel, bool full)
 						prod_name(t->opts.changelog_producer),
 						INSTR_TIME_GET_MILLISEC(duration));
 	cat_table_state_update(relid, &st);
+	/* wal_level = logical: full-compaction's changes, for decoding */
+	if (changelog)
+		changelog_wal_log_snapshot(rel, snapshot_id);
 	return snapshot_id;
 }
 

@@ -21,6 +21,7 @@
 #include "am_onconflict.h"
 #include "am_scan.h"
 #include "catalog.h"
+#include "changelog_wal.h"
 #include "guc.h"
 #include "maint_worker.h"
 #include "pkchangelog.h"
@@ -69,6 +70,7 @@ _PG_init(void)
 	 * after the commit path (commit_init's, at pre-commit) has used that.
 	 */
 	pk_guc_init();				/* pkchangelog.* parameters */
+	changelog_wal_init();		/* WAL resource manager (wal_rmgr_id) */
 	catalog_init();				/* xact callback: runs changed by it */
 	pktable_init();				/* relcache callback: table descriptors */
 	spill_init();				/* ExecutorStart/End: readers of spills */

@@ -8,8 +8,9 @@
  *	  the primary_key option, LIKE ... INCLUDING INDEXES; a pkmerge key
  *	  copied into another table becomes a btree), and refuses what pkmerge
  *	  does not support with a clear error.  An object access hook removes a
- *	  dropped table's catalog rows, and refuses table rewrites other than
- *	  VACUUM FULL's.
+ *	  dropped table's catalog rows, refuses table rewrites other than
+ *	  VACUUM FULL's, and has sql_publication.c keep the extension's catalog
+ *	  out of publications.
  *
  *-------------------------------------------------------------------------
  */
@@ -44,6 +45,7 @@
 #include "catalog.h"
 #include "maint_compaction.h"
 #include "sql_ddl.h"
+#include "sql_publication.h"
 #include "table_desc.h"
 #include "table_options.h"
 
@@ -935,6 +937,9 @@ pk_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId,
 		prev_object_access(access, classId, objectId, subId, arg);
 	if (access == OAT_POST_CREATE && classId == RelationRelationId && subId == 0)
 		refuse_rewrite(objectId);
+	/* publications never take the extension's catalog */
+	if (access == OAT_POST_CREATE)
+		publication_check_created(classId, objectId);
 	/* DROP TABLE: its catalog rows go in the same transaction */
 	if (access == OAT_DROP && classId == RelationRelationId && subId == 0 &&
 		pk_relid_is_pkmerge(objectId))

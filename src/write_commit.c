@@ -30,6 +30,7 @@
 #include "catalog.h"
 #include "catalog_lock.h"
 #include "changelog_produce.h"
+#include "changelog_wal.h"
 #include "maint_compaction.h"
 #include "maint_expire.h"
 #include "maint_worker.h"
@@ -162,6 +163,8 @@ commit_table(WriteBuffer *wb)
 	cat_table_state_set_runs(&st, after);
 	cat_table_state_update(wb->relid, &st);
 	runcache_store_commit(rel, snapshot_id, after);
+	/* wal_level = logical: the snapshot's changes, for decoding */
+	changelog_wal_log_snapshot(rel, snapshot_id);
 
 	/*
 	 * Enough sorted runs for a compaction (compact_before_commit compacted

@@ -1,0 +1,326 @@
+/*-------------------------------------------------------------------------
+ *
+ * changelog_wal.c
+ *	  The change stream in WAL, for logical decoding (DESIGN §9).  Run
+ *	  pages are WAL-logged as page images, which no decoder can read, so
+ *	  when wal_level is logical every snapshot that produces changes also
+ *	  writes them through this custom WAL resource manager, inside the
+ *	  producing transaction and before its commit record.  The decode
+ *	  callback queues them into the reorder buffer as ordinary row changes
+ *	  of the pkmerge relation, which every output plugin then receives:
+ *
+ *	  +I          INSERT of the row
+ *	  -U then +U  UPDATE carrying the old row and the new one
+ *	  +U alone    UPDATE without an old row
+ *	  -D          DELETE carrying the old row (for producer none, the key)
+ *	  -U alone    DELETE of the old row (input: a retraction with no +U)
+ *
+ * A TRUNCATE needs no record here: PostgreSQL logs one for every logically
+ * logged relation (ExecuteTruncateGuts), pkmerge tables included, and
+ * decodes it as a TRUNCATE change.  So the records of an OVERWRITE
+ * snapshot leave out what stands for the TRUNCATE in pk_changes (none and
+ * input: the TRUNCATE record; lookup and full-compaction: the -D of every
+ * removed row).
+ *
+ * Records are read back from the runs the snapshot wrote (changelog_scan),
+ * so the decoded stream is pk_changes' stream, and are batched: one record
+ * holds rows up to about PK_WAL_BATCH bytes, a -U and its +U always in the
+ * same record.  Redo does nothing: the pages are restored by their own
+ * records.
+ *
+ * A decoded row carries its snapshot id in the tuple header's xmin and
+ * xmax, which a decoded tuple does not otherwise use; the pkchangelog
+ * output plugin reads it back (changelog_wal_snapshot_of).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xlog_internal.h"
+#include "access/xloginsert.h"
+#include "access/xlogreader.h"
+#include "catalog/catalog.h"
+#include "replication/decode.h"
+#include "replication/logical.h"
+#include "replication/reorderbuffer.h"
+#include "replication/snapbuild.h"
+#include "storage/relfilenode.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "changelog_read.h"
+#include "changelog_wal.h"
+#include "guc.h"
+#include "run_format.h"
+
+/* the record's one type */
+#define XLOG_PK_CHANGES		0x00
+
+/* a record holds rows up to about this many bytes */
+#define PK_WAL_BATCH		(64 * 1024)
+
+/*
+ * A record's header; nchanges entries follow, each a kind byte, the
+ * MinimalTuple's length (4 bytes, unaligned) and the MinimalTuple.
+ */
+typedef struct xl_pk_changes
+{
+	RelFileNode node;			/* the table's storage, as at logging */
+	int64		snapshot_id;
+	uint32		nchanges;
+} xl_pk_changes;
+
+#define SizeOfPkChangeEntry		(1 + sizeof(uint32))
+
+/* the rows of one snapshot being batched into records */
+typedef struct WalBatch
+{
+	Relation	rel;
+	xl_pk_changes hdr;
+	StringInfoData buf;
+} WalBatch;
+
+static void
+batch_flush(WalBatch *b)
+{
+	if (b->hdr.nchanges == 0)
+		return;
+	XLogBeginInsert();
+	XLogRegisterData((char *) &b->hdr, sizeof(b->hdr));
+	XLogRegisterData(b->buf.data, b->buf.len);
+	/* the origin of a replicated write, for subscribers' origin filters */
+	XLogSetRecordFlags(XLOG_INCLUDE_ORIGIN);
+	(void) XLogInsert(pk_wal_rmgr_id, XLOG_PK_CHANGES);
+	b->hdr.nchanges = 0;
+	resetStringInfo(&b->buf);
+}
+
+static void
+batch_add(void *arg, const SnapshotInfo *si, int kind, MinimalTuple tup)
+{
+	WalBatch   *b = arg;
+	uint8		k = (uint8) kind;
+	uint32		len;
+
+	/* TRUNCATE: core's own record says it (see the file's header) */
+	if (kind == PK_CHANGE_TRUNCATE ||
+		(si->kind == COMMIT_OVERWRITE && kind == PK_DELETE &&
+		 !changelog_truncate_is_record(si)))
+		return;
+	len = tup->t_len;
+	/* a -U and its +U share a record: flush before the -U, never between */
+	if (kind != PK_UPDATE_AFTER &&
+		b->buf.len > 0 && b->buf.len + SizeOfPkChangeEntry + len > PK_WAL_BATCH)
+		batch_flush(b);
+	appendBinaryStringInfo(&b->buf, (char *) &k, 1);
+	appendBinaryStringInfo(&b->buf, (char *) &len, sizeof(len));
+	appendBinaryStringInfo(&b->buf, (char *) tup, len);
+	b->hdr.nchanges++;
+}
+
+/*
+ * Writes the changes of rel's snapshot snapshot_id, which the current
+ * transaction has just made (its catalog rows and runs are written), as
+ * records of this resource manager.  Nothing unless wal_level is logical
+ * and the table is logically logged (not temporary or unlogged).
+ */
+void
+changelog_wal_log_snapshot(Relation rel, int64 snapshot_id)
+{
+	WalBatch	b;
+	Snapshot	snapshot;
+
+	if (!RelationIsLogicallyLogged(rel))
+		return;
+	/* the snapshot's catalog rows, written by this very command */
+	CommandCounterIncrement();
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	b.rel = rel;
+	b.hdr.node = rel->rd_node;
+	b.hdr.snapshot_id = snapshot_id;
+	b.hdr.nchanges = 0;
+	initStringInfo(&b.buf);
+	changelog_scan(rel, snapshot_id - 1, snapshot_id, snapshot, batch_add, &b);
+	batch_flush(&b);
+	pfree(b.buf.data);
+	UnregisterSnapshot(snapshot);
+}
+
+/* ---- redo, description ------------------------------------------------ */
+
+/* the pages are restored by their own records: nothing to do */
+static void
+pk_rm_redo(XLogReaderState *record)
+{
+}
+
+static const char *
+pk_rm_identify(uint8 info)
+{
+	if ((info & ~XLR_INFO_MASK) == XLOG_PK_CHANGES)
+		return "CHANGES";
+	return NULL;
+}
+
+static void
+pk_rm_desc(StringInfo buf, XLogReaderState *record)
+{
+	xl_pk_changes hdr;
+
+	if ((XLogRecGetInfo(record) & ~XLR_INFO_MASK) != XLOG_PK_CHANGES ||
+		XLogRecGetDataLen(record) < sizeof(hdr))
+		return;
+	memcpy(&hdr, XLogRecGetData(record), sizeof(hdr));
+	appendStringInfo(buf, "rel %u/%u/%u snapshot %lld changes %u",
+					 hdr.node.spcNode, hdr.node.dbNode, hdr.node.relNode,
+					 (long long) hdr.snapshot_id, hdr.nchanges);
+}
+
+/* ---- decoding ---------------------------------------------------------- */
+
+/*
+ * The decoded tuple of a stored row: the MinimalTuple behind a zeroed heap
+ * tuple header (as heap_tuple_from_minimal_tuple builds it), the snapshot
+ * id in xmin and xmax.
+ */
+static ReorderBufferTupleBuf *
+decoded_tuple(ReorderBuffer *rb, const char *data, uint32 len, int64 snapshot_id)
+{
+	ReorderBufferTupleBuf *tb = ReorderBufferGetTupleBuf(rb, len + MINIMAL_TUPLE_OFFSET);
+	HeapTupleHeader h = tb->tuple.t_data;
+
+	tb->tuple.t_len = len + MINIMAL_TUPLE_OFFSET;
+	ItemPointerSetInvalid(&tb->tuple.t_self);
+	tb->tuple.t_tableOid = InvalidOid;
+	memcpy((char *) h + MINIMAL_TUPLE_OFFSET, data, len);
+	memset(h, 0, offsetof(HeapTupleHeaderData, t_infomask2));
+	h->t_choice.t_heap.t_xmin = (TransactionId) ((uint64) snapshot_id >> 32);
+	h->t_choice.t_heap.t_xmax = (TransactionId) ((uint64) snapshot_id & 0xFFFFFFFF);
+	return tb;
+}
+
+int64
+changelog_wal_snapshot_of(HeapTuple tuple)
+{
+	HeapTupleHeader h = tuple->t_data;
+
+	return (int64) (((uint64) h->t_choice.t_heap.t_xmin << 32) |
+					h->t_choice.t_heap.t_xmax);
+}
+
+static void
+queue_change(LogicalDecodingContext *ctx, XLogRecordBuffer *buf,
+			 const xl_pk_changes *hdr, ReorderBufferChangeType action,
+			 ReorderBufferTupleBuf *oldtuple, ReorderBufferTupleBuf *newtuple)
+{
+	ReorderBufferChange *change = ReorderBufferGetChange(ctx->reorder);
+
+	change->action = action;
+	change->origin_id = XLogRecGetOrigin(buf->record);
+	change->data.tp.relnode = hdr->node;
+	change->data.tp.oldtuple = oldtuple;
+	change->data.tp.newtuple = newtuple;
+	change->data.tp.clear_toast_afterwards = true;
+	ReorderBufferQueueChange(ctx->reorder, XLogRecGetXid(buf->record),
+							 buf->origptr, change, false);
+}
+
+/*
+ * Queues a record's rows as row changes of its table, as heap_decode does
+ * for heap records: only once the snapshot builder has a full snapshot and
+ * wants this transaction's changes, not when fast-forwarding, only for the
+ * slot's database, and not for an origin the plugin filters out.
+ */
+static void
+pk_rm_decode(LogicalDecodingContext *ctx, XLogRecordBuffer *buf)
+{
+	XLogReaderState *r = buf->record;
+	TransactionId xid = XLogRecGetXid(r);
+	xl_pk_changes hdr;
+	const char *p;
+	const char *end;
+	ReorderBufferTupleBuf *before = NULL;
+
+	ReorderBufferProcessXid(ctx->reorder, xid, buf->origptr);
+	if ((XLogRecGetInfo(r) & ~XLR_INFO_MASK) != XLOG_PK_CHANGES)
+		elog(ERROR, "unexpected pkchangelog WAL record type: %u",
+			 XLogRecGetInfo(r) & ~XLR_INFO_MASK);
+	if (SnapBuildCurrentState(ctx->snapshot_builder) < SNAPBUILD_FULL_SNAPSHOT)
+		return;
+	if (!SnapBuildProcessChange(ctx->snapshot_builder, xid, buf->origptr) ||
+		ctx->fast_forward)
+		return;
+	memcpy(&hdr, XLogRecGetData(r), sizeof(hdr));
+	if (hdr.node.dbNode != ctx->slot->data.database)
+		return;
+	if (ctx->callbacks.filter_by_origin_cb != NULL &&
+		filter_by_origin_cb_wrapper(ctx, XLogRecGetOrigin(r)))
+		return;
+
+	p = XLogRecGetData(r) + sizeof(hdr);
+	end = XLogRecGetData(r) + XLogRecGetDataLen(r);
+	for (uint32 i = 0; i < hdr.nchanges; i++)
+	{
+		uint8		kind;
+		uint32		len;
+		ReorderBufferTupleBuf *tuple;
+
+		if (end - p < SizeOfPkChangeEntry)
+			elog(ERROR, "pkchangelog WAL record at %X/%X is truncated",
+				 LSN_FORMAT_ARGS(buf->origptr));
+		kind = (uint8) p[0];
+		memcpy(&len, p + 1, sizeof(len));
+		p += SizeOfPkChangeEntry;
+		if (end - p < len || len < SizeofMinimalTupleHeader)
+			elog(ERROR, "pkchangelog WAL record at %X/%X is truncated",
+				 LSN_FORMAT_ARGS(buf->origptr));
+		tuple = decoded_tuple(ctx->reorder, p, len, hdr.snapshot_id);
+		p += len;
+
+		/* a -U waits for its +U, the next entry */
+		if (before != NULL && kind != PK_UPDATE_AFTER)
+		{
+			queue_change(ctx, buf, &hdr, REORDER_BUFFER_CHANGE_DELETE, before, NULL);
+			before = NULL;
+		}
+		switch (kind)
+		{
+			case PK_INSERT:
+				queue_change(ctx, buf, &hdr, REORDER_BUFFER_CHANGE_INSERT, NULL, tuple);
+				break;
+			case PK_UPDATE_BEFORE:
+				before = tuple;
+				break;
+			case PK_UPDATE_AFTER:
+				queue_change(ctx, buf, &hdr, REORDER_BUFFER_CHANGE_UPDATE, before, tuple);
+				before = NULL;
+				break;
+			case PK_DELETE:
+				queue_change(ctx, buf, &hdr, REORDER_BUFFER_CHANGE_DELETE, tuple, NULL);
+				break;
+			default:
+				elog(ERROR, "unexpected row kind %u in pkchangelog WAL record at %X/%X",
+					 kind, LSN_FORMAT_ARGS(buf->origptr));
+		}
+	}
+	if (before != NULL)
+		queue_change(ctx, buf, &hdr, REORDER_BUFFER_CHANGE_DELETE, before, NULL);
+}
+
+static RmgrData pk_rmgr = {
+	.rm_name = "pkchangelog",
+	.rm_redo = pk_rm_redo,
+	.rm_desc = pk_rm_desc,
+	.rm_identify = pk_rm_identify,
+	.rm_decode = pk_rm_decode,
+};
+
+/* from _PG_init, after the GUCs: the id is pkchangelog.wal_rmgr_id */
+void
+changelog_wal_init(void)
+{
+	RegisterCustomRmgr((RmgrId) pk_wal_rmgr_id, &pk_rmgr);
+}
