@@ -44,7 +44,7 @@ EXTRA_CLEAN = pkchangelog.exports
 # lists on temporary servers.
 REGRESS = extension readme ddl_options ddl_keys dml on_conflict savepoints \
 	explain parallel snapshots storage errors changelog_checker rewrites \
-	key_updates producers stream monitoring expiration stats compaction \
+	key_updates producers stream decoding monitoring expiration stats compaction \
 	vacuum_full spill pk_write privileges run_memory
 REGRESS_OPTS = --inputdir=$(srcdir)/test --load-extension=pkchangelog \
 	--temp-config=$(srcdir)/test/pg_test.conf
@@ -72,7 +72,7 @@ $(OBJS): $(wildcard src/*.h)
 
 $(shlib): pkchangelog.exports
 pkchangelog.exports: $(wildcard src/*.c)
-	@{ echo '{ global:'; echo '  Pg_magic_func; _PG_init;'; \
+	@{ echo '{ global:'; echo '  Pg_magic_func; _PG_init; _PG_output_plugin_init;'; \
 	   sed -n 's/^PG_FUNCTION_INFO_V1(\([a-z_0-9]*\));/  \1; pg_finfo_\1;/p' $^; \
 	   sed -n 's/^PGDLLEXPORT [a-z]* \([a-z_0-9]*\)(.*/  \1;/p' $^; \
 	   echo 'local: *; };'; } > $@

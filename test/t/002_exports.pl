@@ -1,9 +1,9 @@
 # 002_exports.pl: the library exports exactly the entry points PostgreSQL
 # looks up: every C function the extension script declares (and its
-# pg_finfo_ record), _PG_init, the module magic and the background workers'
-# main functions.  A backend loads libraries with RTLD_GLOBAL, so any other
-# exported name (scan_begin, merge_next, ...) could collide with another
-# library's.
+# pg_finfo_ record), _PG_init, the output plugin's _PG_output_plugin_init,
+# the module magic and the background workers' main functions.  A backend
+# loads libraries with RTLD_GLOBAL, so any other exported name (scan_begin,
+# merge_next, ...) could collide with another library's.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -21,7 +21,7 @@ SELECT DISTINCT prosrc FROM pg_proc
 WHERE probin = '$libdir/pkchangelog' ORDER BY 1});
 ok(scalar(@functions) >= 10, 'the script declares C functions');
 
-my %expected = map { $_ => 1 } ('_PG_init', 'Pg_magic_func',
+my %expected = map { $_ => 1 } ('_PG_init', 'Pg_magic_func', '_PG_output_plugin_init',
 	'pk_launcher_main', 'pk_worker_main', @functions,
 	map { "pg_finfo_$_" } @functions);
 
