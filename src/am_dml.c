@@ -511,6 +511,7 @@ dml_lock(Relation rel, ItemPointer tid, Snapshot snapshot, TupleTableSlot *slot,
 	PkVersion	old;
 	PkRead		read;
 	TM_Result	res = check_current(rel, t, tid, cid, snapshot, tmfd, &old, &read);
+	ItemPointerData locked;
 
 	/*
 	 * Only ON CONFLICT DO UPDATE locks a row its own command wrote (two
@@ -534,16 +535,19 @@ dml_lock(Relation rel, ItemPointer tid, Snapshot snapshot, TupleTableSlot *slot,
 			return TM_Deleted;
 		*tid = tmfd->ctid;
 		tmfd->traversed = true;
+		locked = *tid;
 		ExecStoreMinimalTuple(newest.tup, slot, true);
 		slot->tts_tableOid = RelationGetRelid(rel);
-		slot->tts_tid = *tid;
+		slot->tts_tid = locked;
 		return TM_Ok;
 	}
 	if (res != TM_Ok)
 		return res;
+	/* tid may be the slot's own tts_tid (the apply worker's), which storing resets */
+	locked = *tid;
 	ExecStoreMinimalTuple(old.tup, slot, true);
 	slot->tts_tableOid = RelationGetRelid(rel);
-	slot->tts_tid = *tid;
+	slot->tts_tid = locked;
 	return TM_Ok;
 }
 

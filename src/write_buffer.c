@@ -421,6 +421,28 @@ wbuf_fold(WriteBuffer *wb, const uint32 *group, uint32 n, CommandId curcid)
 }
 
 /*
+ * The RowKind a commit stores for a key whose version is the entry newest
+ * (wbuf_fold's): its own, except that a +U over a row the transaction
+ * inserted itself is the insert of the final row.  Producer none's stream
+ * is these kinds: a row inserted and then updated in one transaction is
+ * then an insert (to a subscriber: an insert, not an update of a row it
+ * may not have).
+ */
+PkRowKind
+wbuf_net_kind(WriteBuffer *wb, const uint32 *group, uint32 n, int64 newest)
+{
+	PkRowKind	kind = wbuf_entry(wb, (uint32) newest)->kind;
+
+	if (kind != PK_UPDATE_AFTER)
+		return kind;
+	for (uint32 i = 0; i < n; i++)
+		if (wbuf_visible(wb, group[i], InvalidCommandId) &&
+			wbuf_entry(wb, group[i])->kind == PK_INSERT)
+			return PK_INSERT;
+	return kind;
+}
+
+/*
  * The buffer's latest sorted view, made again when more entries than eight
  * times the square root of those it covers came after it.  A point lookup
  * compares the hashes of the entries after the view and binary-searches

@@ -145,6 +145,8 @@ extern uint32 wbuf_pinned_extent(WriteBuffer *wb);
 extern Size wbuf_entry_bytes(WriteBuffer *wb, WbEntry *e);
 extern bool wbuf_retracted_by(WriteBuffer *wb, PkTable *t, const Datum *keys,
 							  uint32 hash, CommandId cid);
+extern PkRowKind wbuf_net_kind(WriteBuffer *wb, const uint32 *group, uint32 n,
+							   int64 newest);
 extern int64 wbuf_fold(WriteBuffer *wb, const uint32 *group, uint32 n,
 					   CommandId curcid);
 extern uint32 *wbuf_input_order(WriteBuffer *wb, PkTable *t,

@@ -128,7 +128,8 @@ commit_table(WriteBuffer *wb)
 		/* after a TRUNCATE no older run exists for a tombstone to hide */
 		if (!PK_KIND_IS_ADD(e->kind) && truncated && pending == NIL)
 			continue;
-		run_writer_add(w, seq, e->kind, e->tup, e->keys, e->hash);
+		run_writer_add(w, seq, wbuf_net_kind(wb, &s->pos[start], i - start, newest),
+					   e->tup, e->keys, e->hash);
 	}
 	wbuf_sorted_unpin(wb, s);
 	nrows = run_writer_nrows(w);

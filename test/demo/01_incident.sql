@@ -68,10 +68,10 @@ UNION ALL SELECT 'full-compaction', * FROM orders_full_compaction;
 \echo '                 previous one, its value then against its value now; the'
 \echo '                 changes belong to the compactions'' snapshots, 2 and 4.'
 CREATE TEMP VIEW streams AS
-	SELECT 'none' AS producer, * FROM pk_changes('orders_none')
-	UNION ALL SELECT 'input', * FROM pk_changes('orders_input')
-	UNION ALL SELECT 'lookup', * FROM pk_changes('orders_lookup')
-	UNION ALL SELECT 'full-compaction', * FROM pk_changes('orders_full_compaction');
+	SELECT * FROM pk_changes('orders_none')
+	UNION ALL SELECT * FROM pk_changes('orders_input')
+	UNION ALL SELECT * FROM pk_changes('orders_lookup')
+	UNION ALL SELECT * FROM pk_changes('orders_full_compaction');
 SELECT producer, snapshot_id, rowkind, "row" FROM streams;
 
 \echo

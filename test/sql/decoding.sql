@@ -200,3 +200,8 @@ ALTER PUBLICATION p_ok ADD TABLES IN SCHEMA pkchangelog;
 ALTER PUBLICATION p_ok SET TABLES IN SCHEMA pkchangelog;
 SELECT pubname, tablename FROM pg_publication_tables ORDER BY 1, 2;
 DROP PUBLICATION p_ok;
+
+DROP TABLE lk, nn, inp, fc, big, orders, heap_plain, heap_full,
+	eq_none, eq_input, eq_lookup, eq_full;
+DROP FUNCTION eq_round(regclass);
+DROP VIEW td;

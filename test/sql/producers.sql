@@ -69,7 +69,8 @@ LANGUAGE sql AS $$
 	ORDER BY array_position(ARRAY['none', 'input', 'lookup', 'full_compaction'], m.p), c.snapshot_id
 $$;
 
--- insert then update in one transaction; several writes of one key
+-- insert then update in one transaction; several writes of one key (none:
+-- the insert of the final row, as the transaction's net change)
 SELECT mark();
 BEGIN;
 SELECT on_all('INSERT INTO {T} VALUES (2001, 20, 5)');
