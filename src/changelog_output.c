@@ -31,8 +31,10 @@
 #include "replication/logical.h"
 #include "replication/output_plugin.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
+#include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
@@ -200,21 +202,144 @@ out_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, XLogRecPtr commit
 	OutputPluginWrite(ctx, true);
 }
 
-/* a value printed bare: numbers and booleans (json: if JSON reads them so) */
-static bool
-value_is_bare(Oid typid, const char *text, bool json)
+/*
+ * What rendering a relation's rows needs, looked up once per relation (per
+ * change, the catalog lookups would cost more than the rows): its name,
+ * and per column its name, type, output function and how its values print.
+ * A relcache invalidation of the relation (ALTER TABLE in the decoded
+ * stream, say) marks its entry for rebuilding.
+ */
+typedef struct ColOut
 {
-	char		category;
-	bool		preferred;
+	bool		skip;			/* dropped or generated */
+	char	   *name;			/* quoted identifier (text) */
+	char	   *rawname;		/* as it is (json) */
+	char	   *type;			/* format_type_be */
+	FmgrInfo	out;
+	bool		varlena;
+	bool		number;			/* numeric category: bare if JSON reads it */
+	bool		boolean;
+	bool		json;			/* json/jsonb: raw in JSON output */
+} ColOut;
 
-	get_type_category_preferred(getBaseType(typid), &category, &preferred);
-	if (category == TYPCATEGORY_BOOLEAN)
-		return true;
-	if (category != TYPCATEGORY_NUMERIC)
-		return false;
-	/* NaN and Infinity are no JSON numbers */
-	return !json || (strspn(text, "0123456789+-.eE") == strlen(text) &&
-					 strpbrk(text, "0123456789") != NULL);
+typedef struct RelOut
+{
+	Oid			relid;			/* hash key */
+	bool		valid;
+	uint64		generation;		/* relouts_generation when made */
+	MemoryContext cxt;			/* the entry's allocations */
+	bool		catalog;		/* the extension's catalog: left out */
+	bool		pkmerge;
+	char	   *name;			/* schema-qualified, quoted */
+	int			natts;
+	ColOut	   *cols;
+	Bitmapset  *identity_key;	/* a heap table's replica identity columns */
+} RelOut;
+
+static HTAB *relouts = NULL;
+
+static uint64 relouts_generation = 0;	/* entries of older ones are stale */
+
+static void
+relout_invalidate(Datum arg, Oid relid)
+{
+	RelOut	   *e;
+
+	if (!OidIsValid(relid))
+		relouts_generation++;
+	else if (relouts != NULL &&
+			 (e = hash_search(relouts, &relid, HASH_FIND, NULL)) != NULL)
+		e->valid = false;
+}
+
+static RelOut *
+relout_get(Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+	TupleDesc	desc = RelationGetDescr(rel);
+	RelOut	   *e;
+	bool		found;
+	MemoryContext old;
+	char	   *nsp;
+
+	if (relouts == NULL)
+	{
+		HASHCTL		ctl;
+		static bool callback_registered = false;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(RelOut);
+		ctl.hcxt = CacheMemoryContext;
+		relouts = hash_create("pkchangelog output relations", 64, &ctl,
+							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		if (!callback_registered)
+		{
+			CacheRegisterRelcacheCallback(relout_invalidate, (Datum) 0);
+			callback_registered = true;
+		}
+	}
+	e = hash_search(relouts, &relid, HASH_ENTER, &found);
+	if (found && e->valid && e->generation == relouts_generation)
+		return e;
+	if (found)
+		MemoryContextDelete(e->cxt);
+	e->cxt = AllocSetContextCreate(CacheMemoryContext, "pkchangelog output relation",
+								   ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(e->cxt);
+	nsp = get_namespace_name(RelationGetNamespace(rel));
+	e->catalog = nsp != NULL && strcmp(nsp, PK_CATALOG_SCHEMA) == 0;
+	e->pkmerge = OidIsValid(pk_table_am_oid()) && rel->rd_rel->relam == pk_table_am_oid();
+	e->name = quote_qualified_identifier(nsp, RelationGetRelationName(rel));
+	e->natts = desc->natts;
+	e->cols = palloc0(sizeof(ColOut) * desc->natts);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		ColOut	   *c = &e->cols[i];
+		Oid			outfunc;
+		char		category;
+		bool		preferred;
+
+		c->skip = att->attisdropped || att->attgenerated;
+		if (c->skip)
+			continue;
+		c->rawname = pstrdup(NameStr(att->attname));
+		c->name = pstrdup(quote_identifier(c->rawname));
+		c->type = format_type_be(att->atttypid);
+		getTypeOutputInfo(att->atttypid, &outfunc, &c->varlena);
+		fmgr_info_cxt(outfunc, &c->out, e->cxt);
+		get_type_category_preferred(getBaseType(att->atttypid), &category, &preferred);
+		c->number = category == TYPCATEGORY_NUMERIC;
+		c->boolean = category == TYPCATEGORY_BOOLEAN;
+		c->json = att->atttypid == JSONOID || att->atttypid == JSONBOID;
+	}
+	e->identity_key = e->pkmerge ? NULL :
+		RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_IDENTITY_KEY);
+	MemoryContextSwitchTo(old);
+	e->valid = true;
+	e->generation = relouts_generation;
+	return e;
+}
+
+/* a number JSON reads as one (not NaN, Infinity) */
+static bool
+json_number(const char *text)
+{
+	return strspn(text, "0123456789+-.eE") == strlen(text) &&
+		strpbrk(text, "0123456789") != NULL;
+}
+
+static void
+append_quoted(StringInfo out, const char *text)
+{
+	appendStringInfoChar(out, '\'');
+	for (const char *c = text; *c; c++)
+	{
+		if (*c == '\'')
+			appendStringInfoChar(out, '\'');
+		appendStringInfoChar(out, *c);
+	}
+	appendStringInfoChar(out, '\'');
 }
 
 /*
@@ -225,37 +350,33 @@ value_is_bare(Oid typid, const char *text, bool json)
  * column out.
  */
 static void
-append_row(OutState *st, StringInfo out, Relation rel, HeapTuple tuple,
-		   Bitmapset *key_only)
+append_row(OutState *st, StringInfo out, RelOut *ro, TupleDesc desc,
+		   HeapTuple tuple, bool key_only)
 {
-	TupleDesc	desc = RelationGetDescr(rel);
 	bool		first = true;
 
 	if (st->json)
 		appendStringInfoChar(out, '{');
-	for (int i = 0; i < desc->natts; i++)
+	for (int i = 0; i < ro->natts; i++)
 	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
+		ColOut	   *c = &ro->cols[i];
 		Datum		value;
 		bool		isnull;
-		Oid			outfunc;
-		bool		varlena;
 		char	   *text = NULL;
 		bool		unchanged_toast = false;
 
-		if (att->attisdropped || att->attgenerated)
+		if (c->skip)
 			continue;
 		if (key_only &&
-			!bms_is_member(att->attnum - FirstLowInvalidHeapAttributeNumber, key_only))
+			!bms_is_member(i + 1 - FirstLowInvalidHeapAttributeNumber, ro->identity_key))
 			continue;
 		value = heap_getattr(tuple, i + 1, desc, &isnull);
 		if (!isnull)
 		{
-			getTypeOutputInfo(att->atttypid, &outfunc, &varlena);
-			if (varlena && VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(value)))
+			if (c->varlena && VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(value)))
 				unchanged_toast = true;
 			else
-				text = OidOutputFunctionCall(outfunc, value);
+				text = OutputFunctionCall(&c->out, value);
 		}
 		if (st->json)
 		{
@@ -263,14 +384,13 @@ append_row(OutState *st, StringInfo out, Relation rel, HeapTuple tuple,
 				continue;
 			if (!first)
 				appendStringInfoChar(out, ',');
-			escape_json(out, NameStr(att->attname));
+			escape_json(out, c->rawname);
 			appendStringInfoChar(out, ':');
 			if (isnull)
 				appendStringInfoString(out, "null");
-			else if (value_is_bare(att->atttypid, text, true))
-				appendStringInfoString(out, strcmp(text, "t") == 0 ? "true" :
-									   strcmp(text, "f") == 0 ? "false" : text);
-			else if (att->atttypid == JSONOID || att->atttypid == JSONBOID)
+			else if (c->boolean)
+				appendStringInfoString(out, strcmp(text, "t") == 0 ? "true" : "false");
+			else if ((c->number && json_number(text)) || c->json)
 				appendStringInfoString(out, text);
 			else
 				escape_json(out, text);
@@ -278,25 +398,18 @@ append_row(OutState *st, StringInfo out, Relation rel, HeapTuple tuple,
 		else
 		{
 			appendStringInfoChar(out, ' ');
-			appendStringInfoString(out, quote_identifier(NameStr(att->attname)));
-			appendStringInfo(out, "[%s]:", format_type_be(att->atttypid));
+			appendStringInfoString(out, c->name);
+			appendStringInfoChar(out, '[');
+			appendStringInfoString(out, c->type);
+			appendStringInfoString(out, "]:");
 			if (isnull)
 				appendStringInfoString(out, "null");
 			else if (unchanged_toast)
 				appendStringInfoString(out, "unchanged-toast-datum");
-			else if (value_is_bare(att->atttypid, text, false))
+			else if (c->number || c->boolean)
 				appendStringInfoString(out, text);
 			else
-			{
-				appendStringInfoChar(out, '\'');
-				for (const char *c = text; *c; c++)
-				{
-					if (*c == '\'')
-						appendStringInfoChar(out, '\'');
-					appendStringInfoChar(out, *c);
-				}
-				appendStringInfoChar(out, '\'');
-			}
+				append_quoted(out, text);
 		}
 		first = false;
 	}
@@ -309,18 +422,16 @@ append_row(OutState *st, StringInfo out, Relation rel, HeapTuple tuple,
  * table; no_before: a +U whose -U is not in the stream.
  */
 static void
-write_record(LogicalDecodingContext *ctx, Relation rel, OutKind kind,
-			 HeapTuple tuple, Bitmapset *key_only, int64 snapshot, bool no_before)
+write_record(LogicalDecodingContext *ctx, Relation rel, RelOut *ro, OutKind kind,
+			 HeapTuple tuple, bool key_only, int64 snapshot, bool no_before)
 {
 	OutState   *st = ctx->output_plugin_private;
-	char	   *name = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-												  RelationGetRelationName(rel));
 
 	OutputPluginPrepareWrite(ctx, true);
 	if (st->json)
 	{
 		appendStringInfoString(ctx->out, "{\"table\":");
-		escape_json(ctx->out, name);
+		escape_json(ctx->out, ro->name);
 		if (snapshot > 0)
 			appendStringInfo(ctx->out, ",\"snapshot\":%lld", (long long) snapshot);
 		else
@@ -329,26 +440,19 @@ write_record(LogicalDecodingContext *ctx, Relation rel, OutKind kind,
 		if (no_before)
 			appendStringInfoString(ctx->out, ",\"missing_update_before\":true");
 		appendStringInfoString(ctx->out, ",\"row\":");
-		append_row(st, ctx->out, rel, tuple, key_only);
+		append_row(st, ctx->out, ro, RelationGetDescr(rel), tuple, key_only);
 		appendStringInfoChar(ctx->out, '}');
 	}
 	else
 	{
-		appendStringInfo(ctx->out, "%s %s", name, out_kind_names[kind]);
-		append_row(st, ctx->out, rel, tuple, key_only);
+		appendStringInfoString(ctx->out, ro->name);
+		appendStringInfoChar(ctx->out, ' ');
+		appendStringInfoString(ctx->out, out_kind_names[kind]);
+		append_row(st, ctx->out, ro, RelationGetDescr(rel), tuple, key_only);
 		if (no_before)
 			appendStringInfoString(ctx->out, " (missing -U)");
 	}
 	OutputPluginWrite(ctx, true);
-}
-
-/* the extension's catalog tables are its bookkeeping, not data */
-static bool
-is_catalog_table(Relation rel)
-{
-	char	   *nsp = get_namespace_name(RelationGetNamespace(rel));
-
-	return nsp != NULL && strcmp(nsp, PK_CATALOG_SCHEMA) == 0;
 }
 
 static void
@@ -356,53 +460,48 @@ out_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, Relation rel,
 		   ReorderBufferChange *change)
 {
 	OutState   *st = ctx->output_plugin_private;
+	RelOut	   *ro = relout_get(rel);
 	MemoryContext old;
-	bool		pkmerge;
 	bool		full;
 	HeapTuple	newtup;
 	HeapTuple	oldtup;
 	int64		snapshot = 0;
 
-	if (is_catalog_table(rel))
-		return;
+	if (ro->catalog)
+		return;					/* the extension's bookkeeping, not data */
 	old = MemoryContextSwitchTo(st->cxt);
 	if (!st->begin_written)
 		write_begin(ctx, txn, false);
-	pkmerge = rel->rd_rel->relam == pk_table_am_oid() && OidIsValid(pk_table_am_oid());
-	full = pkmerge || rel->rd_rel->relreplident == REPLICA_IDENTITY_FULL;
+	full = ro->pkmerge || rel->rd_rel->relreplident == REPLICA_IDENTITY_FULL;
 	newtup = change->data.tp.newtuple ? &change->data.tp.newtuple->tuple : NULL;
 	oldtup = change->data.tp.oldtuple ? &change->data.tp.oldtuple->tuple : NULL;
-	if (pkmerge)
+	if (ro->pkmerge)
 		snapshot = changelog_wal_snapshot_of(newtup ? newtup : oldtup);
 
 	switch (change->action)
 	{
 		case REORDER_BUFFER_CHANGE_INSERT:
-			write_record(ctx, rel, OUT_INSERT, newtup, NULL, snapshot, false);
+			write_record(ctx, rel, ro, OUT_INSERT, newtup, false, snapshot, false);
 			break;
 		case REORDER_BUFFER_CHANGE_UPDATE:
 			if (oldtup && full)
 			{
-				write_record(ctx, rel, OUT_UPDATE_BEFORE, oldtup, NULL, snapshot, false);
-				write_record(ctx, rel, OUT_UPDATE_AFTER, newtup, NULL, snapshot, false);
+				write_record(ctx, rel, ro, OUT_UPDATE_BEFORE, oldtup, false, snapshot, false);
+				write_record(ctx, rel, ro, OUT_UPDATE_AFTER, newtup, false, snapshot, false);
 			}
 			else if (oldtup)
 			{
 				/* a heap key changed: its old key goes, its new row comes */
-				write_record(ctx, rel, OUT_DELETE, oldtup,
-							 RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_IDENTITY_KEY),
-							 0, false);
-				write_record(ctx, rel, OUT_INSERT, newtup, NULL, 0, false);
+				write_record(ctx, rel, ro, OUT_DELETE, oldtup, true, 0, false);
+				write_record(ctx, rel, ro, OUT_INSERT, newtup, false, 0, false);
 			}
 			else
-				write_record(ctx, rel, OUT_UPDATE_AFTER, newtup, NULL, snapshot, true);
+				write_record(ctx, rel, ro, OUT_UPDATE_AFTER, newtup, false, snapshot, true);
 			break;
 		case REORDER_BUFFER_CHANGE_DELETE:
 			if (oldtup == NULL)
 				break;			/* REPLICA IDENTITY NOTHING: no row to say */
-			write_record(ctx, rel, OUT_DELETE, oldtup,
-						 full ? NULL : RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_IDENTITY_KEY),
-						 snapshot, false);
+			write_record(ctx, rel, ro, OUT_DELETE, oldtup, !full, snapshot, false);
 			break;
 		default:
 			break;
@@ -420,24 +519,21 @@ out_truncate(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, int nrelations,
 
 	for (int i = 0; i < nrelations; i++)
 	{
-		Relation	rel = relations[i];
-		char	   *name;
+		RelOut	   *ro = relout_get(relations[i]);
 
-		if (is_catalog_table(rel))
+		if (ro->catalog)
 			continue;
 		if (!st->begin_written)
 			write_begin(ctx, txn, false);
-		name = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-										  RelationGetRelationName(rel));
 		OutputPluginPrepareWrite(ctx, true);
 		if (st->json)
 		{
 			appendStringInfoString(ctx->out, "{\"table\":");
-			escape_json(ctx->out, name);
+			escape_json(ctx->out, ro->name);
 			appendStringInfoString(ctx->out, ",\"snapshot\":null,\"rowkind\":\"TRUNCATE\",\"row\":null}");
 		}
 		else
-			appendStringInfo(ctx->out, "%s TRUNCATE", name);
+			appendStringInfo(ctx->out, "%s TRUNCATE", ro->name);
 		OutputPluginWrite(ctx, true);
 	}
 	MemoryContextSwitchTo(old);

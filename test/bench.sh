@@ -37,7 +37,7 @@ log_checkpoints = off"
 
 # What the scenarios (through test/bench/lib.sh) connect and run with
 export PGHOST=$work PGPORT=$port PGUSER=postgres PGDATABASE=postgres
-export bindir BENCH_SCRATCH=$work/scratch
+export bindir BENCH_SCRATCH=$work/scratch BENCH_PGDATA=$pgdata
 run_as mkdir "$BENCH_SCRATCH"
 
 run_as psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION pkchangelog' ||

@@ -11,6 +11,7 @@
 #
 # Needs the environment test/bench.sh exports: PGHOST, PGPORT, PGUSER,
 # PGDATABASE, bindir, BENCH_SCRATCH (a directory the postgres account owns),
+# BENCH_PGDATA (the cluster's data directory, for a scenario that restarts it),
 # BENCH_SCALE and BENCH_AM.
 set -euo pipefail
 shopt -s inherit_errexit

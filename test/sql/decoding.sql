@@ -2,7 +2,8 @@
 -- the table (test_decoding: INSERT, UPDATE with old-key for a -U/+U pair,
 -- DELETE, TRUNCATE), for each producer as its stream says, in commit order,
 -- never for rolled-back work; the pkchangelog output plugin renders them as
--- RowKinds (text and json), heap tables too; the decoded stream is
+-- RowKinds (text and json), heap tables too; origin filtering and
+-- fast-forward hold for pkmerge changes; the decoded stream is
 -- pk_changes' stream; the extension's catalog is never published.
 --
 -- test_decoding also prints the extension's own bookkeeping rows (tables of
@@ -99,6 +100,25 @@ SELECT length(data), data LIKE '%old-key: k[integer]:1 v[text]:''xxx%' AS old_ro
 	data LIKE '%new-tuple: k[integer]:1 v[text]:''yyy%' AS new_row,
 	data LIKE '%unchanged-toast-datum%' AS toast_pointer
 FROM td;
+
+-- origin filtering: test_decoding's only-local leaves out changes written
+-- under a replication origin (as an apply worker writes them)
+SELECT 'origin' FROM pg_replication_origin_create('dec_origin');
+SELECT 'session' FROM pg_replication_origin_session_setup('dec_origin');
+INSERT INTO big VALUES (2, 'from elsewhere');
+SELECT pg_replication_origin_session_reset();
+INSERT INTO big VALUES (3, 'local');
+SELECT data FROM pg_logical_slot_peek_changes('td_slot', NULL, NULL,
+	'include-xids', '0', 'skip-empty-xacts', '1', 'only-local', '1')
+WHERE data LIKE 'table public.big%';
+SELECT data FROM td WHERE data LIKE 'table public.big%';
+SELECT pg_replication_origin_drop('dec_origin');
+
+-- fast-forward (pg_replication_slot_advance) passes pkmerge changes by
+UPDATE big SET v = 'skipped' WHERE k = 3;
+SELECT 'advanced' FROM pg_replication_slot_advance('td_slot', pg_current_wal_lsn());
+INSERT INTO big VALUES (4, 'after the advance');
+SELECT * FROM td;
 
 SELECT 'stop' FROM pg_drop_replication_slot('td_slot');
 

@@ -19,6 +19,7 @@
 # - A transaction of 1M changes (500k -U/+U pairs) beyond
 #   logical_decoding_work_mem is streamed to a subscriber (streaming = on)
 #   and spilled to disk by a slot without streaming, and arrives whole.
+# - pg_recvlogical receives the pkchangelog plugin's JSON.
 use strict;
 use warnings;
 use FindBin;
@@ -201,6 +202,20 @@ for my $t ('o_lookup', 'o_full', 'o_none')
 }
 $node->safe_psql('src', "SELECT pk_compact('o_full', true)");
 check_all('after TRUNCATE');
+
+# pg_recvlogical with the pkchangelog plugin, end to end
+$node->safe_psql('src', "SELECT pg_create_logical_replication_slot('recv', 'pkchangelog')");
+$node->safe_psql('src', 'INSERT INTO o_lookup VALUES (777, 7, 70)');
+$node->safe_psql('src', 'UPDATE o_lookup SET amount = 77 WHERE order_id = 777');
+my $endpos = $node->safe_psql('src', 'SELECT pg_current_wal_insert_lsn()');
+my $recv_file = "${PostgreSQL::Test::Utils::tmp_check}/recv.json";
+command_ok([ 'pg_recvlogical', '-d', $connstr, '-S', 'recv', '--start', '-E', $endpos,
+	'--no-loop', '-f', $recv_file, '-o', 'format=json', '-o', 'skip-empty-xacts=1' ],
+	'pg_recvlogical streams the slot up to its end position');
+like(slurp_file($recv_file),
+	qr/^\{"table":"public\.o_lookup","snapshot":\d+,"rowkind":"-U","row":\{"order_id":777,"store_id":7,"amount":70\.00\}\}\n\{"table":"public\.o_lookup","snapshot":\d+,"rowkind":"\+U","row":\{"order_id":777,"store_id":7,"amount":77\.00\}\}$/m,
+	'pg_recvlogical wrote the -U and its +U as JSON');
+$node->safe_psql('src', "SELECT pg_drop_replication_slot('recv')");
 
 # an immediate stop after commits, before the walsenders sent them
 $node->safe_psql('dst_heap', 'ALTER SUBSCRIPTION s_lookup DISABLE; ALTER SUBSCRIPTION s_full DISABLE');
