@@ -69,6 +69,13 @@
 #define Anum_runs_min_key 17
 #define Anum_runs_max_key 18
 
+/* pkchangelog.consumers (catalog 0.2: a 0.1 catalog not yet updated has none) */
+#define Natts_consumers 4
+#define Anum_consumers_relid 1
+#define Anum_consumers_consumer_id 2
+#define Anum_consumers_next_snapshot_id 3
+#define Anum_consumers_last_consumed 4
+
 /* the counters of pkchangelog.tables, read and written under the commit lock */
 typedef struct TableState
 {
@@ -123,6 +130,12 @@ extern List *cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit,
 								  Snapshot snapshot);
 extern void cat_snapshot_expire(Oid relid, int64 snapshot_id);
 extern void cat_drop_table(Oid relid);
+extern bool cat_consumer_get(Oid relid, const char *consumer_id, Snapshot snapshot,
+							 int64 *next_snapshot_id);
+extern void cat_consumer_set(Oid relid, const char *consumer_id, int64 next_snapshot_id);
+extern int64 cat_consumers_floor(Oid relid, TimestampTz idle_before);
+extern bool cat_consumer_drop(Oid relid, const char *consumer_id);
+extern Oid	cat_consumers_relid(void);
 extern int64 cat_next_run_id(void);
 extern Oid	cat_runs_relid(void);
 extern Oid	cat_tables_relid(void);

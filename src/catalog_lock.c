@@ -3,8 +3,9 @@
  * catalog_lock.c
  *	  The per-table locks that order changes of a pkmerge table's catalog
  *	  rows: the commit lock (snapshot ids and sequence numbers in commit
- *	  order), the compaction lock (one compaction at a time) and the space
- *	  lock (a run's blocks chosen and reserved atomically).
+ *	  order), the compaction lock (one compaction at a time), the space
+ *	  lock (a run's blocks chosen and reserved atomically) and a consumer's
+ *	  lock (one pk_consume of a consumer at a time).
  *
  * Each is a heavyweight lock on an object of the database whose class is
  * one of the catalog tables and whose id is the table's relid, so the
@@ -17,6 +18,7 @@
  */
 #include "postgres.h"
 
+#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
@@ -71,4 +73,20 @@ void
 cat_space_unlock(Oid relid)
 {
 	UnlockDatabaseObject(cat_runs_relid(), relid, 0, ExclusiveLock);
+}
+
+/*
+ * Lock held by pk_consume until transaction end: a second call for the same
+ * consumer waits for the first's transaction, then reads the position it
+ * left (never delivers a change twice; a rollback re-delivers).  The
+ * object is the consumer's name hashed: two names that collide only wait
+ * for each other.
+ */
+void
+cat_consumer_lock(Oid relid, const char *consumer_id)
+{
+	LockDatabaseObject(cat_consumers_relid(), relid,
+					   (int32) hash_bytes((const unsigned char *) consumer_id,
+										  (int) strlen(consumer_id)),
+					   ExclusiveLock);
 }

@@ -14,5 +14,6 @@ extern void cat_compaction_lock(Oid relid);
 extern bool cat_compaction_trylock(Oid relid);
 extern void cat_space_lock(Oid relid);
 extern void cat_space_unlock(Oid relid);
+extern void cat_consumer_lock(Oid relid, const char *consumer_id);
 
 #endif							/* PK_CATALOG_LOCK_H */

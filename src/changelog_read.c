@@ -3,8 +3,9 @@
  * changelog_read.c
  *	  A table's change stream, the RowKind records of the snapshots in
  *	  (from, to], in commit then production order: changelog_scan, read by
- *	  pk_changes(rel, from_snapshot, to_snapshot) (each row as jsonb) and
- *	  by the WAL records of logical decoding (changelog_wal.c).
+ *	  pk_changes(rel, from_snapshot, to_snapshot) (each row as jsonb), by
+ *	  pk_consume (from a consumer's position, which it moves) and by the
+ *	  WAL records of logical decoding (changelog_wal.c).
  *
  * Which records a snapshot has depends on the producer in force when it
  * was committed (recorded with the snapshot): its changelog runs, or for
@@ -17,6 +18,7 @@
 
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -28,6 +30,7 @@
 #include "utils/snapmgr.h"
 
 #include "catalog.h"
+#include "catalog_lock.h"
 #include "changelog_produce.h"
 #include "changelog_read.h"
 #include "run_read.h"
@@ -289,6 +292,40 @@ changes_put(void *arg, const SnapshotInfo *si, int kind, MinimalTuple mt)
 	tuplestore_putvalues(out->rsinfo->setResult, out->rsinfo->setDesc, values, nulls);
 }
 
+/*
+ * The table whose stream a caller reads: SELECT on it, checked before its
+ * lock is requested.  The stream holds every row ever written: where
+ * row-level security hides some rows from the caller, it cannot be
+ * filtered by policies written for the rows' current state.
+ */
+static Relation
+open_stream(Oid relid, const char *func)
+{
+	Relation	rel = pk_open_table(relid, AccessShareLock, ACL_SELECT);
+
+	if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("%s cannot apply the row-level security policies of table \"%s\"",
+						func, RelationGetRelationName(rel)),
+				 errhint("Read the change stream as the table's owner or as a role with BYPASSRLS.")));
+	return rel;
+}
+
+/* the records of (from, to] as rows of rsinfo's tuplestore */
+static void
+changes_output(Relation rel, int64 from, int64 to, ReturnSetInfo *rsinfo)
+{
+	ChangesOut	out;
+
+	out.rsinfo = rsinfo;
+	out.desc = RelationGetDescr(rel);
+	out.relid = RelationGetRelid(rel);
+	init_to_jsonb(&out.to_jsonb, rel);
+	/* the caller's MVCC snapshot: a change stream of committed snapshots */
+	changelog_scan(rel, from, to, GetActiveSnapshot(), changes_put, &out);
+}
+
 PG_FUNCTION_INFO_V1(pk_changes);
 Datum
 pk_changes(PG_FUNCTION_ARGS)
@@ -298,32 +335,111 @@ pk_changes(PG_FUNCTION_ARGS)
 	int64		to = PG_ARGISNULL(2) ? 0 : PG_GETARG_INT64(2);
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Relation	rel;
-	ChangesOut	out;
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (!OidIsValid(relid))
 		PG_RETURN_VOID();
-	/* rows of the table: SELECT on it, checked before its lock is requested */
-	rel = pk_open_table(relid, AccessShareLock, ACL_SELECT);
-
-	/*
-	 * The stream holds every row ever written: where row-level security
-	 * hides some rows from the caller, it cannot be filtered by policies
-	 * written for the rows' current state.
-	 */
-	if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("pk_changes cannot apply the row-level security policies of table \"%s\"",
-						RelationGetRelationName(rel)),
-				 errhint("Read the change stream as the table's owner or as a role with BYPASSRLS.")));
+	rel = open_stream(relid, "pk_changes");
 	changes_range(rel, PG_ARGISNULL(1), &from, PG_ARGISNULL(2), &to);
-	out.rsinfo = rsinfo;
-	out.desc = RelationGetDescr(rel);
-	out.relid = relid;
-	init_to_jsonb(&out.to_jsonb, rel);
-	/* the caller's MVCC snapshot: a change stream of committed snapshots */
-	changelog_scan(rel, from, to, GetActiveSnapshot(), changes_put, &out);
+	changes_output(rel, from, to, rsinfo);
 	table_close(rel, AccessShareLock);
 	PG_RETURN_VOID();
+}
+
+/*
+ * pk_consume(rel, consumer_id, max_snapshots): the changes after the
+ * consumer's position, at most max_snapshots snapshots of them (NULL: up
+ * to the newest), and the position moved past them, in the caller's
+ * transaction: a rollback delivers them again, a commit never.  A new
+ * consumer starts at the oldest retained snapshot.  One call per consumer
+ * at a time (cat_consumer_lock); under READ COMMITTED the call reads the
+ * position and the stream with a snapshot taken once it holds the lock,
+ * under REPEATABLE READ and SERIALIZABLE a position another transaction
+ * moved since the transaction's snapshot is a serialization failure.  A
+ * position before the oldest retained snapshot is pk_changes' error
+ * (72000): never a gap.
+ */
+PG_FUNCTION_INFO_V1(pk_consume);
+Datum
+pk_consume(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *consumer;
+	Relation	rel;
+	bool		found;
+	int64		next = 0;
+	int64		next_seen;
+	int64		from = 0;
+	int64		to = 0;
+	int64		latest;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (!OidIsValid(relid))
+		PG_RETURN_VOID();
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("consumer_id must not be NULL"),
+				 errhint("Name the consumer whose position pk_consume reads and moves.")));
+	if (!PG_ARGISNULL(2) && PG_GETARG_INT32(2) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_snapshots must not be negative"),
+				 errhint("Give the number of snapshots to consume at most, or NULL for all up to the newest.")));
+	consumer = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	rel = open_stream(relid, "pk_consume");
+
+	cat_consumer_lock(relid, consumer);
+	found = cat_consumer_get(relid, consumer, GetLatestSnapshot(), &next);
+	if (IsolationUsesXactSnapshot())
+	{
+		if (found != cat_consumer_get(relid, consumer, GetActiveSnapshot(), &next_seen) ||
+			(found && next != next_seen))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not serialize access due to concurrent pk_consume"),
+					 errdetail("Consumer \"%s\" of table \"%s\" consumed changes in a transaction that committed after this one's snapshot.",
+							   consumer, RelationGetRelationName(rel)),
+					 errhint("Retry the transaction.")));
+	}
+	else
+		PushActiveSnapshot(GetLatestSnapshot());
+
+	/* a new consumer starts from the oldest retained snapshot */
+	from = next - 1;
+	changes_range(rel, !found, &from, true, &to);
+	if (!PG_ARGISNULL(2))
+		to = from + PG_GETARG_INT32(2);
+	latest = latest_snapshot(relid, GetActiveSnapshot());
+	to = Min(to, latest);
+	changes_output(rel, from, to, rsinfo);
+	if (!found || to + 1 != next)
+		cat_consumer_set(relid, consumer, to + 1);
+
+	if (!IsolationUsesXactSnapshot())
+		PopActiveSnapshot();
+	table_close(rel, AccessShareLock);
+	PG_RETURN_VOID();
+}
+
+/*
+ * pk_consumer_drop(rel, consumer_id) -> boolean: forgets a consumer (false
+ * if there was none), so that it holds no snapshot any more and its next
+ * pk_consume starts afresh from the oldest retained snapshot.  SELECT on
+ * the table, as pk_consume needs; the consumer's lock, as pk_consume takes.
+ */
+PG_FUNCTION_INFO_V1(pk_consumer_drop);
+Datum
+pk_consumer_drop(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	char	   *consumer = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	Relation	rel = open_stream(relid, "pk_consumer_drop");
+	bool		found;
+
+	cat_consumer_lock(relid, consumer);
+	found = cat_consumer_drop(relid, consumer);
+	table_close(rel, AccessShareLock);
+	PG_RETURN_BOOL(found);
 }

@@ -9,7 +9,9 @@
  * than *_time_retained.  A snapshot and its changelog expire together, under
  * the longer of the snapshot and changelog retentions (the changelog ones
  * default to the snapshot ones).  Expiration goes from the oldest snapshot
- * and stops at the first one kept, so retained ids stay dense.
+ * and stops at the first one kept, so retained ids stay dense.  Nor does it
+ * pass the oldest snapshot a consumer (pk_consume) has yet to read, unless
+ * the consumer has consumed nothing for consumer_expiration_time.
  *
  * Memory stays bounded whatever the backlog: snapshots are read a batch at
  * a time and each is expired in a memory context reset after it, reading
@@ -52,6 +54,8 @@ expire_snapshots(Relation rel, int64 max_snapshots)
 	MemoryContext itemcxt;
 	MemoryContext old;
 	int64		last;
+	int64		floor;
+	int64		upto;
 	int64		from = 0;
 	int64		expired = 0;
 	bool		done = false;
@@ -59,6 +63,11 @@ expire_snapshots(Relation rel, int64 max_snapshots)
 	/* one maintainer of a table at a time; commits go on meanwhile */
 	cat_compaction_lock(relid);
 	last = cat_table_state_peek(relid).last_snapshot_id;
+	/* consumers keep what they have yet to read (idle ones do not) */
+	floor = cat_consumers_floor(relid, o->consumer_expiration_time > 0 ?
+								TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+															-o->consumer_expiration_time) : 0);
+	upto = Min(last - keep_min, floor - 1);
 
 	batchcxt = AllocSetContextCreate(CurrentMemoryContext, "pkmerge expiration batch",
 									 ALLOCSET_DEFAULT_SIZES);
@@ -77,8 +86,7 @@ expire_snapshots(Relation rel, int64 max_snapshots)
 		MemoryContextReset(batchcxt);
 		itemcxt = AllocSetContextCreate(batchcxt, "pkmerge expiration snapshot",
 										ALLOCSET_DEFAULT_SIZES);
-		snaps = cat_snapshots_oldest(relid, from, last - keep_min, limit,
-									 GetLatestSnapshot());
+		snaps = cat_snapshots_oldest(relid, from, upto, limit, GetLatestSnapshot());
 		done = list_length(snaps) < limit;
 		foreach(lc, snaps)
 		{

@@ -8,6 +8,6 @@
 #ifndef PKCHANGELOG_H
 #define PKCHANGELOG_H
 
-#define PKCHANGELOG_VERSION "0.1"
+#define PKCHANGELOG_VERSION "0.2"
 
 #endif							/* PKCHANGELOG_H */

@@ -53,9 +53,9 @@ typedef struct OptValue
 /*
  * One option.  Its default is the text dflt, parsed as a stored value is;
  * or, when dflt is NULL and derive_from is set, the value of the option
- * derive_from plus derive_add; or, when both are NULL, none (a NULL
- * field: only primary_key).  An option derives only from an option that
- * has a dflt.
+ * derive_from plus derive_add; or, when both are NULL, none (a NULL or
+ * zero field: primary_key, consumer_expiration_time).  An option derives
+ * only from an option that has a dflt.
  */
 typedef struct OptDef
 {
@@ -126,6 +126,7 @@ static const OptDef opt_defs[] = {
 	{"changelog_time_retained", "changelog.time-retained", OPT_DURATION, FIELD(changelog_time_retained), NULL, 0, INT_MAXV,
 	.derive_from = "snapshot_time_retained"},
 	{"primary_key", "primary-key", OPT_KEY, FIELD(primary_key), NULL},
+	{"consumer_expiration_time", "consumer.expiration-time", OPT_DURATION, FIELD(consumer_expiration_time), NULL, 1, INT_MAXV},
 };
 
 #define NUM_OPTS lengthof(opt_defs)

@@ -54,6 +54,7 @@ typedef struct PkOptions
 	int			changelog_num_retained_max;
 	int64		changelog_time_retained;	/* milliseconds */
 	char	   *primary_key;	/* comma-separated column names, or NULL */
+	int64		consumer_expiration_time;	/* milliseconds; 0: never */
 } PkOptions;
 
 /* one option as pk_options() shows it */

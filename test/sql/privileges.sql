@@ -49,8 +49,13 @@ ORDER BY run_id;
 SELECT * FROM pkchangelog.runs;
 SELECT min_key FROM pkchangelog.runs;
 SELECT max_key FROM pkchangelog.runs;
+-- consumer positions are table-level metadata too
+SELECT count(*) FROM pk_consumers('secret');
+SELECT count(*) FROM pkchangelog.consumers WHERE relid = 'secret'::regclass;
 -- rows and writes: refused
 SELECT * FROM pk_changes('secret');
+SELECT * FROM pk_consume('secret', 'c');
+SELECT pk_consumer_drop('secret', 'c');
 SELECT pk_write('secret', '+I', ROW(1, 'x')::secret);
 SELECT pk_write('secret', '+U', ROW(42, 'x')::secret);
 SELECT pk_write('secret', '-U', ROW(42, 'x')::secret);
@@ -65,6 +70,9 @@ RESET ROLE;
 SET ROLE regress_reader;
 SELECT level, kind, record_count, min_key, max_key FROM pk_runs('secret');
 SELECT * FROM pk_changes('secret');
+SELECT count(*) FROM pk_consume('secret', 'reader') WHERE rowkind IS NOT NULL;
+SELECT consumer_id, next_snapshot_id FROM pk_consumers('secret');
+SELECT pk_consumer_drop('secret', 'reader');
 SELECT pk_write('secret', '+I', ROW(1, 'x')::secret);
 SELECT pk_write('secret', '+U', ROW(42, 'x')::secret);
 SELECT pk_write('secret', '-D', ROW(42, 'x')::secret);
