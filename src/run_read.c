@@ -36,7 +36,6 @@
 #include "utils/memutils.h"
 
 #include "catalog.h"
-#include "pkchangelog.h"
 #include "run_cache_stats.h"
 #include "run_read.h"
 
@@ -268,8 +267,7 @@ old_format(Relation rel, const RunInfo *run)
 			(errcode(ERRCODE_DATA_CORRUPTED),
 			 errmsg("run %lld of pkmerge table \"%s\" has an unsupported format",
 					(long long) run->run_id, RelationGetRelationName(rel)),
-			 errdetail("The run was written by an earlier build of pkchangelog %s (run format 1); this build reads run format 2.",
-					   PKCHANGELOG_VERSION),
+			 errdetail("The run was written by an earlier build of pkchangelog 0.1 (run format 1); this build reads run format 2."),
 			 errhint("Read the table with the build that wrote it, and load its rows into a table created by this build.")));
 }
 
