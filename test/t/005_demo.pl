@@ -1,7 +1,8 @@
 # 005_demo.pl: make demo's scripts (test/demo/*.sql) run as make demo runs
 # them, without an error, and tell what they say: the naive downstream
 # total of the none stream is 180 where the other producers' give 80, and
-# the subscriber's trigger-maintained total is 80 beside the naive 180.
+# the subscriber's trigger-maintained total is 80 beside the naive 180,
+# and a pk_consume loop keeps its own total at 80.
 use strict;
 use warnings;
 use FindBin;
@@ -33,4 +34,8 @@ like($out{'02_replication.sql'}, qr/^10\|80\.00\|180\.00$/m,
 	'the subscriber keeps 80 with the retraction, the naive total shows 180');
 like($out{'02_replication.sql'}, qr/^public\.orders_repl -U .*amount\[numeric\]:80\.00$/m,
 	'the pkchangelog plugin prints the -U');
+like($out{'03_consume.sql'}, qr/^10\|80\.00$/m,
+	'the pk_consume loop keeps the store total at 80');
+like($out{'03_consume.sql'}, qr/^store_totals\|3$/m,
+	'the consumer is at snapshot 3');
 done_testing();
