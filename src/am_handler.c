@@ -297,6 +297,8 @@ pk_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 
 	if (OldIndex != NULL)
 		not_supported(OldTable, "CLUSTER", NULL);
+	/* rows copied as they are still need their added columns' defaults */
+	ddl_keep_missing_values(OldTable);
 	records_before = vacuum_count_rows(OldTable, &data_pages);
 	(void) compact_table(OldTable, true);
 	CommandCounterIncrement();

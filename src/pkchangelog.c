@@ -67,7 +67,8 @@ _PG_init(void)
 	 * pk_write's command id; none reads what another does.  Transaction
 	 * callbacks run in reverse registration order; catalog_init's acts at
 	 * commit and abort only (it forgets which tables' runs changed), so
-	 * after the commit path (commit_init's, at pre-commit) has used that.
+	 * after the commit path (commit_init's, at pre-commit) has used that;
+	 * ddl_init's acts at pre-commit of a VACUUM FULL, which writes no rows.
 	 */
 	pk_guc_init();				/* pkchangelog.* parameters */
 	changelog_wal_init();		/* WAL resource manager (wal_rmgr_id) */
@@ -75,7 +76,7 @@ _PG_init(void)
 	pktable_init();				/* relcache callback: table descriptors */
 	spill_init();				/* ExecutorStart/End: readers of spills */
 	commit_init();				/* xact and subxact callbacks: the commit */
-	ddl_init();					/* ProcessUtility and object access hooks */
+	ddl_init();					/* ProcessUtility, object access, xact callback */
 	onconflict_init();			/* ExecutorStart: ON CONFLICT arbiters */
 	sqlfuncs_init();			/* ExecutorStart: pk_write's command id */
 	scan_init();				/* xact callback: scan state */

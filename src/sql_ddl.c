@@ -10,7 +10,8 @@
  *	  does not support with a clear error.  An object access hook removes a
  *	  dropped table's catalog rows, refuses table rewrites other than
  *	  VACUUM FULL's, and has sql_publication.c keep the extension's catalog
- *	  out of publications.
+ *	  out of publications.  A transaction callback gives back the missing
+ *	  values of added columns that VACUUM FULL's swap clears.
  *
  *-------------------------------------------------------------------------
  */
@@ -21,11 +22,13 @@
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/xact.h"
 #include "catalog/dependency.h"
 #include "catalog/index.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/objectaccess.h"
+#include "catalog/pg_attribute.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_constraint.h"
 #include "catalog/pg_index.h"
@@ -39,6 +42,7 @@
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
@@ -946,6 +950,100 @@ pk_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId,
 		cat_drop_table(objectId);
 }
 
+/*
+ * VACUUM FULL copies a pkmerge table's runs as they are: rows written
+ * before an ALTER TABLE ... ADD COLUMN with a default still lack the
+ * column, which reads as the column's missing value (attmissingval).
+ * PostgreSQL's finish_heap_swap then clears every missing value, since
+ * heap's rewrite wrote each row whole; those rows would read NULL.  The
+ * copy (am_handler.c) keeps them here, and the transaction puts them back
+ * before it commits, so the rewrite and the restore commit together.
+ */
+typedef struct KeptMissing
+{
+	Oid			relid;
+	AttrNumber	attnum;
+	Datum		value;			/* attmissingval, a one-element array */
+} KeptMissing;
+
+static List *kept_missing = NIL;	/* in TopTransactionContext */
+
+void
+ddl_keep_missing_values(Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		HeapTuple	tup;
+		Datum		value;
+		bool		isnull;
+
+		if (!att->atthasmissing || att->attisdropped)
+			continue;
+		tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(RelationGetRelid(rel)),
+							  Int16GetDatum(att->attnum));
+		if (!HeapTupleIsValid(tup))
+			continue;
+		value = SysCacheGetAttr(ATTNUM, tup, Anum_pg_attribute_attmissingval, &isnull);
+		if (!isnull)
+		{
+			KeptMissing *k = palloc(sizeof(KeptMissing));
+
+			k->relid = RelationGetRelid(rel);
+			k->attnum = att->attnum;
+			k->value = datumCopy(value, false, -1);
+			kept_missing = lappend(kept_missing, k);
+		}
+		ReleaseSysCache(tup);
+	}
+	MemoryContextSwitchTo(old);
+}
+
+static void
+restore_missing_values(void)
+{
+	Relation	attrel;
+	ListCell   *lc;
+
+	/* the rewrite's clearing of them, visible */
+	CommandCounterIncrement();
+	attrel = table_open(AttributeRelationId, RowExclusiveLock);
+	foreach(lc, kept_missing)
+	{
+		KeptMissing *k = lfirst(lc);
+		HeapTuple	tup = SearchSysCacheCopy2(ATTNUM, ObjectIdGetDatum(k->relid),
+											  Int16GetDatum(k->attnum));
+		Datum		values[Natts_pg_attribute] = {0};
+		bool		nulls[Natts_pg_attribute] = {0};
+		bool		replace[Natts_pg_attribute] = {0};
+		HeapTuple	newtup;
+
+		if (!HeapTupleIsValid(tup) || ((Form_pg_attribute) GETSTRUCT(tup))->atthasmissing)
+			continue;
+		values[Anum_pg_attribute_atthasmissing - 1] = BoolGetDatum(true);
+		replace[Anum_pg_attribute_atthasmissing - 1] = true;
+		values[Anum_pg_attribute_attmissingval - 1] = k->value;
+		replace[Anum_pg_attribute_attmissingval - 1] = true;
+		newtup = heap_modify_tuple(tup, RelationGetDescr(attrel), values, nulls, replace);
+		CatalogTupleUpdate(attrel, &newtup->t_self, newtup);
+	}
+	table_close(attrel, RowExclusiveLock);
+}
+
+static void
+ddl_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_PRE_COMMIT && kept_missing != NIL)
+		restore_missing_values();
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PREPARE)
+		kept_missing = NIL;
+}
+
 void
 ddl_init(void)
 {
@@ -953,4 +1051,5 @@ ddl_init(void)
 	ProcessUtility_hook = pk_utility;
 	prev_object_access = object_access_hook;
 	object_access_hook = pk_object_access;
+	RegisterXactCallback(ddl_xact_callback, NULL);
 }

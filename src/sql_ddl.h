@@ -8,8 +8,11 @@
 #ifndef PK_DDL_H
 #define PK_DDL_H
 
+#include "utils/relcache.h"
+
 /* sql_ddl.c */
 extern void ddl_init(void);
 extern int	ddl_vacuum_full_elevel(void);
+extern void ddl_keep_missing_values(Relation rel);
 
 #endif							/* PK_DDL_H */

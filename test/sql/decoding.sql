@@ -215,6 +215,28 @@ SELECT tab, bool_and(ascending) AS in_snapshot_order FROM (
 	FROM decoded) x GROUP BY tab ORDER BY tab;
 SELECT 'stop' FROM pg_drop_replication_slot('pk_slot');
 
+-- DDL in the stream: each change decodes in the table's shape of its time
+-- (a column added with a default, dropped, renamed; VACUUM FULL moving the
+-- table to a new file; a switch of producer)
+SELECT 'init' FROM pg_create_logical_replication_slot('ddl_slot', 'pkchangelog');
+CREATE TABLE dd (k int PRIMARY KEY, a int, b text) USING pkmerge
+	WITH (changelog_producer = 'lookup');
+INSERT INTO dd VALUES (1, 1, 'one'), (2, 2, 'two');
+ALTER TABLE dd ADD COLUMN c int DEFAULT 7;
+UPDATE dd SET a = 10 WHERE k = 1;
+ALTER TABLE dd DROP COLUMN b;
+VACUUM FULL dd;
+UPDATE dd SET c = 8 WHERE k = 2;
+ALTER TABLE dd RENAME COLUMN a TO a2;
+DELETE FROM dd WHERE k = 1;
+ALTER TABLE dd SET (changelog_producer = 'full-compaction');
+INSERT INTO dd VALUES (3, 3, 3);
+SELECT pk_compact('dd', true) IS NOT NULL AS compacted;
+SELECT data FROM pg_logical_slot_get_changes('ddl_slot', NULL, NULL,
+	'include-xids', '0', 'skip-empty-xacts', '1');
+SELECT 'stop' FROM pg_drop_replication_slot('ddl_slot');
+DROP TABLE dd;
+
 -- the extension's catalog never reaches a publication
 CREATE PUBLICATION p_all FOR ALL TABLES;
 CREATE PUBLICATION p_cat FOR TABLE orders, pkchangelog.runs;

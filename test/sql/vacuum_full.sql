@@ -139,5 +139,23 @@ CREATE TABLE vf_heap (id int PRIMARY KEY);
 INSERT INTO vf_heap VALUES (2), (1);
 CLUSTER vf_heap USING vf_heap_pkey;
 
-DROP TABLE vf, vf_lookup, vf_input, vf_none, vf_full, vf_full_twin, vf_empty, vf_heap, vf_before CASCADE;
+-- rows written before ADD COLUMN ... DEFAULT keep the default through
+-- VACUUM FULL (it copies them as they are; PostgreSQL's swap clears the
+-- columns' missing values, which the transaction puts back), in the table
+-- and in the change stream
+CREATE TABLE vf_added (k int PRIMARY KEY, a int) USING pkmerge
+	WITH (changelog_producer = 'lookup');
+INSERT INTO vf_added VALUES (1, 1);
+ALTER TABLE vf_added ADD COLUMN c int DEFAULT 7;
+ALTER TABLE vf_added ADD COLUMN d text DEFAULT 'dflt';
+INSERT INTO vf_added VALUES (2, 2, 8, 'x');
+VACUUM FULL vf_added;
+SELECT * FROM vf_added ORDER BY k;
+SELECT snapshot_id, rowkind, row FROM pk_changes('vf_added');
+SELECT attname, atthasmissing, attmissingval FROM pg_attribute
+WHERE attrelid = 'vf_added'::regclass AND attnum > 0 ORDER BY attnum;
+UPDATE vf_added SET a = 10 WHERE k = 1;
+SELECT snapshot_id, rowkind, row FROM pk_changes('vf_added', 3);
+
+DROP TABLE vf, vf_lookup, vf_input, vf_none, vf_full, vf_full_twin, vf_empty, vf_heap, vf_before, vf_added CASCADE;
 DROP PROCEDURE vf_write(regclass);
