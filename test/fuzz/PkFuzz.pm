@@ -27,9 +27,9 @@
 # (sometimes REPEATABLE READ or SERIALIZABLE), then 1-12 operations on 1-3
 # tables among SAVEPOINT / ROLLBACK TO / RELEASE, ending in COMMIT or
 # ROLLBACK; some are single autocommit statements; some are maintenance
-# (VACUUM, ANALYZE, pk_compact, pk_expire_snapshots, CHECKPOINT, an
-# immediate restart, ALTER TABLE ... SET (changelog_producer) to another
-# producer).
+# (VACUUM, VACUUM FULL, ANALYZE, pk_compact, pk_expire_snapshots,
+# CHECKPOINT, an immediate restart, ALTER TABLE ... SET
+# (changelog_producer) to another producer).
 # Operations: single- and multi-row INSERT (an upsert on pkmerge; the heap
 # twin gets the same rows through MERGE ... WHEN MATCHED THEN UPDATE SET
 # every column, which also replaces the key's representation, e.g. 1.0 by

@@ -968,13 +968,16 @@ sub next_txn
 	if ($kind eq 'maint')
 	{
 		my $t = $r->pick($g->{tables});
-		my $m = $r->weighted({ vacuum => 3, analyze => 1, compact => 3, expire => 2, checkpoint => 0.5, clcheck => 2,
+		my $m = $r->weighted({ vacuum => 3, vacuum_full => 1, analyze => 1, compact => 3, expire => 2,
+				checkpoint => 0.5, clcheck => 2,
 				restart => $g->{avoid}{restart} ? 0 : 0.4, switch => $g->{avoid}{switch} ? 0 : 1 });
 		my @steps;
-		if ($m eq 'vacuum' || $m eq 'analyze')
+		if ($m eq 'vacuum' || $m eq 'analyze' || $m eq 'vacuum_full')
 		{
-			my $v = $m eq 'vacuum' ? 'VACUUM' : 'ANALYZE';
-			@steps = (pair($t, $m, "$v %T", undef, cnt => 0));
+			# VACUUM FULL: a full compaction and every run copied to a new
+			# file, rows of columns added since kept with their defaults
+			my $v = { vacuum => 'VACUUM', analyze => 'ANALYZE', vacuum_full => 'VACUUM FULL' }->{$m};
+			@steps = (pair($t, $m eq 'vacuum_full' ? 'vacuum' : $m, "$v %T", undef, cnt => 0));
 		}
 		elsif ($m eq 'compact')    { @steps = (op_compact($g, $t)); }
 		elsif ($m eq 'expire')     { @steps = ({ k => 'expire', t => $t->{idx} }); }
