@@ -24,17 +24,15 @@
  */
 #include "postgres.h"
 
-#include "access/detoast.h"
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
-#include "commands/defrem.h"
 #include "replication/logical.h"
 #include "replication/output_plugin.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/json.h"
-#include "utils/lsyscache.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 

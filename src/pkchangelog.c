@@ -46,7 +46,7 @@ _PG_init(void)
 	/*
 	 * The extension depends on state set up at server start (transaction
 	 * callbacks in every backend, the utility hook that keeps pkmerge DDL
-	 * consistent, later its WAL resource manager and background worker).
+	 * consistent, its WAL resource manager and background workers).
 	 * Loading it into a single backend would give a half-working table AM,
 	 * so refuse.
 	 */
