@@ -2,7 +2,7 @@
  *
  * catalog.c
  *	  Reads and writes the extension's catalog tables (pkchangelog.tables,
- *	  .snapshots, .runs) with direct heap and index access (catalog_lock.c
+ *	  .snapshots, .runs, .consumers, .materializations) with direct heap and index access (catalog_lock.c
  *	  has the locks that order their changes), records which tables' runs
  *	  the transaction changed, and knows which catalog versions (of the
  *	  extension's scripts) this library works with.
@@ -150,7 +150,8 @@ typedef enum CatTable
 	CAT_TABLES,
 	CAT_SNAPSHOTS,
 	CAT_RUNS,
-	CAT_CONSUMERS
+	CAT_CONSUMERS,
+	CAT_MATERIALIZATIONS
 } CatTable;
 
 static const Oid tables_types[Natts_tables] = {
@@ -170,6 +171,10 @@ static const Oid consumers_types[Natts_consumers] = {
 	OIDOID, TEXTOID, INT8OID, TIMESTAMPTZOID
 };
 
+static const Oid materializations_types[Natts_materializations] = {
+	OIDOID, OIDOID, TEXTOID, OIDARRAYOID, INT8OID
+};
+
 static const struct
 {
 	const char *name;
@@ -180,6 +185,8 @@ static const struct
 	[CAT_SNAPSHOTS] = {"snapshots", Natts_snapshots, snapshots_types},
 	[CAT_RUNS] = {"runs", Natts_runs, runs_types},
 	[CAT_CONSUMERS] = {"consumers", Natts_consumers, consumers_types},
+	[CAT_MATERIALIZATIONS] = {"materializations", Natts_materializations,
+	materializations_types},
 };
 
 /* open a catalog table, checked to have the columns this library reads */
@@ -779,6 +786,7 @@ cat_drop_table(Oid relid)
 	delete_rows("snapshots", relid, true);
 	delete_rows("tables", relid, true);
 	delete_rows("consumers", relid, true);
+	delete_rows("materializations", relid, true);
 }
 
 /* ---- consumer positions (pkchangelog.consumers) ---- */
@@ -901,6 +909,128 @@ cat_consumer_drop(Oid relid, const char *consumer_id)
 	systable_endscan(scan);
 	table_close(crel, RowExclusiveLock);
 	return found;
+}
+
+/* ---- materialized aggregates (pkchangelog.materializations) ---- */
+
+/* records a materialized aggregate of relid */
+void
+cat_mat_insert(Oid relid, Oid aggregate, const char *query, Datum value_tables,
+			   int64 created_snapshot)
+{
+	Relation	crel = cat_open(CAT_MATERIALIZATIONS, RowExclusiveLock);
+	Datum		values[Natts_materializations];
+	bool		nulls[Natts_materializations] = {0};
+	HeapTuple	tup;
+
+	values[Anum_materializations_relid - 1] = ObjectIdGetDatum(relid);
+	values[Anum_materializations_aggregate - 1] = ObjectIdGetDatum(aggregate);
+	values[Anum_materializations_query - 1] = CStringGetTextDatum(query);
+	values[Anum_materializations_value_tables - 1] = value_tables;
+	values[Anum_materializations_created_snapshot - 1] = Int64GetDatum(created_snapshot);
+	tup = heap_form_tuple(RelationGetDescr(crel), values, nulls);
+	CatalogTupleInsert(crel, tup);
+	table_close(crel, RowExclusiveLock);
+	CommandCounterIncrement();
+}
+
+static MatRow *
+mat_row_from_tuple(Relation crel, HeapTuple tup)
+{
+	MatRow	   *m = palloc(sizeof(MatRow));
+	bool		isnull;
+
+	m->relid = DatumGetObjectId(heap_getattr(tup, Anum_materializations_relid,
+											 RelationGetDescr(crel), &isnull));
+	m->aggregate = DatumGetObjectId(heap_getattr(tup, Anum_materializations_aggregate,
+												 RelationGetDescr(crel), &isnull));
+	m->query = TextDatumGetCString(heap_getattr(tup, Anum_materializations_query,
+												RelationGetDescr(crel), &isnull));
+	m->value_tables = DatumGetArrayTypePCopy(heap_getattr(tup, Anum_materializations_value_tables,
+														  RelationGetDescr(crel), &isnull));
+	m->created_snapshot = DatumGetInt64(heap_getattr(tup, Anum_materializations_created_snapshot,
+													 RelationGetDescr(crel), &isnull));
+	return m;
+}
+
+/* scan of the row of one aggregate (by its unique index) */
+static SysScanDesc
+mat_scan(Relation crel, Oid aggregate, Snapshot snapshot)
+{
+	ScanKeyData key;
+
+	ScanKeyInit(&key, Anum_materializations_aggregate, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(aggregate));
+	return systable_beginscan(crel, cat_oid("materializations_aggregate_key", false),
+							  true, snapshot, 1, &key);
+}
+
+/*
+ * The rows whose key is oid (the source's relid; by_aggregate: the
+ * aggregate's) as snapshot sees them (MatRows).  A catalog not yet updated
+ * to 0.3 has none.
+ */
+static List *
+mat_rows(Oid oid, bool by_aggregate, Snapshot snapshot)
+{
+	Relation	crel;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	List	   *rows = NIL;
+
+	if (!OidIsValid(cat_oid("materializations", true)))
+		return NIL;
+	crel = cat_open(CAT_MATERIALIZATIONS, AccessShareLock);
+	scan = by_aggregate ? mat_scan(crel, oid, snapshot) :
+		cat_scan(crel, "materializations", oid, snapshot);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+		rows = lappend(rows, mat_row_from_tuple(crel, tup));
+	systable_endscan(scan);
+	table_close(crel, AccessShareLock);
+	return rows;
+}
+
+/* the materialized aggregates of relid */
+List *
+cat_mat_list(Oid relid, Snapshot snapshot)
+{
+	return mat_rows(relid, false, snapshot);
+}
+
+/* the row of materialized aggregate table aggregate; NULL: it is not one */
+MatRow *
+cat_mat_get(Oid aggregate, Snapshot snapshot)
+{
+	List	   *rows = mat_rows(aggregate, true, snapshot);
+
+	return rows == NIL ? NULL : linitial(rows);
+}
+
+/*
+ * DROP TABLE of an aggregate: its row goes; returns its source
+ * (InvalidOid: it was none, or the catalog is gone with DROP EXTENSION).
+ */
+Oid
+cat_mat_delete(Oid aggregate)
+{
+	Relation	crel;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Oid			relid = InvalidOid;
+
+	if (!OidIsValid(cat_oid("materializations", true)) ||
+		!OidIsValid(cat_oid("materializations_aggregate_key", true)))
+		return InvalidOid;
+	crel = cat_open(CAT_MATERIALIZATIONS, RowExclusiveLock);
+	scan = mat_scan(crel, aggregate, GetLatestSnapshot());
+	if (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		relid = mat_row_from_tuple(crel, tup)->relid;
+		CatalogTupleDelete(crel, &tup->t_self);
+	}
+	systable_endscan(scan);
+	table_close(crel, RowExclusiveLock);
+	return relid;
 }
 
 int64
@@ -1071,7 +1201,7 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id)
  * library installs the base script and updates it; an older library, or
  * one with no path from that version, is refused there.
  */
-static const char *const catalog_versions[] = {"0.1", PKCHANGELOG_VERSION};
+static const char *const catalog_versions[] = {"0.1", "0.2", PKCHANGELOG_VERSION};
 
 /* does this library work with the catalog of version, once updated? */
 bool

@@ -76,6 +76,24 @@
 #define Anum_consumers_next_snapshot_id 3
 #define Anum_consumers_last_consumed 4
 
+/* pkchangelog.materializations (catalog 0.3) */
+#define Natts_materializations 5
+#define Anum_materializations_relid 1
+#define Anum_materializations_aggregate 2
+#define Anum_materializations_query 3
+#define Anum_materializations_value_tables 4
+#define Anum_materializations_created_snapshot 5
+
+/* a row of pkchangelog.materializations */
+typedef struct MatRow
+{
+	Oid			relid;			/* the source */
+	Oid			aggregate;		/* the aggregate's table */
+	char	   *query;			/* nodeToString of the analyzed query */
+	struct ArrayType *value_tables; /* oid[]: per output column, 0 or a table */
+	int64		created_snapshot;
+} MatRow;
+
 /* the counters of pkchangelog.tables, read and written under the commit lock */
 typedef struct TableState
 {
@@ -136,6 +154,11 @@ extern void cat_consumer_set(Oid relid, const char *consumer_id, int64 next_snap
 extern int64 cat_consumers_floor(Oid relid, TimestampTz idle_before);
 extern bool cat_consumer_drop(Oid relid, const char *consumer_id);
 extern Oid	cat_consumers_relid(void);
+extern void cat_mat_insert(Oid relid, Oid aggregate, const char *query,
+						   Datum value_tables, int64 created_snapshot);
+extern List *cat_mat_list(Oid relid, Snapshot snapshot);
+extern MatRow *cat_mat_get(Oid aggregate, Snapshot snapshot);
+extern Oid	cat_mat_delete(Oid aggregate);
 extern int64 cat_next_run_id(void);
 extern Oid	cat_runs_relid(void);
 extern Oid	cat_tables_relid(void);

@@ -31,6 +31,7 @@
 #include "changelog_produce.h"
 #include "changelog_wal.h"
 #include "maint_compaction.h"
+#include "mat.h"
 #include "read_point.h"
 #include "run_merge.h"
 
@@ -408,6 +409,9 @@ compact_table(Relation rel, bool full)
 	/* wal_level = logical: full-compaction's changes, for decoding */
 	if (changelog)
 		changelog_wal_log_snapshot(rel, snapshot_id);
+	/* and its materialized aggregates */
+	if (changelog)
+		mat_maintain(rel, snapshot_id);
 	return snapshot_id;
 }
 

@@ -19,6 +19,7 @@
 #include "utils/builtins.h"
 
 #include "am_onconflict.h"
+#include "mat.h"
 #include "am_scan.h"
 #include "catalog.h"
 #include "changelog_wal.h"
@@ -77,6 +78,7 @@ _PG_init(void)
 	spill_init();				/* ExecutorStart/End: readers of spills */
 	commit_init();				/* xact and subxact callbacks: the commit */
 	ddl_init();					/* ProcessUtility, object access, xact callback */
+	mat_init();					/* relcache callback: aggregates per source */
 	onconflict_init();			/* ExecutorStart: ON CONFLICT arbiters */
 	sqlfuncs_init();			/* ExecutorStart: pk_write's command id */
 	scan_init();				/* xact callback: scan state */

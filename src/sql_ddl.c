@@ -48,6 +48,7 @@
 
 #include "catalog.h"
 #include "maint_compaction.h"
+#include "mat.h"
 #include "sql_ddl.h"
 #include "sql_publication.h"
 #include "table_desc.h"
@@ -545,6 +546,8 @@ handle_alter(AlterTableStmt *stmt)
 					ReleaseSysCache(tup);
 					merged = pkopt_merge_reloptions(old, set, reset);
 					pkopt_parse(merged, &newopts);
+					if (newopts.changelog_producer != t->opts.changelog_producer)
+						mat_check_producer(relid, newopts.changelog_producer);
 					switch_producer(rel, t, newopts.changelog_producer);
 					set_reloptions(relid, merged);
 					table_close(rel, NoLock);
@@ -948,6 +951,9 @@ pk_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId,
 	if (access == OAT_DROP && classId == RelationRelationId && subId == 0 &&
 		pk_relid_is_pkmerge(objectId))
 		cat_drop_table(objectId);
+	/* DROP TABLE of a materialized aggregate: no longer maintained */
+	if (access == OAT_DROP && classId == RelationRelationId && subId == 0)
+		mat_dropped(objectId);
 }
 
 /*
