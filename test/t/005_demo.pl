@@ -38,4 +38,8 @@ like($out{'03_consume.sql'}, qr/^10\|80\.00$/m,
 	'the pk_consume loop keeps the store total at 80');
 like($out{'03_consume.sql'}, qr/^store_totals\|3$/m,
 	'the consumer is at snapshot 3');
+like($out{'04_materialize.sql'}, qr/^10\|80\.00\|180\.00$/m,
+	'the materialized aggregate holds 80 beside the naive 180');
+like($out{'04_materialize.sql'}, qr/^10\|30\.00\|1\|30\.00$/m,
+	'the aggregate drops the deleted order and its max');
 done_testing();
