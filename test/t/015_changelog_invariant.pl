@@ -26,7 +26,10 @@
 # table's pkchangelog.tables row names exactly its data runs (readers list
 # them from it; check_data_runs); and the background worker compacted the
 # table while it was being written.
-# After each crash the lookup and input streams are checked as well.
+# After each crash the lookup and input streams are checked as well.  Each
+# table has a materialized aggregate (sum, count, max, min per grp), kept by
+# the workload's commits (full-compaction's by the worker's compactions):
+# after each crash and at the end it equals its query (pk_reconcile).
 use strict;
 use warnings;
 use FindBin;
@@ -77,6 +80,24 @@ CREATE TABLE $t (id int PRIMARY KEY, grp int, amount bigint) USING pkmerge
 		  snapshot_num_retained_min = 100000, changelog_num_retained_min = 100000$extra);
 INSERT INTO $t SELECT g, g % 10, g FROM generate_series(1, $nkeys, 2) g;
 });
+	# a materialized aggregate of each, kept by the same commits (input
+	# warns: its writers here supply complete changes)
+	$node->safe_psql('postgres', qq{
+SET client_min_messages = error;
+SELECT pk_materialize('${t}_agg',
+	'SELECT grp, sum(amount) AS total, count(*) AS n, max(amount) AS hi, min(amount) AS lo
+	 FROM $t GROUP BY grp');
+});
+}
+
+# the aggregate equals its query (for full-compaction, as of a full
+# compaction, which pk_reconcile runs first)
+sub check_aggregate
+{
+	my ($label, $t) = @_;
+	is($node->safe_psql('postgres', qq{SELECT count(*) FROM pk_reconcile('${t}_agg')}), '0',
+		"$label: the materialized aggregate of $t ($producer{$t}) equals its query");
+	return;
 }
 
 # --- the workload: SQL DML only
@@ -258,6 +279,7 @@ sub no_crash_in_log
 	  or diag(join("\n", @$errs[0 .. ($#$errs < 9 ? $#$errs : 9)]));
 	$node->start;
 	check_table('after immediate stop', $_) for ('t_lookup', 't_input');
+	check_aggregate('after immediate stop', $_) for ('t_lookup', 't_input');
 }
 
 # --- 2: workload, then SIGKILL of the postmaster
@@ -283,6 +305,7 @@ sub no_crash_in_log
 	  or diag(`pgrep -af '^postgres: inv015_$$: '`);
 	$node->start;
 	check_table('after postmaster kill -9', $_) for ('t_lookup', 't_input');
+	check_aggregate('after postmaster kill -9', $_) for ('t_lookup', 't_input');
 }
 
 # --- 3: the workload to its end
@@ -321,6 +344,7 @@ SELECT count(*) FROM pk_runs('t_full') WHERE kind = 'data' AND level < (SELECT m
 	'0', 't_full: everything is in the bottom level (all written keys reported)');
 
 check_table('at the end', $_) for @tables;
+check_aggregate('at the end', $_) for @tables;
 
 note('snapshots: '
 	  . $node->safe_psql('postgres', join(' UNION ALL ', map { qq{
