@@ -65,6 +65,7 @@
 #include "changelog_read.h"
 #include "mat.h"
 #include "run_format.h"
+#include "write_buffer.h"
 
 /* a statement for one pattern of NULL group values */
 typedef struct MaskPlan
@@ -136,6 +137,8 @@ typedef struct MatRun
 	TupleTableSlot **valreads;
 	TupleHashTable *values;		/* ... counted per (group, value): int64 */
 	bool		truncated;		/* input's TRUNCATE: empty it first */
+	Datum	   *args;			/* a statement's parameters */
+	char	   *argnulls;
 	MemoryContext cxt;
 	MemoryContext tempcxt;
 } MatRun;
@@ -560,6 +563,9 @@ run_begin(MatEntry *e, MemoryContext cxt)
 	r->e = e;
 	r->def = def;
 	r->cxt = cxt;
+	/* the group row's statement has the most parameters, a value's ng + 2 */
+	r->args = palloc0(sizeof(Datum) * Max(e->nargs, ng + 2));
+	r->argnulls = palloc0(Max(e->nargs, ng + 2) + 1);
 	r->tempcxt = AllocSetContextCreate(cxt, "pkmerge aggregate hashing", ALLOCSET_SMALL_SIZES);
 	if (def->where)
 		r->where = ExecInitQual(make_ands_implicit(expression_planner(def->where)), NULL);
@@ -763,13 +769,18 @@ static bool
 returned(int64 *count, ItemPointer tid)
 {
 	bool		isnull;
+	bool		found = SPI_processed > 0;
 
-	if (SPI_processed == 0)
-		return false;
-	*count = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	*tid = *(ItemPointer) DatumGetPointer(SPI_getbinval(SPI_tuptable->vals[0],
-														SPI_tuptable->tupdesc, 2, &isnull));
-	return true;
+	if (found)
+	{
+		*count = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+											 &isnull));
+		*tid = *(ItemPointer) DatumGetPointer(SPI_getbinval(SPI_tuptable->vals[0],
+															SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	/* one statement per group: their results would pile up until SPI_finish */
+	SPI_freetuptable(SPI_tuptable);
+	return found;
 }
 
 static void
@@ -801,8 +812,8 @@ apply_value(MatRun *r, int j, MinimalTuple key, int64 delta)
 {
 	MatEntry   *e = r->e;
 	int			n = r->def->ngroups + 1;
-	Datum	   *values = palloc(sizeof(Datum) * (n + 1));
-	char	   *nulls = palloc(n + 1);
+	Datum	   *values = r->args;
+	char	   *nulls = r->argnulls;
 	TupleTableSlot *vs = r->valreads[j];
 	int64		count = 0;
 	ItemPointerData tid;
@@ -836,8 +847,8 @@ apply_group(MatRun *r, MinimalTuple key, MatDelta *d)
 {
 	MatEntry   *e = r->e;
 	MatDef	   *def = r->def;
-	Datum	   *values = palloc0(sizeof(Datum) * e->nargs);
-	char	   *nulls = palloc(e->nargs + 1);
+	Datum	   *values = r->args;
+	char	   *nulls = r->argnulls;
 	uint32		mask = 0;
 	SPIPlanPtr	update;
 	int64		count;
@@ -1065,7 +1076,10 @@ mat_maintain(Relation rel, int64 snapshot_id)
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	changelog_scan(rel, snapshot_id - 1, snapshot_id, snapshot, scan_change, &ms);
 	UnregisterSnapshot(snapshot);
+	/* the aggregates' triggers must not write pkmerge tables now */
+	wbuf_close(true);
 	scan_finish(&ms, level, old);
+	wbuf_close(false);
 }
 
 /*

@@ -288,6 +288,9 @@ mat_analyze(Query *q)
 		n++;
 	}
 	def->ncols = n;
+	/* a statement per pattern of NULL groups: a bit each (mat_apply.c) */
+	if (def->ngroups > 32)
+		refuse("more than 32 GROUP BY expressions", NULL);
 	if (naggs == 0 && def->ngroups == 0)
 		refuse("a query without aggregates or GROUP BY", NULL);
 	return def;

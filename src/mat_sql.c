@@ -166,20 +166,15 @@ create_tables(MatDef *def, RangeVar *rv, Oid *value_tables)
 static void
 refuse_pending_writes(Oid relid, const char *what)
 {
-	ListCell   *lc;
+	WriteBuffer *wb = wbuf_get(relid, false);
 
-	foreach(lc, wbuf_all())
-	{
-		WriteBuffer *wb = lfirst(lc);
-
-		if (wb->relid == relid && (wb->n > 0 || wb->spills != NIL))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("cannot %s in a transaction that has written to \"%s\"",
-							what, get_rel_name(relid)),
-					 errdetail("The writes reach the aggregate when the transaction commits."),
-					 errhint("Commit the writes first.")));
-	}
+	if (wb && (wb->n > 0 || wb->spills != NIL))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot %s in a transaction that has written to \"%s\"",
+						what, get_rel_name(relid)),
+				 errdetail("The writes reach the aggregate when the transaction commits."),
+				 errhint("Commit the writes first.")));
 }
 
 /*
@@ -351,6 +346,7 @@ pk_reconcile(PG_FUNCTION_ARGS)
 	Relation	rel;
 	char	   *table;
 	char	   *sql;
+	SPIPlanPtr	plan;
 	uint64		ndiff;
 
 	if (repair && !pg_class_ownercheck(aggregate, GetUserId()))
@@ -376,7 +372,16 @@ pk_reconcile(PG_FUNCTION_ARGS)
 				   pg_get_querydef(q, false));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute(sql, true, 0) != SPI_OK_SELECT)
+
+	/*
+	 * With the latest snapshot: the caller's may predate the full
+	 * compaction just run (and, under REPEATABLE READ, commits before the
+	 * lock), whose changes the aggregate already has.
+	 */
+	plan = SPI_prepare(sql, 0, NULL);
+	if (plan == NULL ||
+		SPI_execute_snapshot(plan, NULL, NULL, GetLatestSnapshot(), InvalidSnapshot,
+							 true, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not compare materialized aggregate \"%s\"", name);
 	ndiff = SPI_processed;
 	for (uint64 i = 0; i < ndiff; i++)
@@ -453,7 +458,12 @@ pk_materialization_exact_as_of(PG_FUNCTION_ARGS)
 void
 mat_dropped(Oid relid)
 {
-	Oid			source = cat_mat_delete(relid);
+	Oid			source;
+
+	/* aggregates are tables: not an index, sequence or TOAST table */
+	if (get_rel_relkind(relid) != RELKIND_RELATION)
+		return;
+	source = cat_mat_delete(relid);
 
 	if (OidIsValid(source) && SearchSysCacheExists1(RELOID, ObjectIdGetDatum(source)))
 		CacheInvalidateRelcacheByRelid(source);

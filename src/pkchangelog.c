@@ -19,12 +19,12 @@
 #include "utils/builtins.h"
 
 #include "am_onconflict.h"
-#include "mat.h"
 #include "am_scan.h"
 #include "catalog.h"
 #include "changelog_wal.h"
 #include "guc.h"
 #include "maint_worker.h"
+#include "mat.h"
 #include "pkchangelog.h"
 #include "run_cache_stats.h"
 #include "shmem.h"

@@ -17,6 +17,7 @@
 
 #include "access/xact.h"
 #include "utils/hsearch.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
@@ -33,6 +34,7 @@ typedef struct WbEntryRef
 static HTAB *buffers = NULL;
 static List *buffer_order = NIL;	/* in order of first write */
 static WriteBuffer *last = NULL;	/* the one wbuf_get returned last */
+static bool closed = false;		/* wbuf_close: no new writes */
 
 WriteBuffer *
 wbuf_get(Oid relid, bool create)
@@ -40,6 +42,13 @@ wbuf_get(Oid relid, bool create)
 	WbEntryRef *ref;
 	bool		found;
 
+	if (create && closed)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot write to pkmerge table \"%s\" while the transaction commits",
+						get_rel_name(relid)),
+				 errdetail("The write came from a trigger on a materialized aggregate, which is kept at commit."),
+				 errhint("Triggers on a materialized aggregate's table cannot write to pkmerge tables.")));
 	/* a statement writing many rows asks for the same buffer each time */
 	if (last && last->relid == relid)
 		return last;
@@ -640,11 +649,23 @@ wbuf_all(void)
 }
 
 /* transaction end: the memory goes with TopTransactionContext */
+/*
+ * While materialized aggregates are written at commit, writes to pkmerge
+ * tables are refused: their tables may have committed already.  Reset at
+ * transaction end.
+ */
+void
+wbuf_close(bool close)
+{
+	closed = close;
+}
+
 void
 wbuf_forget_all(void)
 {
 	if (buffers)
 		hints_clear_writes();
+	closed = false;
 	buffers = NULL;
 	buffer_order = NIL;
 	last = NULL;

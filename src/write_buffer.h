@@ -157,6 +157,7 @@ extern uint32 *wbuf_sort_range(WriteBuffer *wb, PkTable *t, uint32 from,
 								uint32 to, uint32 *count);
 extern void wbuf_remove(WriteBuffer *wb, uint32 from, const bool *keep);
 extern List *wbuf_all(void);
+extern void wbuf_close(bool close);
 extern void wbuf_forget_all(void);
 extern void wbuf_subxact_commit(SubTransactionId mysubid,
 								SubTransactionId parentsubid);

@@ -23,7 +23,6 @@
 #include "access/xact.h"
 #include "portability/instr_time.h"
 #include "storage/predicate.h"
-#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -218,29 +217,6 @@ compact_before_commit(WriteBuffer *wb)
 	table_close(rel, NoLock);
 }
 
-/*
- * Writes to a pkmerge table made while the commit ran (by a trigger on a
- * materialized aggregate's table) would be lost: refused.
- */
-static void
-refuse_late_writes(List *committed)
-{
-	ListCell   *lc;
-
-	foreach(lc, wbuf_all())
-	{
-		WriteBuffer *wb = lfirst(lc);
-
-		if (!list_member_ptr(committed, wb) && (wb->n > 0 || wb->spills != NIL))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("pkmerge table \"%s\" was written while the transaction committed",
-							get_rel_name(wb->relid)),
-					 errdetail("A trigger on a materialized aggregate's table wrote to it."),
-					 errhint("Triggers on materialized aggregates cannot write to pkmerge tables.")));
-	}
-}
-
 static int
 relid_cmp(const ListCell *a, const ListCell *b)
 {
@@ -277,7 +253,6 @@ commit_xact_callback(XactEvent event, void *arg)
 				commit_table(lfirst(lc));
 			}
 			PopActiveSnapshot();
-			refuse_late_writes(tables);
 			list_free(tables);
 			break;
 		case XACT_EVENT_PRE_PREPARE:

@@ -1,8 +1,11 @@
 -- Materialized aggregates under random transactions: after every
 -- transaction (committed or rolled back) of random inserts, overwrites,
 -- updates of grouping columns, deletes, subtransactions that fail, bulk
--- writes that spill and the odd TRUNCATE, each aggregate equals its query
--- (pk_reconcile finds no group that differs).  lookup is written with
+-- writes that spill, the odd TRUNCATE and DDL (ADD COLUMN with a default,
+-- RENAME COLUMN, a refused DROP COLUMN, switches to full-compaction and
+-- back) and pk_write, each aggregate equals its query (pk_reconcile finds
+-- no group that differs; while full-compaction, as of a full compaction,
+-- which pk_reconcile runs first).  lookup is written with
 -- plain SQL (blind overwrites included); input with the statements that
 -- carry old rows (overwrites as INSERT ... ON CONFLICT DO UPDATE).
 SET client_min_messages = warning;
@@ -14,12 +17,18 @@ DECLARE
 	k int;
 	bad bigint;
 	rolled int := 0;
+	is_full boolean;
+	producer text;
+	ops text;
 BEGIN
+	SELECT value INTO producer FROM pk_options(src) WHERE key = 'changelog_producer';
 	PERFORM setseed(seed);
 	FOR i IN 1..ntx LOOP
+		ops := '';
 		FOR j IN 1..(1 + floor(random() * 4))::int LOOP
 			r := random();
 			k := floor(random() * 200)::int;
+			ops := ops || format(' %s/%s', round(r::numeric, 3), k);
 			IF r < 0.25 THEN
 				EXECUTE format('INSERT INTO %s VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING', src)
 				USING k, floor(random() * 6)::int,
@@ -54,8 +63,37 @@ BEGIN
 					FROM generate_series(1, 3000) x
 					ON CONFLICT (id) DO UPDATE SET g = EXCLUDED.g, v = EXCLUDED.v, s = EXCLUDED.s', src);
 				EXECUTE format('DELETE FROM %s WHERE id > 2000 AND id %% 50 <> $1', src) USING k % 50;
-			ELSE
+			ELSIF r < 0.995 THEN
 				EXECUTE format('TRUNCATE %s', src);
+			ELSE
+				-- DDL between the writes of one transaction
+				k := k % 5;
+				IF k = 0 THEN
+					EXECUTE format('ALTER TABLE %s ADD COLUMN IF NOT EXISTS extra_%s int DEFAULT %s',
+						src, i % 4, i);
+				ELSIF k = 1 THEN
+					EXECUTE format('ALTER TABLE %s RENAME COLUMN v TO v_renamed', src);
+					EXECUTE format('UPDATE %s SET v_renamed = v_renamed + 1 WHERE id %% 4 = $1', src)
+					USING i % 4;
+					EXECUTE format('ALTER TABLE %s RENAME COLUMN v_renamed TO v', src);
+				ELSIF k = 2 THEN
+					-- the producer switches (compacting everything first) and back
+					SELECT value = 'full-compaction' INTO is_full FROM pk_options(src)
+					WHERE key = 'changelog_producer';
+					EXECUTE format('ALTER TABLE %s SET (changelog_producer = %L)', src,
+						CASE WHEN is_full THEN producer ELSE 'full-compaction' END);
+				ELSIF k = 3 THEN
+					-- a refused DROP COLUMN (an aggregate reads it), in a subtransaction
+					BEGIN
+						EXECUTE format('ALTER TABLE %s DROP COLUMN v', src);
+					EXCEPTION WHEN dependent_objects_still_exist THEN
+						NULL;
+					END;
+				ELSE
+					-- a RowKind written with pk_write: the -D of an existing row
+					EXECUTE format('SELECT count(pk_write(%L, ''-D'', t)) FROM %s t WHERE id = $1', src, src)
+					USING k;
+				END IF;
 			END IF;
 		END LOOP;
 		IF random() < 0.1 THEN
@@ -67,7 +105,8 @@ BEGIN
 		SELECT sum((SELECT count(*) FROM pk_reconcile(m.name::text))) INTO bad
 		FROM pk_materializations m WHERE m.source = src;
 		IF bad > 0 THEN
-			RAISE EXCEPTION 'an aggregate of % differs from its query after transaction %', src, i;
+			RAISE EXCEPTION 'an aggregate of % differs from its query after transaction %', src, i
+			USING DETAIL = format('Its statements (random draw/key):%s.', ops);
 		END IF;
 		COMMIT;
 	END LOOP;
