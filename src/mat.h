@@ -77,5 +77,6 @@ extern void mat_init(void);
 /* mat_sql.c */
 extern void mat_dropped(Oid relid);
 extern void mat_check_producer(Oid relid, int producer);
+extern void mat_check_alter_column(Oid relid, const char *colname, const char *what);
 
 #endif							/* PK_MAT_H */

@@ -93,6 +93,8 @@ typedef struct MatEntry
 	SPIPlanPtr	delete;			/* a row by ctid */
 	SPIPlanPtr *upserts;		/* per min/max column: a value's count */
 	SPIPlanPtr *vdeletes;
+	MemoryContext cxt;			/* the entry's */
+	struct MatRun *run;			/* its evaluation state, made once */
 } MatEntry;
 
 /* the cached aggregates of one source */
@@ -116,7 +118,11 @@ typedef struct MatDelta
 	Datum	   *sum;			/* per sum/avg column */
 } MatDelta;
 
-/* one aggregate during one maintenance */
+/*
+ * One aggregate's evaluation state: expressions, hash tables and slots,
+ * made once per cached aggregate; what one maintenance nets lives in
+ * deltacxt, emptied before the next.
+ */
 typedef struct MatRun
 {
 	MatEntry   *e;
@@ -140,6 +146,7 @@ typedef struct MatRun
 	Datum	   *args;			/* a statement's parameters */
 	char	   *argnulls;
 	MemoryContext cxt;
+	MemoryContext deltacxt;		/* the deltas and the hash tables' entries */
 	MemoryContext tempcxt;
 } MatRun;
 
@@ -370,6 +377,7 @@ entry_make(MatDef *def, Oid owner, Oid *value_tables, bool keep)
 	e->def = def;
 	e->owner = owner;
 	e->keep = keep;
+	e->cxt = CurrentMemoryContext;
 	e->table = qualified_name(def->aggregate);
 	e->value_tables = palloc0(sizeof(char *) * def->ncols);
 	e->p_nn = palloc0(sizeof(int) * def->ncols);
@@ -546,13 +554,14 @@ hash_table(MatRun *r, TupleTableSlot *slot, int n, Oid *eqops, Oid *colls)
 	memcpy(collations, colls, sizeof(Oid) * n);
 	execTuplesHashPrepare(n, eqops, &eqfns, &hashfns);
 	return BuildTupleHashTableExt(NULL, slot->tts_tupleDescriptor, n, cols, eqfns, hashfns,
-								  collations, 256, sizeof(MatDelta), r->cxt, r->cxt, r->tempcxt,
+								  collations, 256, sizeof(MatDelta), r->cxt, r->deltacxt, r->tempcxt,
 								  false);
 }
 
 static MatRun *
 run_begin(MatEntry *e, MemoryContext cxt)
 {
+	MemoryContext old = MemoryContextSwitchTo(cxt);
 	MatDef	   *def = e->def;
 	MatRun	   *r = palloc0(sizeof(MatRun));
 	int			ng = def->ngroups;
@@ -566,6 +575,7 @@ run_begin(MatEntry *e, MemoryContext cxt)
 	/* the group row's statement has the most parameters, a value's ng + 2 */
 	r->args = palloc0(sizeof(Datum) * Max(e->nargs, ng + 2));
 	r->argnulls = palloc0(Max(e->nargs, ng + 2) + 1);
+	r->deltacxt = AllocSetContextCreate(cxt, "pkmerge aggregate deltas", ALLOCSET_DEFAULT_SIZES);
 	r->tempcxt = AllocSetContextCreate(cxt, "pkmerge aggregate hashing", ALLOCSET_SMALL_SIZES);
 	if (def->where)
 		r->where = ExecInitQual(make_ands_implicit(expression_planner(def->where)), NULL);
@@ -626,33 +636,39 @@ run_begin(MatEntry *e, MemoryContext cxt)
 			r->values[j] = hash_table(r, r->valslots[j], ng + 1, eqops, colls);
 		}
 	}
+	MemoryContextSwitchTo(old);
 	return r;
 }
 
 static MatDelta *
 delta_new(MatRun *r)
 {
-	MatDelta   *d = MemoryContextAllocZero(r->cxt, sizeof(MatDelta));
+	MatDelta   *d = MemoryContextAllocZero(r->deltacxt, sizeof(MatDelta));
 
-	d->nn = MemoryContextAllocZero(r->cxt, sizeof(int64) * r->def->ncols);
-	d->sum = MemoryContextAllocZero(r->cxt, sizeof(Datum) * r->def->ncols);
+	d->nn = MemoryContextAllocZero(r->deltacxt, sizeof(int64) * r->def->ncols);
+	d->sum = MemoryContextAllocZero(r->deltacxt, sizeof(Datum) * r->def->ncols);
 	for (int j = 0; j < r->def->ncols; j++)
 		if (mat_needs_nn(&r->def->cols[j]))
 			d->sum[j] = r->zero[j];
 	return d;
 }
 
-/* forget what came before an input TRUNCATE */
+/* forgets what was netted (truncated: for an input TRUNCATE) */
 static void
-run_reset(MatRun *r)
+run_reset(MatRun *r, bool truncated)
 {
-	r->truncated = true;
+	r->truncated = truncated;
 	r->single = NULL;
 	if (r->groups)
 		ResetTupleHashTable(r->groups);
 	for (int j = 0; j < r->def->ncols; j++)
 		if (r->values[j])
 			ResetTupleHashTable(r->values[j]);
+	if (!truncated)
+	{
+		MemoryContextReset(r->deltacxt);
+		MemoryContextReset(r->tempcxt);
+	}
 }
 
 /* the row in econtext's scan tuple, added (sign 1) or retracted (-1) */
@@ -703,7 +719,7 @@ run_add(MatRun *r, ExprContext *econtext, int sign)
 			Datum		sum = FunctionCall2(sign > 0 ? &r->add[j] : &r->sub[j], d->sum[j], v);
 
 			/* the running sum replaces the one before, which goes */
-			MemoryContextSwitchTo(r->cxt);
+			MemoryContextSwitchTo(r->deltacxt);
 			if (!r->accbyval[j] && d->sum[j] != r->zero[j])
 				pfree(DatumGetPointer(d->sum[j]));
 			d->sum[j] = datumCopy(sum, r->accbyval[j], r->acclen[j]);
@@ -726,7 +742,7 @@ run_add(MatRun *r, ExprContext *econtext, int sign)
 			ExecStoreVirtualTuple(vs);
 			entry = LookupTupleHashEntry(r->values[j], vs, &isnew, NULL);
 			if (isnew)
-				entry->additional = MemoryContextAllocZero(r->cxt, sizeof(int64));
+				entry->additional = MemoryContextAllocZero(r->deltacxt, sizeof(int64));
 			*(int64 *) entry->additional += sign;
 			d->values = true;
 		}
@@ -987,7 +1003,7 @@ scan_change(void *arg, const SnapshotInfo *si, int kind, MinimalTuple tup)
 		ListCell   *lc;
 
 		foreach(lc, ms->runs)
-			run_reset(lfirst(lc));
+			run_reset(lfirst(lc), true);
 		return;
 	}
 	ExecStoreMinimalTuple(tup, ms->slot, false);
@@ -1068,7 +1084,15 @@ mat_maintain(Relation rel, int64 snapshot_id)
 	level = safe_search_path();
 	ms.runs = NIL;
 	foreach(lc, entries)
-		ms.runs = lappend(ms.runs, run_begin(lfirst(lc), cxt));
+	{
+		MatEntry   *e = lfirst(lc);
+
+		/* made once; a maintenance that failed may have left deltas */
+		if (e->run == NULL)
+			e->run = run_begin(e, e->cxt);
+		run_reset(e->run, false);
+		ms.runs = lappend(ms.runs, e->run);
+	}
 	ms.slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsMinimalTuple);
 	ms.econtext = CreateStandaloneExprContext();
 	/* the snapshot's catalog rows, written by this very command */

@@ -18,11 +18,13 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_depend.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "executor/executor.h"
@@ -33,6 +35,7 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
@@ -452,6 +455,68 @@ pk_materialization_exact_as_of(PG_FUNCTION_ARGS)
 		as_of = Max(m->created_snapshot, st.last_full_compaction);
 	table_close(rel, AccessShareLock);
 	PG_RETURN_INT64(as_of);
+}
+
+/*
+ * ALTER TABLE or RENAME (what, e.g. "DROP COLUMN") of column colname of
+ * relid: refused for the columns pk_materialize made in an aggregate or in
+ * one of its value-count tables, which the maintaining statements name.
+ * Columns added later are the owner's.
+ */
+void
+mat_check_alter_column(Oid relid, const char *colname, const char *what)
+{
+	Oid			aggregate = relid;
+	Relation	depRel;
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	MatRow	   *m;
+	MatDef	   *def;
+	int			made;
+	AttrNumber	attnum;
+
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
+		return;
+	/* a value-count table depends internally on its aggregate */
+	depRel = table_open(DependRelationId, AccessShareLock);
+	ScanKeyInit(&key[0], Anum_pg_depend_classid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(RelationRelationId));
+	ScanKeyInit(&key[1], Anum_pg_depend_objid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	scan = systable_beginscan(depRel, DependDependerIndexId, true, NULL, 2, key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
+
+		if (dep->deptype == DEPENDENCY_INTERNAL && dep->refclassid == RelationRelationId)
+			aggregate = dep->refobjid;
+	}
+	systable_endscan(scan);
+	table_close(depRel, AccessShareLock);
+
+	if ((m = cat_mat_get(aggregate, GetLatestSnapshot())) == NULL)
+		return;
+	/* the columns made are the first ones (create_tables) */
+	def = mat_analyze(stringToNode(m->query));
+	made = def->ngroups + 2;
+	if (aggregate == relid)
+	{
+		made = def->ncols + 1;
+		for (int j = 0; j < def->ncols; j++)
+			made += mat_needs_nn(&def->cols[j]) + (def->cols[j].kind == MAT_AVG);
+	}
+	attnum = get_attnum(relid, colname);
+	if (attnum == InvalidAttrNumber || attnum > made)
+		return;				/* PostgreSQL reports a missing column */
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 aggregate == relid ?
+			 errmsg("cannot %s of materialized aggregate \"%s\"", what, get_rel_name(relid)) :
+			 errmsg("cannot %s of \"%s\": it holds the values of materialized aggregate \"%s\"",
+					what, get_rel_name(relid), get_rel_name(aggregate)),
+			 errdetail("The aggregate's maintenance writes its columns as pk_materialize made them."),
+			 errhint("Drop the aggregate and make it again with pk_materialize; other ALTER TABLE forms (indexes, triggers, RENAME of the table) work.")));
 }
 
 /* DROP of a relation: if it was an aggregate, it is maintained no more */

@@ -497,6 +497,11 @@ handle_alter(AlterTableStmt *stmt)
 		if (!pkmerge && OidIsValid(relid) && cmd->subtype == AT_SetRelOptions &&
 			stmt->objtype == OBJECT_TABLE)
 			pkopt_refuse_elsewhere((List *) cmd->def, relname, false);
+		if (!pkmerge && OidIsValid(relid) &&
+			(cmd->subtype == AT_AlterColumnType || cmd->subtype == AT_DropColumn ||
+			 cmd->subtype == AT_DropColumnRecurse))
+			mat_check_alter_column(relid, cmd->name, cmd->subtype == AT_AlterColumnType ?
+								   "ALTER COLUMN ... TYPE" : "DROP COLUMN");
 		if (!pkmerge)
 		{
 			keep = lappend(keep, cmd);
@@ -859,7 +864,12 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 			break;
 		case T_RenameStmt:
 			if (((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN)
+			{
 				rename = (RenameStmt *) parsetree;
+				if (rename->relationType == OBJECT_TABLE)
+					mat_check_alter_column(RangeVarGetRelid(rename->relation, NoLock, true),
+										   rename->subname, "RENAME a column");
+			}
 			break;
 		default:
 			break;

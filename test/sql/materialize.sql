@@ -274,6 +274,23 @@ DROP TRIGGER log_it ON store_sales;
 DROP TABLE side_log;
 DROP FUNCTION log_to_pkmerge();
 
+-- the columns pk_materialize made in an aggregate and its value tables are
+-- the maintaining statements': changing them is refused; other ALTER TABLE
+-- forms, and columns added later, work and keep the aggregate maintained
+ALTER TABLE store_all ALTER COLUMN qty TYPE int;
+ALTER TABLE store_all DROP COLUMN hi;
+ALTER TABLE store_all RENAME COLUMN n TO orders;
+ALTER TABLE store_all_hi_values RENAME COLUMN __pk_value TO v;
+ALTER TABLE store_all_hi_values DROP COLUMN __pk_count;
+ALTER TABLE store_all RENAME TO store_all_renamed;
+ALTER TABLE store_all_renamed ADD COLUMN note text DEFAULT 'kept';
+CREATE INDEX ON store_all_renamed (qty);
+UPDATE orders SET amount = amount + 2 WHERE order_id = 4;
+SELECT store_id, region, n, qty, hi, note FROM store_all_renamed ORDER BY 1, 2;
+SELECT mat_exact();
+ALTER TABLE store_all_renamed DROP COLUMN note;
+ALTER TABLE store_all_renamed RENAME TO store_all;
+
 -- dependencies: the aggregate goes with its table; the source stays until
 -- its aggregates go, or takes them with CASCADE; the value tables only go
 -- with their aggregate
