@@ -967,12 +967,13 @@ mat_scan(Relation crel, Oid aggregate, Snapshot snapshot)
 
 /*
  * The rows whose key is oid (the source's relid; by_aggregate: the
- * aggregate's) as snapshot sees them (MatRows).  A catalog not yet updated
+ * aggregate's; InvalidOid: every row) as snapshot sees them (MatRows).  A catalog not yet updated
  * to 0.3 has none.
  */
 static List *
 mat_rows(Oid oid, bool by_aggregate, Snapshot snapshot)
 {
+	bool		all = !OidIsValid(oid);
 	Relation	crel;
 	SysScanDesc scan;
 	HeapTuple	tup;
@@ -981,8 +982,12 @@ mat_rows(Oid oid, bool by_aggregate, Snapshot snapshot)
 	if (!OidIsValid(cat_oid("materializations", true)))
 		return NIL;
 	crel = cat_open(CAT_MATERIALIZATIONS, AccessShareLock);
-	scan = by_aggregate ? mat_scan(crel, oid, snapshot) :
-		cat_scan(crel, "materializations", oid, snapshot);
+	if (all)
+		scan = systable_beginscan(crel, InvalidOid, false, snapshot, 0, NULL);
+	else if (by_aggregate)
+		scan = mat_scan(crel, oid, snapshot);
+	else
+		scan = cat_scan(crel, "materializations", oid, snapshot);
 	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 		rows = lappend(rows, mat_row_from_tuple(crel, tup));
 	systable_endscan(scan);
@@ -995,6 +1000,13 @@ List *
 cat_mat_list(Oid relid, Snapshot snapshot)
 {
 	return mat_rows(relid, false, snapshot);
+}
+
+/* every materialized aggregate of the database */
+List *
+cat_mat_all(Snapshot snapshot)
+{
+	return mat_rows(InvalidOid, false, snapshot);
 }
 
 /* the row of materialized aggregate table aggregate; NULL: it is not one */
@@ -1201,7 +1213,7 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id)
  * library installs the base script and updates it; an older library, or
  * one with no path from that version, is refused there.
  */
-static const char *const catalog_versions[] = {"0.1", "0.2", PKCHANGELOG_VERSION};
+static const char *const catalog_versions[] = {"0.1", "0.2", "0.3", PKCHANGELOG_VERSION};
 
 /* does this library work with the catalog of version, once updated? */
 bool

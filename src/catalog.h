@@ -158,6 +158,7 @@ extern void cat_mat_insert(Oid relid, Oid aggregate, const char *query,
 						   Datum value_tables, int64 created_snapshot);
 extern List *cat_mat_list(Oid relid, Snapshot snapshot);
 extern MatRow *cat_mat_get(Oid aggregate, Snapshot snapshot);
+extern List *cat_mat_all(Snapshot snapshot);
 extern Oid	cat_mat_delete(Oid aggregate);
 extern int64 cat_next_run_id(void);
 extern Oid	cat_runs_relid(void);

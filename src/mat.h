@@ -3,7 +3,8 @@
  * mat.h
  *	  Materialized aggregates of pkmerge tables: the query's shape
  *	  (mat_query.c), their maintenance from the change stream
- *	  (mat_apply.c) and their SQL functions and DDL (mat_sql.c).
+ *	  (mat_apply.c), the trigger that defines each (mat_define.c) and
+ *	  their SQL functions and DDL (mat_sql.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -73,9 +74,19 @@ extern void mat_populate(Relation source, MatDef *def, Oid owner,
 						 Oid *value_tables);
 extern void mat_invalidate(void);
 extern void mat_init(void);
+extern Oid	mat_rel_owner(Oid relid);
+
+/* mat_define.c */
+extern void mat_producer_check(const char *relname, int producer);
+extern void mat_refuse_pending_writes(Oid relid, const char *what);
+extern void mat_full_compaction_first(Relation rel);
+extern void mat_attach(Oid aggregate, Query *q, Oid *value_tables, int ncols);
+extern void mat_trigger_created(CreateTrigStmt *stmt);
+extern void mat_trigger_dropped(Oid trigoid);
+extern void mat_refresh_triggers(void);
+extern void mat_dropped(Oid relid);
 
 /* mat_sql.c */
-extern void mat_dropped(Oid relid);
 extern void mat_check_producer(Oid relid, int producer);
 extern void mat_check_alter_column(Oid relid, const char *colname, const char *what);
 

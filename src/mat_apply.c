@@ -432,8 +432,8 @@ entry_free_plans(MatEntry *e)
 
 /* ---- the cache ----------------------------------------------------- */
 
-static Oid
-rel_owner(Oid relid)
+Oid
+mat_rel_owner(Oid relid)
 {
 	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	Oid			owner;
@@ -532,7 +532,7 @@ mat_entries(Relation rel)
 		}
 		s->relids = lappend_oid(s->relids, m->aggregate);
 		s->entries = lappend(s->entries,
-							 entry_make(def, rel_owner(m->aggregate), tables, true));
+							 entry_make(def, mat_rel_owner(m->aggregate), tables, true));
 	}
 	MemoryContextSwitchTo(old);
 	s->valid = true;
@@ -1124,7 +1124,7 @@ mat_populate(Relation source, MatDef *def, Oid owner, Oid *value_tables)
 
 	r = run_begin(entry_make(def, owner, value_tables, false), cxt);
 	/* no GROUP BY: the row exists even for no rows */
-	r->truncated = def->ngroups == 0;
+	r->truncated = true;
 	ms.runs = list_make1(r);
 	ms.slot = table_slot_create(source, NULL);
 	ms.econtext = CreateStandaloneExprContext();

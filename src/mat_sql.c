@@ -108,7 +108,6 @@ create_tables(MatDef *def, RangeVar *rv, Oid *value_tables)
 	StringInfoData buf;
 	char	   *table = quote_qualified_identifier(rv->schemaname, rv->relname);
 	Oid			nsp = get_namespace_oid(rv->schemaname, false);
-	ObjectAddress aggaddr;
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "CREATE TABLE %s (", table);
@@ -133,7 +132,6 @@ create_tables(MatDef *def, RangeVar *rv, Oid *value_tables)
 	spi_exec(buf.data);
 	CommandCounterIncrement();
 	def->aggregate = RangeVarGetRelid(rv, NoLock, false);
-	ObjectAddressSet(aggaddr, RelationRelationId, def->aggregate);
 	if (def->ngroups > 0)
 	{
 		char	   *cols = group_columns(def, false);
@@ -146,7 +144,6 @@ create_tables(MatDef *def, RangeVar *rv, Oid *value_tables)
 		MatCol	   *c = &def->cols[j];
 		char	   *name;
 		char	   *vt;
-		ObjectAddress addr;
 
 		if (c->kind != MAT_MIN && c->kind != MAT_MAX)
 			continue;
@@ -159,64 +156,7 @@ create_tables(MatDef *def, RangeVar *rv, Oid *value_tables)
 						  vt, group_columns(def, false), MAT_VALUE_COLUMN));
 		CommandCounterIncrement();
 		value_tables[j] = get_relname_relid(name, nsp);
-		ObjectAddressSet(addr, RelationRelationId, value_tables[j]);
-		/* dropped with the aggregate, never alone */
-		recordDependencyOn(&addr, &aggaddr, DEPENDENCY_INTERNAL);
 	}
-}
-
-/* refuses when the transaction has unwritten changes of relid */
-static void
-refuse_pending_writes(Oid relid, const char *what)
-{
-	WriteBuffer *wb = wbuf_get(relid, false);
-
-	if (wb && (wb->n > 0 || wb->spills != NIL))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("cannot %s in a transaction that has written to \"%s\"",
-						what, get_rel_name(relid)),
-				 errdetail("The writes reach the aggregate when the transaction commits."),
-				 errhint("Commit the writes first.")));
-}
-
-/*
- * full-compaction: an aggregate is exact as of the last full compaction,
- * so commits since are compacted first (in the caller's transaction).
- */
-static void
-full_compaction_first(Relation rel, PkTable *t)
-{
-	TableState	st;
-
-	if (t->opts.changelog_producer != PK_PRODUCER_FULL_COMPACTION)
-		return;
-	st = cat_table_state_peek(RelationGetRelid(rel));
-	if (st.last_snapshot_id == st.last_full_compaction)
-		return;
-	(void) GetCurrentTransactionId();
-	(void) compact_table(rel, true);
-	CommandCounterIncrement();
-}
-
-/* the producer check of pk_materialize and ALTER TABLE ... SET */
-static void
-check_producer(const char *relname, PkProducer producer)
-{
-	if (producer == PK_PRODUCER_NONE)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("a materialized aggregate of \"%s\" needs a changelog producer other than none",
-						relname),
-				 errdetail("With changelog_producer none, the change stream carries an update's new row but not the retraction of the old one (-U): an aggregate would count both."),
-				 errhint("Use changelog_producer lookup or full-compaction (ALTER TABLE %s SET (changelog_producer = 'lookup')), or input when writers supply complete changes.",
-						 quote_identifier(relname))));
-	if (producer == PK_PRODUCER_INPUT)
-		ereport(WARNING,
-				(errmsg("\"%s\" has changelog_producer input: its materialized aggregates are exact only if writers supply complete changes",
-						relname),
-				 errdetail("input keeps the changes as written: SQL UPDATE, DELETE and INSERT ... ON CONFLICT DO UPDATE carry old rows, but an INSERT that overwrites a key or pk_write('+U', ...) alone carries no -U."),
-				 errhint("Write overwrites with INSERT ... ON CONFLICT DO UPDATE, or with pk_write's -U before its +U; pk_reconcile finds the groups that went wrong.")));
 }
 
 /* ALTER TABLE ... SET (changelog_producer = ...) of a source */
@@ -224,7 +164,7 @@ void
 mat_check_producer(Oid relid, int producer)
 {
 	if (cat_mat_list(relid, GetLatestSnapshot()) != NIL)
-		check_producer(get_rel_name(relid), (PkProducer) producer);
+		mat_producer_check(get_rel_name(relid), producer);
 }
 
 /*
@@ -239,50 +179,22 @@ pk_materialize(PG_FUNCTION_ARGS)
 	RangeVar   *rv = makeRangeVarFromNameList(stringToQualifiedNameList(name));
 	Query	   *q;
 	MatDef	   *def;
-	Relation	rel;
-	PkTable    *t;
 	Oid		   *value_tables;
-	Datum	   *oids;
-	ObjectAddress aggaddr;
 
 	q = mat_parse(query_string);
 	def = mat_analyze(q);
-	/* SELECT on what the query reads, as running it would check */
+	/* the source's privileges first (checked again as the owner, below) */
 	(void) ExecCheckRTPerms(q->rtable, true);
-	if (check_enable_rls(def->source, InvalidOid, false) == RLS_ENABLED)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("materialized aggregates do not support tables with row-level security: \"%s\" has it",
-						get_rel_name(def->source)),
-				 errdetail("Every reader of the aggregate would see groups of rows its policies hide.")));
-	refuse_pending_writes(def->source, "create a materialized aggregate");
-	/* no commit of the source until this transaction's */
-	rel = table_open(def->source, ShareLock);
-	t = pk_table(rel);
-	check_producer(RelationGetRelationName(rel), t->opts.changelog_producer);
-	full_compaction_first(rel, t);
 	if (rv->schemaname == NULL)
-		rv->schemaname = get_namespace_name(RelationGetNamespace(rel));
+		rv->schemaname = get_namespace_name(get_rel_namespace(def->source));
 
 	value_tables = palloc0(sizeof(Oid) * def->ncols);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	create_tables(def, rv, value_tables);
 	SPI_finish();
-	ObjectAddressSet(aggaddr, RelationRelationId, def->aggregate);
-	recordDependencyOnExpr(&aggaddr, (Node *) q, NIL, DEPENDENCY_NORMAL);
-
-	oids = palloc(sizeof(Datum) * def->ncols);
-	for (int j = 0; j < def->ncols; j++)
-		oids[j] = ObjectIdGetDatum(value_tables[j]);
-	cat_mat_insert(def->source, def->aggregate, nodeToString(q),
-				   PointerGetDatum(construct_array(oids, def->ncols, OIDOID, sizeof(Oid),
-												   true, TYPALIGN_INT)),
-				   cat_table_state_peek(def->source).last_snapshot_id);
-	mat_populate(rel, def, GetUserId(), value_tables);
-	/* every backend reads the source's aggregates again */
-	CacheInvalidateRelcacheByRelid(def->source);
-	table_close(rel, NoLock);
+	/* its trigger makes the table an aggregate (mat_define.c) */
+	mat_attach(def->aggregate, q, value_tables, def->ncols);
 	PG_RETURN_VOID();
 }
 
@@ -357,10 +269,10 @@ pk_reconcile(PG_FUNCTION_ARGS)
 	if (pg_class_aclcheck(aggregate, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(aggregate));
 	InitMaterializedSRF(fcinfo, 0);
-	refuse_pending_writes(m->relid, "reconcile a materialized aggregate");
+	mat_refuse_pending_writes(m->relid, "reconcile a materialized aggregate");
 	/* both sides as of one commit of the source */
 	rel = table_open(m->relid, ShareLock);
-	full_compaction_first(rel, pk_table(rel));
+	mat_full_compaction_first(rel);
 	q = stringToNode(m->query);
 	def = mat_analyze(q);
 	def->aggregate = aggregate;
@@ -519,17 +431,3 @@ mat_check_alter_column(Oid relid, const char *colname, const char *what)
 			 errhint("Drop the aggregate and make it again with pk_materialize; other ALTER TABLE forms (indexes, triggers, RENAME of the table) work.")));
 }
 
-/* DROP of a relation: if it was an aggregate, it is maintained no more */
-void
-mat_dropped(Oid relid)
-{
-	Oid			source;
-
-	/* aggregates are tables: not an index, sequence or TOAST table */
-	if (get_rel_relkind(relid) != RELKIND_RELATION)
-		return;
-	source = cat_mat_delete(relid);
-
-	if (OidIsValid(source) && SearchSysCacheExists1(RELOID, ObjectIdGetDatum(source)))
-		CacheInvalidateRelcacheByRelid(source);
-}

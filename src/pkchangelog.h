@@ -8,6 +8,6 @@
 #ifndef PKCHANGELOG_H
 #define PKCHANGELOG_H
 
-#define PKCHANGELOG_VERSION "0.3"
+#define PKCHANGELOG_VERSION "0.4"
 
 #endif							/* PKCHANGELOG_H */

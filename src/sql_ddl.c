@@ -32,6 +32,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_constraint.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_trigger.h"
 #include "commands/defrem.h"
 #include "commands/tablecmds.h"
 #include "miscadmin.h"
@@ -768,6 +769,8 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	List	   *create_defs = NIL;
 	CreateStmt *create = NULL;
 	RenameStmt *rename = NULL;
+	CreateTrigStmt *trigger = NULL;
+	bool		renames = false;
 	bool		save_full;
 	bool		save_verbose;
 
@@ -862,7 +865,15 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 					not_supported("CLUSTER", stmt->relation->relname, CLUSTER_HINT);
 			}
 			break;
+		case T_CreateTrigStmt:
+			trigger = (CreateTrigStmt *) parsetree;
+			break;
+		case T_AlterObjectSchemaStmt:
+		case T_AlterEnumStmt:
+			renames = true;
+			break;
 		case T_RenameStmt:
+			renames = true;
 			if (((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN)
 			{
 				rename = (RenameStmt *) parsetree;
@@ -896,6 +907,12 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		finish_create(create, create_defs);
 	if (rename)
 		finish_rename(rename);
+	/* a materialized aggregate's trigger makes it one */
+	if (trigger)
+		mat_trigger_created(trigger);
+	/* its arguments name what the query reads as it is now named */
+	if (renames)
+		mat_refresh_triggers();
 }
 
 /*
@@ -964,6 +981,8 @@ pk_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId,
 	/* DROP TABLE of a materialized aggregate: no longer maintained */
 	if (access == OAT_DROP && classId == RelationRelationId && subId == 0)
 		mat_dropped(objectId);
+	if (access == OAT_DROP && classId == TriggerRelationId)
+		mat_trigger_dropped(objectId);
 }
 
 /*
