@@ -254,6 +254,26 @@ SET ROLE mat_writer;
 SELECT count(*) FROM pk_reconcile('mats.owned');
 RESET ROLE;
 SELECT count(*) FROM pk_reconcile('mats.owned');
+-- a full compaction run by a superuser, as the background worker's is,
+-- writes the aggregate as its owner: the owner's trigger runs as the owner
+GRANT SELECT ON fc TO mat_owner;
+SET ROLE mat_owner;
+SELECT pk_materialize('mats.fc_owned', 'SELECT g, sum(v) AS v FROM fc GROUP BY g');
+CREATE FUNCTION mats.note_g() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO mats.audit VALUES (current_user, NEW.g);
+	RETURN NEW;
+END $$;
+CREATE TRIGGER note_g AFTER INSERT OR UPDATE ON mats.fc_owned
+	FOR EACH ROW EXECUTE FUNCTION mats.note_g();
+RESET ROLE;
+DELETE FROM mats.audit;
+UPDATE fc SET v = v + 1 WHERE id = 1;
+INSERT INTO fc VALUES (7, 7, 7);
+SELECT count(*) FROM mats.audit;
+SELECT pk_compact('fc', true) IS NOT NULL AS compacted;
+SELECT who, store FROM mats.audit ORDER BY store;
+SELECT count(*) FROM pk_reconcile('mats.fc_owned');
 
 -- a trigger on an aggregate may not write to a pkmerge table (its write
 -- would come after that table's commit step): the commit fails whole.
