@@ -24,6 +24,7 @@
 #include "access/table.h"
 #include "access/transam.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
@@ -31,6 +32,7 @@
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/procarray.h"
 #include "utils/array.h"
@@ -164,7 +166,7 @@ static const Oid snapshots_types[Natts_snapshots] = {
 static const Oid runs_types[Natts_runs] = {
 	OIDOID, INT8OID, OIDOID, INT4OID, TEXTOID, BOOLOID, INT8OID, INT4OID,
 	INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID,
-	TEXTOID, TEXTOID
+	TEXTOID, TEXTOID, BYTEAOID
 };
 
 static const Oid consumers_types[Natts_consumers] = {
@@ -196,7 +198,9 @@ cat_open(CatTable which, LOCKMODE lockmode)
 	const char *name = cat_shapes[which].name;
 	Relation	crel = table_open(cat_oid(name, false), lockmode);
 	TupleDesc	desc = RelationGetDescr(crel);
-	bool		match = desc->natts == cat_shapes[which].natts;
+	bool		match = desc->natts == cat_shapes[which].natts ||
+		/* before catalog 0.5, runs has no stream column */
+		(which == CAT_RUNS && desc->natts == Anum_runs_stream - 1);
 
 	for (int i = 0; match && i < desc->natts; i++)
 		match = !TupleDescAttr(desc, i)->attisdropped &&
@@ -218,6 +222,31 @@ cat_open(CatTable which, LOCKMODE lockmode)
 						 PKCHANGELOG_VERSION)));
 	}
 	return crel;
+}
+
+/* a run's inline stream as a bytea */
+static bytea *
+stream_bytea(const RunInfo *r)
+{
+	bytea	   *b = palloc(VARHDRSZ + r->stream_len);
+
+	SET_VARSIZE(b, VARHDRSZ + r->stream_len);
+	memcpy(VARDATA(b), r->stream, r->stream_len);
+	return b;
+}
+
+/*
+ * Can a run's row hold its bytes (catalog 0.5)?  Before the update, small
+ * runs keep their pages.
+ */
+bool
+cat_runs_hold_streams(void)
+{
+	Relation	crel = cat_open(CAT_RUNS, AccessShareLock);
+	bool		result = RelationGetDescr(crel)->natts >= Anum_runs_stream;
+
+	table_close(crel, AccessShareLock);
+	return result;
 }
 
 /*
@@ -335,7 +364,7 @@ cat_run_finalize(Oid relid, int64 run_id, int64 seq, int64 snapshot_id)
  * readers of data runs find through runs_kind.
  */
 void
-cat_run_retire(Oid relid, int64 run_id)
+cat_run_retire(Oid relid, const RunInfo *run)
 {
 	Relation	crel;
 	HeapTuple	tup;
@@ -347,9 +376,22 @@ cat_run_retire(Oid relid, int64 run_id)
 
 	note_change(relid, false);
 	crel = cat_open(CAT_RUNS, RowExclusiveLock);
-	scan = run_row(crel, relid, run_id, &tup);
+	scan = run_row(crel, relid, run->run_id, &tup);
 	values[Anum_runs_kind - 1] = CStringGetTextDatum("delta");
 	replace[Anum_runs_kind - 1] = true;
+	/* (before catalog 0.5 the run keeps its pages) */
+	if (run->stream && RelationGetDescr(crel)->natts >= Anum_runs_stream)
+	{
+		/* its pages are free once no snapshot sees the row's old version */
+		values[Anum_runs_stream - 1] = PointerGetDatum(stream_bytea(run));
+		values[Anum_runs_start_block - 1] = Int64GetDatum(0);
+		values[Anum_runs_nblocks - 1] = Int32GetDatum(0);
+		values[Anum_runs_size_bytes - 1] = Int64GetDatum(run->stream_len);
+		replace[Anum_runs_stream - 1] = true;
+		replace[Anum_runs_start_block - 1] = true;
+		replace[Anum_runs_nblocks - 1] = true;
+		replace[Anum_runs_size_bytes - 1] = true;
+	}
 	delta = heap_modify_tuple(tup, RelationGetDescr(crel), values, nulls, replace);
 	CatalogTupleDelete(crel, &tup->t_self);
 	systable_endscan(scan);
@@ -630,6 +672,14 @@ run_from_tuple(Relation crel, HeapTuple tup)
 	r->created_snapshot = DatumGetInt64(v[Anum_runs_created_snapshot - 1]);
 	r->min_key = n[Anum_runs_min_key - 1] ? NULL : TextDatumGetCString(v[Anum_runs_min_key - 1]);
 	r->max_key = n[Anum_runs_max_key - 1] ? NULL : TextDatumGetCString(v[Anum_runs_max_key - 1]);
+	if (RelationGetDescr(crel)->natts >= Anum_runs_stream && !n[Anum_runs_stream - 1])
+	{
+		bytea	   *b = DatumGetByteaPP(v[Anum_runs_stream - 1]);
+
+		r->stream_len = VARSIZE_ANY_EXHDR(b);
+		r->stream = palloc(r->stream_len);
+		memcpy(r->stream, VARDATA_ANY(b), r->stream_len);
+	}
 	return r;
 }
 
@@ -713,6 +763,15 @@ cat_run_insert(Oid relid, const RunInfo *r)
 		v[Anum_runs_max_key - 1] = CStringGetTextDatum(r->max_key);
 	else
 		n[Anum_runs_max_key - 1] = true;
+	if (r->stream)
+	{
+		if (RelationGetDescr(crel)->natts < Anum_runs_stream)
+			elog(ERROR, "run %lld has no pages, and the catalog no column for its bytes",
+				 (long long) r->run_id);
+		v[Anum_runs_stream - 1] = PointerGetDatum(stream_bytea(r));
+	}
+	else
+		n[Anum_runs_stream - 1] = true;
 	CatalogTupleInsert(crel, heap_form_tuple(RelationGetDescr(crel), v, n));
 	table_close(crel, RowExclusiveLock);
 	/* the rest of the commit or compaction finds it */
@@ -1098,6 +1157,85 @@ cat_used_extents(Oid relid, Oid relfilenode)
 	return extents;
 }
 
+static int
+block_cmp(const void *a, const void *b)
+{
+	BlockNumber ba = *(const BlockNumber *) a;
+	BlockNumber bb = *(const BlockNumber *) b;
+
+	return (ba > bb) - (ba < bb);
+}
+
+/*
+ * Prune the catalog pages that hold rows of relid's runs deleted by
+ * transactions no snapshot can see past any more, as reading a full page
+ * does (heap_page_prune, WAL-logged with the horizon standbys resolve
+ * conflicts by), whether the page is full or not: the blocks of those runs
+ * are then free for cat_used_extents, without waiting for the catalog's
+ * next VACUUM.  A page another backend has pinned is left to VACUUM.
+ */
+void
+cat_prune_runs(Oid relid)
+{
+	Relation	crel = cat_open(CAT_RUNS, AccessShareLock);
+	SysScanDesc scan = cat_scan(crel, "runs", relid, SnapshotAny);
+	GlobalVisState *vistest = GlobalVisTestFor(crel);
+	HeapTuple	tup;
+	BlockNumber *blocks = NULL;
+	int			nblocks = 0;
+	int			capacity = 0;
+
+	if (RecoveryInProgress())
+	{
+		systable_endscan(scan);
+		table_close(crel, AccessShareLock);
+		return;
+	}
+	if (scan->iscan)
+		scan->iscan->ignore_killed_tuples = false;
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		HeapTupleHeader h = tup->t_data;
+		TransactionId xmax;
+
+		if ((h->t_infomask & HEAP_XMAX_INVALID) || HEAP_XMAX_IS_LOCKED_ONLY(h->t_infomask) ||
+			(h->t_infomask & HEAP_XMAX_IS_MULTI))
+			continue;
+		xmax = HeapTupleHeaderGetRawXmax(h);
+		if (!GlobalVisTestIsRemovableXid(vistest, xmax))
+			continue;
+		if (nblocks == capacity)
+		{
+			capacity = Max(64, capacity * 2);
+			blocks = blocks ? repalloc(blocks, sizeof(BlockNumber) * capacity) :
+				palloc(sizeof(BlockNumber) * capacity);
+		}
+		blocks[nblocks++] = ItemPointerGetBlockNumber(&tup->t_self);
+	}
+	systable_endscan(scan);
+
+	if (nblocks > 0)
+		qsort(blocks, nblocks, sizeof(BlockNumber), block_cmp);
+	for (int i = 0; i < nblocks; i++)
+	{
+		Buffer		buf;
+		int			nnewlpdead;
+
+		if (i > 0 && blocks[i] == blocks[i - 1])
+			continue;
+		CHECK_FOR_INTERRUPTS();
+		buf = ReadBuffer(crel, blocks[i]);
+		if (ConditionalLockBufferForCleanup(buf))
+		{
+			(void) heap_page_prune(crel, buf, InvalidTransactionId, vistest,
+								   InvalidTransactionId, 0, &nnewlpdead, NULL);
+			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		}
+		ReleaseBuffer(buf);
+	}
+	table_close(crel, AccessShareLock);
+}
+
 Oid
 cat_runs_relid(void)
 {
@@ -1213,7 +1351,7 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id)
  * library installs the base script and updates it; an older library, or
  * one with no path from that version, is refused there.
  */
-static const char *const catalog_versions[] = {"0.1", "0.2", "0.3", PKCHANGELOG_VERSION};
+static const char *const catalog_versions[] = {"0.1", "0.2", "0.3", "0.4", PKCHANGELOG_VERSION};
 
 /* does this library work with the catalog of version, once updated? */
 bool

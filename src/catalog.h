@@ -49,7 +49,7 @@
 #define Anum_snapshots_duration_ms 11
 
 /* pkchangelog.runs */
-#define Natts_runs 18
+#define Natts_runs 19
 #define Anum_runs_relid 1
 #define Anum_runs_run_id 2
 #define Anum_runs_relfilenode 3
@@ -68,6 +68,7 @@
 #define Anum_runs_created_snapshot 16
 #define Anum_runs_min_key 17
 #define Anum_runs_max_key 18
+#define Anum_runs_stream 19		/* catalog 0.5 */
 
 /* pkchangelog.consumers (catalog 0.2: a 0.1 catalog not yet updated has none) */
 #define Natts_consumers 4
@@ -141,7 +142,9 @@ extern void cat_table_state_update(Oid relid, const TableState *state);
 extern void cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 								int64 total, int64 delta, int64 changelog,
 								const char *producer, double duration_ms);
-extern void cat_run_retire(Oid relid, int64 run_id);
+extern void cat_run_retire(Oid relid, const RunInfo *run);
+extern void cat_prune_runs(Oid relid);
+extern bool cat_runs_hold_streams(void);
 extern List *cat_runs_of_snapshots(Oid relid, int64 from, int64 to, Snapshot snapshot);
 extern List *cat_snapshots_range(Oid relid, int64 from, int64 to, Snapshot snapshot);
 extern List *cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit,

@@ -14,6 +14,15 @@
  * as before, and readers whose MVCC snapshot predates the compaction keep
  * reading the input runs.
  *
+ * Small runs (the runs of small commits beside a large table) are where
+ * this departs from Paimon, whose writers flush large files: a level-0 run
+ * compaction_small_run_ratio times smaller than the table's largest sorted
+ * run counts as 1/SMALL_RUNS_PER_SORTED_RUN of a sorted run towards the
+ * triggers, and such runs are merged among themselves (by size ratio,
+ * into level 0) before they are merged into anything larger, so a 1-row
+ * commit does not make the next compaction rewrite a level of thousands of
+ * rows.  doc/DECISIONS.md has the figures.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -34,20 +43,50 @@
 #include "mat.h"
 #include "read_point.h"
 #include "run_merge.h"
+#include "run_read.h"
 
 typedef struct SortedRun
 {
 	int			level;
-	int64		size;
+	int64		size;			/* as Paimon's file sizes: the runs' pages */
+	int64		bytes;			/* of rows and block index (run_bytes) */
 	int64		records;
 	List	   *runs;			/* RunInfo */
 } SortedRun;
 
-/* sorted runs, youngest first: L0 newest to oldest, then levels 1.. */
+/* small runs: see the header comment */
+#define SMALL_RUNS_PER_SORTED_RUN	8
+#define SMALL_RUNS_MAX				16
+
+/*
+ * A run's bytes of rows and block index: what tells small runs apart (by
+ * their pages, a 1-row run and a 200-row run are the same size).
+ */
+static int64
+run_bytes(const RunInfo *r)
+{
+	return r->bloom_offset > 0 ? r->bloom_offset : r->size_bytes;
+}
+
+static int
+l0_newest_first(const ListCell *a, const ListCell *b)
+{
+	const RunInfo *ra = linitial(((SortedRun *) lfirst(a))->runs);
+	const RunInfo *rb = linitial(((SortedRun *) lfirst(b))->runs);
+
+	/* two runs never share their newest row; run ids break a tie anyway */
+	if (ra->max_seq != rb->max_seq)
+		return (ra->max_seq < rb->max_seq) - (ra->max_seq > rb->max_seq);
+	return (ra->run_id < rb->run_id) - (ra->run_id > rb->run_id);
+}
+
+/*
+ * Sorted runs, youngest first: L0 newest to oldest (by their newest rows:
+ * a merge of small runs stays where its inputs were), then levels 1..
+ */
 static List *
 sorted_runs(List *runs)
 {
-	List	   *l0 = NIL;
 	List	   *result = NIL;
 	int			maxlevel = 0;
 	ListCell   *lc;
@@ -64,18 +103,13 @@ sorted_runs(List *runs)
 
 			sr->level = 0;
 			sr->size = r->size_bytes;
+			sr->bytes = run_bytes(r);
 			sr->records = r->record_count;
 			sr->runs = list_make1(r);
-			l0 = lappend(l0, sr);
+			result = lappend(result, sr);
 		}
 	}
-	/* newest first */
-	{
-		int			n = list_length(l0);
-
-		for (int i = n - 1; i >= 0; i--)
-			result = lappend(result, list_nth(l0, i));
-	}
+	list_sort(result, l0_newest_first);
 	for (int level = 1; level <= maxlevel; level++)
 	{
 		SortedRun  *sr = NULL;
@@ -92,6 +126,7 @@ sorted_runs(List *runs)
 				sr->level = level;
 			}
 			sr->size += r->size_bytes;
+			sr->bytes += run_bytes(r);
 			sr->records += r->record_count;
 			sr->runs = lappend(sr->runs, r);
 		}
@@ -102,24 +137,59 @@ sorted_runs(List *runs)
 }
 
 /*
- * Starting from the youngest `start` sorted runs, take in the next while
- * the candidates together are not much smaller than it (size ratio).
+ * How many of the youngest sorted runs are small (compaction_small_run_ratio
+ * times smaller than the largest, in bytes; none when the ratio is 0), and
+ * what all the sorted runs count as towards the triggers.
  */
 static int
-ratio_count(const PkOptions *o, List *srs, int start)
+count_small(const PkOptions *o, List *srs, int *effective)
+{
+	int64		largest = 0;
+	int			n = list_length(srs);
+	int			nsmall = 0;
+	ListCell   *lc;
+
+	foreach(lc, srs)
+		largest = Max(largest, ((SortedRun *) lfirst(lc))->bytes);
+	foreach(lc, srs)
+	{
+		SortedRun  *sr = lfirst(lc);
+
+		if (o->compaction_small_run_ratio == 0 || sr->level != 0 ||
+			sr->bytes * o->compaction_small_run_ratio >= largest)
+			break;
+		nsmall++;
+	}
+	*effective = n - nsmall +
+		(nsmall + SMALL_RUNS_PER_SORTED_RUN - 1) / SMALL_RUNS_PER_SORTED_RUN;
+	return nsmall;
+}
+
+/*
+ * Starting from the youngest `start` sorted runs, take in the next (up to
+ * the first `limit`) while the candidates together are not much smaller
+ * than it (size ratio), by Paimon's sizes or (small runs) by bytes.
+ */
+static int
+ratio_count(const PkOptions *o, List *srs, int start, int limit, bool by_bytes)
 {
 	int64		size = 0;
 	int			c = start;
 
 	for (int i = 0; i < start; i++)
-		size += ((SortedRun *) list_nth(srs, i))->size;
-	while (c < list_length(srs))
+	{
+		SortedRun  *sr = list_nth(srs, i);
+
+		size += by_bytes ? sr->bytes : sr->size;
+	}
+	while (c < limit)
 	{
 		SortedRun  *next = list_nth(srs, c);
+		int64		next_size = by_bytes ? next->bytes : next->size;
 
-		if ((double) size * (100.0 + o->compaction_size_ratio) / 100.0 < next->size)
+		if ((double) size * (100.0 + o->compaction_size_ratio) / 100.0 < next_size)
 			break;
-		size += next->size;
+		size += next_size;
 		c++;
 	}
 	return c;
@@ -127,8 +197,11 @@ ratio_count(const PkOptions *o, List *srs, int start)
 
 /*
  * How many of the youngest sorted runs to merge, and into which level;
- * 0 when nothing is due.  Paimon's UniversalCompaction.pick: size
- * amplification first, then size ratio, then the run count.
+ * 0 when nothing is due.  Small runs first: once SMALL_RUNS_PER_SORTED_RUN
+ * of them are there, the youngest that the size ratio joins (or, with more
+ * than SMALL_RUNS_MAX, the oldest ones) merge into one level-0 run.  Then
+ * Paimon's UniversalCompaction.pick, with small runs counted as above:
+ * size amplification first, then size ratio, then the run count.
  */
 static int
 pick(const PkOptions *o, List *srs, bool force, int *outlevel)
@@ -136,12 +209,27 @@ pick(const PkOptions *o, List *srs, bool force, int *outlevel)
 	int			n = list_length(srs);
 	int			maxlevel = o->num_levels - 1;
 	int			count = 0;
+	int			effective;
+	int			nsmall = count_small(o, srs, &effective);
 
 	if (n == 0)
 		return 0;
+	if (!force && nsmall >= SMALL_RUNS_PER_SORTED_RUN)
+	{
+		count = ratio_count(o, srs, 1, nsmall, true);
+		if (count < 2)
+			count = ratio_count(o, srs, nsmall > SMALL_RUNS_MAX ?
+								nsmall - SMALL_RUNS_MAX + 1 :
+								nsmall - SMALL_RUNS_PER_SORTED_RUN + 2, nsmall, true);
+		if (count >= 2)
+		{
+			*outlevel = 0;
+			return count;
+		}
+	}
 	if (force)
 		count = n;
-	else if (n >= o->num_sorted_run_compaction_trigger)
+	else if (effective >= o->num_sorted_run_compaction_trigger)
 	{
 		int64		young = 0;
 		int64		oldest = ((SortedRun *) llast(srs))->size;
@@ -150,9 +238,11 @@ pick(const PkOptions *o, List *srs, bool force, int *outlevel)
 			young += ((SortedRun *) list_nth(srs, i))->size;
 		if (young * 100 > (int64) o->compaction_max_size_amplification_percent * oldest)
 			count = n;
-		else if ((count = ratio_count(o, srs, 1)) < 2 &&
-				 n > o->num_sorted_run_compaction_trigger)
-			count = ratio_count(o, srs, n - o->num_sorted_run_compaction_trigger + 1);
+		else if ((count = ratio_count(o, srs, 1, n, false)) < 2 &&
+				 effective > o->num_sorted_run_compaction_trigger)
+			count = ratio_count(o, srs, Min(n, nsmall + effective -
+											o->num_sorted_run_compaction_trigger + 1),
+								n, false);
 	}
 	if (count < 2 && !(force && count == 1 && n == 1))
 		return 0;
@@ -197,7 +287,10 @@ CompactDue
 compact_due(Relation rel, List *runs, int extra)
 {
 	PkTable    *t = pk_table(rel);
-	int			n = list_length(sorted_runs(runs)) + extra;
+	int			n;
+
+	(void) count_small(&t->opts, sorted_runs(runs), &n);
+	n += extra;
 
 	if (n >= t->opts.num_sorted_run_stop_trigger)
 		return COMPACT_STOP;
@@ -384,7 +477,16 @@ compact_table(Relation rel, bool full)
 		 */
 		if (r->from_commit && r->created_snapshot >= oldest &&
 			made_under_none(relid, r->created_snapshot))
-			cat_run_retire(relid, r->run_id);
+		{
+			RunInfo		delta = *r;
+
+			/* a small one moves into its catalog row, its page freed */
+			if (r->stream == NULL)
+				delta.stream = run_stream_read(rel, r, RUN_INLINE_MAX, &delta.stream_len);
+			else
+				delta.stream = NULL;	/* there already */
+			cat_run_retire(relid, &delta);
+		}
 		else
 			cat_run_delete(relid, r->run_id);
 		MemoryContextReset(itemcxt);

@@ -7,7 +7,9 @@
  *	  pkchangelog.worker_naptime and, for each, compacts when it has
  *	  num_sorted_run_compaction_trigger sorted runs, runs the full
  *	  compaction of the full-compaction producer every
- *	  full_compaction_delta_commits commits, and expires snapshots.
+ *	  full_compaction_delta_commits commits, expires snapshots, and (as
+ *	  VACUUM does) finds the space of runs gone for new runs to reuse and
+ *	  gives the file's unused end back, at most every RECLAIM_MS per table.
  *
  * Each table's compaction is a transaction of its own, and its expiration
  * a series of them, a batch of snapshots each, so that memory and lost
@@ -61,6 +63,7 @@
 #include "maint_compaction.h"
 #include "maint_expire.h"
 #include "maint_worker.h"
+#include "run_space.h"
 #include "pkchangelog.h"
 #include "table_desc.h"
 
@@ -79,6 +82,19 @@ PGDLLEXPORT void pk_worker_main(Datum arg);
 /* snapshots expired per transaction, and time spent expiring a table per round */
 #define WORKER_EXPIRE_BATCH 1000
 #define WORKER_EXPIRE_MS 2000
+
+/*
+ * A table's freed space is looked for at most this often (it reads every
+ * run row of the table), in the tables a worker remembers doing it for.
+ */
+#define RECLAIM_MS 2000
+#define RECLAIM_TABLES 64
+typedef struct Reclaimed
+{
+	Oid			relid;
+	TimestampTz when;
+} Reclaimed;
+static Reclaimed reclaimed[RECLAIM_TABLES];
 
 /* one database's part of WorkerShared */
 typedef struct WorkedDatabase
@@ -503,7 +519,8 @@ pkmerge_tables(void)
 typedef enum MaintainStep
 {
 	STEP_COMPACT,				/* compaction when due, full when scheduled */
-	STEP_EXPIRE					/* a batch of snapshot expiration */
+	STEP_EXPIRE,				/* a batch of snapshot expiration */
+	STEP_RECLAIM				/* free space found, the file's end given back */
 } MaintainStep;
 
 /*
@@ -555,6 +572,15 @@ maintain_step(Oid relid, MaintainStep step)
 	t = pk_table(rel);
 	if (step == STEP_EXPIRE)
 		result = expire_snapshots(rel, WORKER_EXPIRE_BATCH);
+	else if (step == STEP_RECLAIM)
+	{
+		BlockNumber before;
+		BlockNumber after;
+		BlockNumber used;
+
+		cat_prune_runs(relid);
+		space_truncate(rel, &before, &after, &used);
+	}
 	else if (t->opts.changelog_producer == PK_PRODUCER_FULL_COMPACTION &&
 			 compact_commits_since_full(rel, t->opts.full_compaction_delta_commits) >=
 			 t->opts.full_compaction_delta_commits)
@@ -583,7 +609,8 @@ maintain_in_xact(Oid relid, MaintainStep step, MemoryContext round)
 		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		pgstat_report_activity(STATE_RUNNING, step == STEP_EXPIRE ?
-							   "pkchangelog expiration" : "pkchangelog compaction");
+							   "pkchangelog expiration" : step == STEP_RECLAIM ?
+							   "pkchangelog space reclaim" : "pkchangelog compaction");
 		result = maintain_step(relid, step);
 		PopActiveSnapshot();
 		CommitTransactionCommand();
@@ -602,6 +629,34 @@ maintain_in_xact(Oid relid, MaintainStep step, MemoryContext round)
 	PG_END_TRY();
 	MemoryContextSwitchTo(round);
 	return result;
+}
+
+/*
+ * Is it time to look for relid's freed space?  Noted as done if so (a
+ * failure is not retried before RECLAIM_MS either).  A table not
+ * remembered takes the slot of the one done longest ago.
+ */
+static bool
+reclaim_due(Oid relid)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	Reclaimed  *slot = &reclaimed[0];
+
+	for (int i = 0; i < RECLAIM_TABLES; i++)
+	{
+		if (reclaimed[i].relid == relid)
+		{
+			slot = &reclaimed[i];
+			if (!TimestampDifferenceExceeds(slot->when, now, RECLAIM_MS))
+				return false;
+			break;
+		}
+		if (reclaimed[i].when < slot->when)
+			slot = &reclaimed[i];
+	}
+	slot->relid = relid;
+	slot->when = now;
+	return true;
 }
 
 /*
@@ -627,6 +682,8 @@ maintain_tables(List *tables, bool expire, MemoryContext round)
 		if (!pk_worker_enabled)
 			break;
 		(void) maintain_in_xact(relid, STEP_COMPACT, round);
+		if (reclaim_due(relid))
+			(void) maintain_in_xact(relid, STEP_RECLAIM, round);
 		/* expiration even when compaction failed: its backlog must not grow */
 		if (!expire)
 			continue;

@@ -58,6 +58,11 @@ copy_run(const RunInfo *run)
 	*r = *run;
 	r->min_key = run->min_key ? pstrdup(run->min_key) : NULL;
 	r->max_key = run->max_key ? pstrdup(run->max_key) : NULL;
+	if (run->stream)
+	{
+		r->stream = palloc(run->stream_len);
+		memcpy(r->stream, run->stream, run->stream_len);
+	}
 	return r;
 }
 

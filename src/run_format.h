@@ -6,7 +6,9 @@
  *	  one run that the catalog keeps and every layer passes around.
  *
  * A run occupies the contiguous blocks [start_block, start_block + nblocks)
- * of the relation's main fork.  Each block is a standard page (PageInit,
+ * of the relation's main fork, or, if small and never addressed by TIDs
+ * (a changelog run, a retained commit's delta), no block: its catalog
+ * row holds the stream (RunInfo.stream, nblocks 0).  Each block is a standard page (PageInit,
  * no items) whose bytes after the page header carry the next
  * RUN_PAGE_PAYLOAD bytes of the run's *stream*:
  *
@@ -50,6 +52,12 @@
 #define RUN_PAGE_PAYLOAD	(BLCKSZ - SizeOfPageHeaderData)
 #define RUN_MAGIC			UINT64CONST(0x324E555247524D4B)	/* "KMRGRUN2" */
 #define RUN_MAGIC_V1		UINT64CONST(0x314E555247524D4B)	/* "KMRGRUN1" */
+
+/*
+ * Runs whose stream is at most this long may live in their catalog row
+ * (below the size at which the row would be TOASTed).
+ */
+#define RUN_INLINE_MAX		1536
 
 /* a data block closes when its decompressed rows reach this size */
 #define RUN_BLOCK_TARGET	(16 * 1024)
@@ -184,6 +192,8 @@ typedef struct RunInfo
 	int64		created_snapshot;
 	char	   *min_key;
 	char	   *max_key;
+	char	   *stream;			/* kept in its catalog row: the whole stream */
+	uint32		stream_len;
 } RunInfo;
 
 #endif							/* PK_RUN_FORMAT_H */

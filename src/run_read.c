@@ -212,12 +212,20 @@ corrupt(Relation rel, const RunInfo *run, const char *what, int64 where, const c
 }
 
 /*
- * Copy len bytes of the run's stream from offset off into dst.
+ * Copy len bytes of the run's stream from offset off into dst: from its
+ * pages, or from its catalog row.
  */
 static void
 read_stream(Relation rel, const RunInfo *run, uint64 off, uint64 len, char *dst,
 			BufferAccessStrategy strategy)
 {
+	if (run->stream)
+	{
+		if (off > run->stream_len || len > run->stream_len - off)
+			corrupt(rel, run, "offset", off, "The offset lies beyond the run's bytes.");
+		memcpy(dst, run->stream + off, len);
+		return;
+	}
 	while (len > 0)
 	{
 		uint64		pg = off / RUN_PAGE_PAYLOAD;
@@ -245,6 +253,26 @@ read_stream(Relation rel, const RunInfo *run, uint64 off, uint64 len, char *dst,
 		off += n;
 		len -= n;
 	}
+}
+
+/*
+ * The stream of a run kept in pages, into memory (for its catalog row:
+ * a retired commit's delta), if it is at most max_len bytes long; its
+ * parts are checked whenever they are read from there.  NULL when longer.
+ */
+char *
+run_stream_read(Relation rel, const RunInfo *run, uint32 max_len, uint32 *len)
+{
+	RunHeader	hdr;
+	char	   *bytes;
+
+	read_stream(rel, run, 0, sizeof(hdr), (char *) &hdr, NULL);
+	if (hdr.stream_len > max_len || hdr.stream_len < sizeof(hdr))
+		return NULL;
+	bytes = palloc(hdr.stream_len);
+	read_stream(rel, run, 0, hdr.stream_len, bytes, NULL);
+	*len = (uint32) hdr.stream_len;
+	return bytes;
 }
 
 /* CRC-32C of len bytes: the checksum every part of a run carries */
@@ -304,7 +332,8 @@ load_index(Relation rel, PkTable *t, const RunInfo *run)
 	if (hdr.index_offset < sizeof(RunHeader) ||
 		hdr.bloom_offset < hdr.index_offset + sizeof(RunIndexHeader) ||
 		hdr.stream_len < hdr.bloom_offset + sizeof(RunBloomHeader) ||
-		hdr.stream_len > (uint64) run->nblocks * RUN_PAGE_PAYLOAD)
+		(run->stream ? hdr.stream_len != run->stream_len :
+		 hdr.stream_len > (uint64) run->nblocks * RUN_PAGE_PAYLOAD))
 		corrupt(rel, run, "header at block", run->start_block,
 				"The run's parts do not fit in its blocks.");
 

@@ -58,6 +58,8 @@ typedef struct RunCursor
 	bool		unloaded;		/* opened, not yet started or sought */
 } RunCursor;
 
+extern char *run_stream_read(Relation rel, const RunInfo *run, uint32 max_len,
+							 uint32 *len);
 extern RunIndex *run_index_get(Relation rel, PkTable *t, const RunInfo *run);
 extern RunBlock *run_block_get(Relation rel, PkTable *t, const RunInfo *run,
 							   RunIndex *idx, uint32 blockno, bool private,

@@ -63,11 +63,12 @@ extend(Relation rel, BlockNumber end, BlockNumber nblocks)
 /*
  * Place a finished run: choose its blocks and insert its catalog row, which
  * reserves them for other allocators even before this transaction commits
- * (they read the catalog with SnapshotAny).  Blocks go at the end of the
- * file, unless VACUUM left the hint that the file has gaps: then the first
- * gap large enough.  Row numbers follow from the blocks (tid.h), so they
- * need no bookkeeping.  The space lock covers only the choice and the row,
- * so a long compaction does not hold up commits.
+ * (they read the catalog with SnapshotAny).  Blocks go into the first gap
+ * large enough that VACUUM found between runs (kept in shared memory, so
+ * placing a run costs the same however many runs the catalog holds), else
+ * at the end of the file.  Row numbers follow from the blocks (tid.h), so
+ * they need no bookkeeping.  The space lock covers only the choice and the
+ * row, so a long compaction does not hold up commits.
  */
 void
 space_reserve(Relation rel, RunInfo *run)
@@ -82,32 +83,16 @@ space_reserve(Relation rel, RunInfo *run)
 	nblocks = RelationGetNumberOfBlocks(rel);
 	used_end = hints_file_end(&rel->rd_node);
 	if (used_end == InvalidBlockNumber || used_end > nblocks)
-		used_end = nblocks;
-	start = used_end;
-	if (hints_free_space(relid))
 	{
-		List	   *extents = cat_used_extents(relid, rel->rd_node.relNode);
-		ListCell   *lc;
-		BlockNumber next_free = 0;
-		bool		gap = false;
+		/* not known (or not this file's): append, and forget any gaps */
+		SpaceGap	none[1];
 
-		list_sort(extents, extent_cmp);
-		foreach(lc, extents)
-		{
-			BlockNumber s = (BlockNumber) linitial_int((List *) lfirst(lc));
-			BlockNumber len = (BlockNumber) lsecond_int((List *) lfirst(lc));
-
-			if (s > next_free)
-				gap = true;
-			if (s >= next_free && s - next_free >= (BlockNumber) run->nblocks)
-				break;
-			next_free = Max(next_free, s + len);
-		}
-		start = next_free;
-		/* no gap left inside the file: back to appending */
-		if (!gap)
-			hints_set_free_space(relid, false);
+		used_end = nblocks;
+		hints_set_file_end(&rel->rd_node, used_end, none, 0);
 	}
+	if (!hints_take_gap(&rel->rd_node, (BlockNumber) run->nblocks, &start) ||
+		start + run->nblocks > used_end)
+		start = used_end;
 	if ((uint64) start + run->nblocks >= PK_MAX_RUN_BLOCK)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -122,7 +107,7 @@ space_reserve(Relation rel, RunInfo *run)
 	end = run->start_block + run->nblocks;
 	if (end > nblocks)
 		extend(rel, end, nblocks);
-	hints_set_file_end(&rel->rd_node, Max(end, used_end));
+	hints_set_file_end(&rel->rd_node, Max(end, used_end), NULL, 0);
 	cat_space_unlock(relid);
 }
 
@@ -139,24 +124,34 @@ space_truncate(Relation rel, BlockNumber *before, BlockNumber *after,
 	List	   *extents;
 	ListCell   *lc;
 	BlockNumber end = 0;
+	SpaceGap	gaps[HINTS_MAX_GAPS];
+	int			ngaps = 0;
 
 	*used = 0;
 	cat_space_lock(RelationGetRelid(rel));
 	extents = cat_used_extents(RelationGetRelid(rel), rel->rd_node.relNode);
+	/* in block order: the gaps between them (extents may overlap) */
+	list_sort(extents, extent_cmp);
 	foreach(lc, extents)
 	{
 		List	   *e = lfirst(lc);
+		BlockNumber s = (BlockNumber) linitial_int(e);
 
-		end = Max(end, (BlockNumber) (linitial_int(e) + lsecond_int(e)));
+		if (s > end && ngaps < HINTS_MAX_GAPS)
+		{
+			gaps[ngaps].start = end;
+			gaps[ngaps].len = s - end;
+			ngaps++;
+		}
+		end = Max(end, s + (BlockNumber) lsecond_int(e));
 		*used += lsecond_int(e);
 	}
 	*before = RelationGetNumberOfBlocks(rel);
 	if (end < *before)
 		RelationTruncate(rel, end);
 	*after = Min(end, *before);
-	hints_set_file_end(&rel->rd_node, end);
-	/* gaps inside the file: writers look for them again */
-	hints_set_free_space(RelationGetRelid(rel), *used < end);
+	/* new runs fill the gaps first */
+	hints_set_file_end(&rel->rd_node, end, gaps, ngaps);
 	cat_space_unlock(RelationGetRelid(rel));
 }
 
@@ -256,8 +251,7 @@ space_rewrite(Relation rel, Relation dst, int *nruns, BlockNumber *npages)
 	cat_table_state_update(relid, &state);
 
 	/* the new file has no gaps, and ends after its last run */
-	hints_set_file_end(&dst->rd_node, next);
-	hints_set_free_space(relid, false);
+	hints_set_file_end(&dst->rd_node, next, NULL, 0);
 	*nruns = list_length(runs);
 	*npages = next;
 }

@@ -480,7 +480,9 @@ append_bloom(RunWriter *w)
 /*
  * Finish the run: index, bloom filter and header; its place and catalog
  * row (space_reserve), then its pages.  The row is visible to others when
- * the transaction commits, by which time the pages are written.
+ * the transaction commits, by which time the pages are written.  A small
+ * changelog run (no TID ever names its rows) has no pages: its catalog row
+ * holds its bytes.
  */
 RunInfo *
 run_writer_finish(RunWriter *w, int64 created_snapshot)
@@ -542,8 +544,28 @@ run_writer_finish(RunWriter *w, int64 created_snapshot)
 		run->max_key = pk_key_text(w->table, keys);
 	}
 
-	space_reserve(w->rel, run);
-	write_pages(w->rel, run->start_block, npages, &w->stream, &hdr);
+	if (w->kind == RUN_CHANGELOG && w->stream.total <= RUN_INLINE_MAX &&
+		cat_runs_hold_streams())
+	{
+		/* a small changelog run: its bytes go into its catalog row */
+		const char *bytes;
+
+		run->stream_len = (uint32) w->stream.total;
+		run->stream = palloc(run->stream_len);
+		spool_rewind(&w->stream);
+		bytes = spool_read(&w->stream, run->stream_len, run->stream);
+		if (bytes != run->stream)
+			memcpy(run->stream, bytes, run->stream_len);
+		memcpy(run->stream, &hdr, sizeof(RunHeader));
+		run->nblocks = 0;
+		run->size_bytes = run->stream_len;
+		cat_run_insert(RelationGetRelid(w->rel), run);
+	}
+	else
+	{
+		space_reserve(w->rel, run);
+		write_pages(w->rel, run->start_block, npages, &w->stream, &hdr);
+	}
 	spool_free(&w->stream);
 	return run;
 }

@@ -6,12 +6,11 @@
  *	  names the table it holds (the whole identity: tables of databases
  *	  copied from one template share relids and relfilenodes), so a
  *	  collision only costs a fallback to the slow way:
- *	  - per table (database and relid): whether VACUUM found gaps in its
- *		file that new runs could reuse (run_space.c looks for one before
- *		appending);
  *	  - per relation file (RelFileNode): where the used part of the file
- *		ends (run_space.c extends files ahead of use; without it, runs go after
- *		the file's end until the next VACUUM);
+ *		ends (run_space.c extends files ahead of use; without it, runs go
+ *		after the file's end until the next VACUUM), and the gaps VACUUM
+ *		found between its runs, which new runs fill first (without them,
+ *		new runs are appended);
  *	  - per backend: the tables its transaction has buffered writes to,
  *		which its parallel workers must not read without them.
  *
@@ -32,25 +31,19 @@
 #define NSLOTS 4096
 
 /*
- * A slot's owner and value change together under its spinlock: a value
- * read under another owner's name would place runs over live ones.
+ * A slot's owner and values change together under its spinlock: a value
+ * read under another owner's name would place runs over live ones.  The
+ * gaps are in block order; a taken gap shrinks from its start.
  */
-typedef struct FreeSpaceSlot
-{
-	slock_t		mutex;
-	Oid			dbid;
-	Oid			relid;
-	bool		free_space;
-} FreeSpaceSlot;
-
 typedef struct FileEndSlot
 {
 	slock_t		mutex;
 	RelFileNode node;
 	BlockNumber end;
+	int			ngaps;
+	SpaceGap	gaps[HINTS_MAX_GAPS];
 } FileEndSlot;
 
-static FreeSpaceSlot *free_space = NULL;
 static FileEndSlot *file_end = NULL;
 
 /*
@@ -80,7 +73,6 @@ hints_shmem_request(void)
 {
 	if (prev_shmem_request)
 		prev_shmem_request();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(FreeSpaceSlot) * NSLOTS));
 	RequestAddinShmemSpace(MAXALIGN(sizeof(FileEndSlot) * NSLOTS));
 	RequestAddinShmemSpace(MAXALIGN(writes_size()));
 }
@@ -93,14 +85,6 @@ hints_shmem_startup(void)
 	if (prev_shmem_startup)
 		prev_shmem_startup();
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	free_space = ShmemInitStruct("pkchangelog free space hints",
-								 sizeof(FreeSpaceSlot) * NSLOTS, &found);
-	if (!found)
-	{
-		memset(free_space, 0, sizeof(FreeSpaceSlot) * NSLOTS);
-		for (int i = 0; i < NSLOTS; i++)
-			SpinLockInit(&free_space[i].mutex);
-	}
 	file_end = ShmemInitStruct("pkchangelog file end hints",
 							   sizeof(FileEndSlot) * NSLOTS, &found);
 	if (!found)
@@ -122,48 +106,6 @@ hints_init(void)
 	shmem_request_hook = hints_shmem_request;
 	prev_shmem_startup = shmem_startup_hook;
 	shmem_startup_hook = hints_shmem_startup;
-}
-
-static FreeSpaceSlot *
-free_space_slot(Oid relid)
-{
-	return &free_space[hash_combine(hash_uint32(MyDatabaseId), hash_uint32(relid)) % NSLOTS];
-}
-
-/*
- * Did VACUUM find gaps in the file of relid (of this database)?  Without
- * a hint (after a restart, or another table took the slot) runs are
- * appended until the next VACUUM says so.
- */
-bool
-hints_free_space(Oid relid)
-{
-	FreeSpaceSlot *slot;
-	bool		result;
-
-	/* without shared memory (never expected), always look */
-	if (free_space == NULL)
-		return true;
-	slot = free_space_slot(relid);
-	SpinLockAcquire(&slot->mutex);
-	result = slot->dbid == MyDatabaseId && slot->relid == relid && slot->free_space;
-	SpinLockRelease(&slot->mutex);
-	return result;
-}
-
-void
-hints_set_free_space(Oid relid, bool hint)
-{
-	FreeSpaceSlot *slot;
-
-	if (free_space == NULL)
-		return;
-	slot = free_space_slot(relid);
-	SpinLockAcquire(&slot->mutex);
-	slot->dbid = MyDatabaseId;
-	slot->relid = relid;
-	slot->free_space = hint;
-	SpinLockRelease(&slot->mutex);
 }
 
 static FileEndSlot *
@@ -194,8 +136,14 @@ hints_file_end(const RelFileNode *node)
 	return end;
 }
 
+/*
+ * Set where the used part of the file ends.  gaps: the free extents below
+ * it (VACUUM, in block order), which replace the slot's; NULL keeps the
+ * slot's gaps if it holds this file's.
+ */
 void
-hints_set_file_end(const RelFileNode *node, BlockNumber end)
+hints_set_file_end(const RelFileNode *node, BlockNumber end,
+				   const SpaceGap *gaps, int ngaps)
 {
 	FileEndSlot *slot;
 
@@ -203,9 +151,54 @@ hints_set_file_end(const RelFileNode *node, BlockNumber end)
 		return;
 	slot = file_end_slot(node);
 	SpinLockAcquire(&slot->mutex);
+	if (gaps != NULL || !RelFileNodeEquals(slot->node, *node))
+	{
+		slot->ngaps = Min(ngaps, HINTS_MAX_GAPS);
+		if (slot->ngaps > 0)
+			memcpy(slot->gaps, gaps, sizeof(SpaceGap) * slot->ngaps);
+	}
 	slot->node = *node;
 	slot->end = end;
 	SpinLockRelease(&slot->mutex);
+}
+
+/*
+ * Take nblocks from the first gap of the file that has room (first fit,
+ * so the file's end empties first and VACUUM can give it back).  Under
+ * the table's space lock.  False when no gap known has room.
+ */
+bool
+hints_take_gap(const RelFileNode *node, BlockNumber nblocks, BlockNumber *start)
+{
+	FileEndSlot *slot;
+	bool		found = false;
+
+	if (file_end == NULL || node->relNode == InvalidOid)
+		return false;
+	slot = file_end_slot(node);
+	SpinLockAcquire(&slot->mutex);
+	if (RelFileNodeEquals(slot->node, *node))
+	{
+		for (int i = 0; i < slot->ngaps; i++)
+		{
+			SpaceGap   *g = &slot->gaps[i];
+
+			if (g->len < nblocks)
+				continue;
+			*start = g->start;
+			g->start += nblocks;
+			g->len -= nblocks;
+			if (g->len == 0)
+			{
+				slot->ngaps--;
+				memmove(g, g + 1, sizeof(SpaceGap) * (slot->ngaps - i));
+			}
+			found = true;
+			break;
+		}
+	}
+	SpinLockRelease(&slot->mutex);
+	return found;
 }
 
 /* this backend's transaction buffered writes to relid */

@@ -2,8 +2,8 @@
  *
  * shmem.h
  *	  Per-table hints in shared memory, keyed by the table's whole identity
- *	  (database and relid, RelFileNode): whether VACUUM found gaps in a
- *	  table's file that new runs could reuse, and where its used part ends;
+ *	  (database and relid, RelFileNode): where a table file's used part
+ *	  ends and the gaps VACUUM found in it that new runs can reuse;
  *	  per backend, which tables its transaction has buffered writes to.
  *
  *-------------------------------------------------------------------------
@@ -14,12 +14,23 @@
 #include "storage/block.h"
 #include "storage/relfilenode.h"
 
+/* a run of free blocks in a table's file */
+typedef struct SpaceGap
+{
+	BlockNumber start;
+	BlockNumber len;
+} SpaceGap;
+
+/* gaps kept per file: the first ones in block order */
+#define HINTS_MAX_GAPS 64
+
 /* shmem.c */
 extern void hints_init(void);
-extern bool hints_free_space(Oid relid);
-extern void hints_set_free_space(Oid relid, bool hint);
 extern BlockNumber hints_file_end(const RelFileNode *node);
-extern void hints_set_file_end(const RelFileNode *node, BlockNumber end);
+extern void hints_set_file_end(const RelFileNode *node, BlockNumber end,
+							   const SpaceGap *gaps, int ngaps);
+extern bool hints_take_gap(const RelFileNode *node, BlockNumber nblocks,
+						   BlockNumber *start);
 extern void hints_note_writes(Oid relid);
 extern void hints_clear_writes(void);
 extern bool hints_leader_writes(Oid relid);

@@ -43,6 +43,7 @@ typedef struct PkOptions
 	int			num_levels;
 	int			compaction_max_size_amplification_percent;
 	int			compaction_size_ratio;
+	int			compaction_small_run_ratio;	/* 0: no small runs */
 	int64		write_buffer_size;	/* bytes */
 	int64		target_run_size;	/* bytes */
 	PkCompression compression;

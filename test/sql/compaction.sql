@@ -2,7 +2,9 @@
 -- writers' stop trigger run it: COMPACT snapshots, the same rows before and
 -- after, tombstones dropped only into the bottom level, output runs split at
 -- target_run_size, writers compacting inline at num_sorted_run_stop_trigger.
--- (The background worker: t/014_worker.pl.)
+-- (The background worker: t/014_worker.pl.)  Tables with
+-- compaction_small_run_ratio = 0 pick exactly as Paimon; the last part
+-- shows small runs merged among themselves first.
 \set ECHO none
 \getenv abs_srcdir PG_ABS_SRCDIR
 \set checker :abs_srcdir '/setup/changelog_checker.sql'
@@ -10,7 +12,7 @@
 \set ECHO all
 CREATE TABLE c (id int PRIMARY KEY, v text) USING pkmerge
 	WITH (num_sorted_run_compaction_trigger = 3, num_sorted_run_stop_trigger = 4,
-		  num_levels = 3, changelog_producer = 'lookup');
+		  num_levels = 3, changelog_producer = 'lookup', compaction_small_run_ratio = 0);
 INSERT INTO c SELECT g, 'a' || g FROM generate_series(1, 100) g;
 INSERT INTO c SELECT g, 'b' || g FROM generate_series(50, 150) g;
 DELETE FROM c WHERE id <= 10;
@@ -41,7 +43,8 @@ SELECT check_changelog('c');
 -- a merge above the bottom level keeps tombstones: they must still hide
 -- the key's rows below
 CREATE TABLE tb (id int PRIMARY KEY, v text) USING pkmerge
-	WITH (num_sorted_run_compaction_trigger = 3, num_sorted_run_stop_trigger = 10, num_levels = 3);
+	WITH (num_sorted_run_compaction_trigger = 3, num_sorted_run_stop_trigger = 10, num_levels = 3,
+		  compaction_small_run_ratio = 0);
 INSERT INTO tb SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
 SELECT pk_compact('tb', true) IS NOT NULL AS compacted;
 DELETE FROM tb WHERE id = 5;
@@ -74,7 +77,8 @@ SELECT * FROM s WHERE id = 12345;
 -- 1-row runs alone would stay at level 0 beside the large level-0 run, so
 -- the pick takes that one in too, and everything goes to the bottom
 CREATE TABLE l0 (id int PRIMARY KEY, v text) USING pkmerge
-	WITH (num_sorted_run_compaction_trigger = 3, num_sorted_run_stop_trigger = 20, num_levels = 4);
+	WITH (num_sorted_run_compaction_trigger = 3, num_sorted_run_stop_trigger = 20, num_levels = 4,
+		  compaction_small_run_ratio = 0);
 INSERT INTO l0 SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
 INSERT INTO l0 VALUES (20001, 'a');
 INSERT INTO l0 VALUES (20002, 'b');
@@ -97,6 +101,47 @@ SELECT count(*) AS runs_before_commit FROM pk_runs('l0') WHERE kind = 'data';
 COMMIT PREPARED 'pk_compact_prepared';
 SELECT level, record_count FROM pk_runs('l0') WHERE kind = 'data';
 SELECT count(*), max(id) FROM l0;
+
+-- small runs (compaction_small_run_ratio, 64 by default: level-0 runs 64
+-- times smaller than the largest sorted run): eight count as one sorted
+-- run, so twelve 1-row commits beside a 20000-row run neither reach the
+-- trigger nor make writers compact at the stop trigger (8) ...
+CREATE TABLE sm (id int PRIMARY KEY, v text) USING pkmerge
+	WITH (changelog_producer = 'lookup');
+INSERT INTO sm SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
+SELECT pk_compact('sm', true) IS NOT NULL AS compacted;
+SELECT run_id AS bottom_run FROM pk_runs('sm') WHERE kind = 'data' \gset
+INSERT INTO sm VALUES (20001, 'a');
+UPDATE sm SET v = 'b' WHERE id = 2;
+DELETE FROM sm WHERE id = 3;
+INSERT INTO sm VALUES (20002, 'c');
+INSERT INTO sm VALUES (20003, 'd');
+UPDATE sm SET v = 'e' WHERE id = 20001;
+INSERT INTO sm VALUES (20004, 'f');
+SELECT pk_compact('sm') AS seven_small_runs_not_due;
+INSERT INTO sm VALUES (20005, 'g');
+INSERT INTO sm VALUES (20006, 'h');
+INSERT INTO sm VALUES (20007, 'i');
+INSERT INTO sm VALUES (20008, 'j');
+INSERT INTO sm VALUES (20009, 'k');
+SELECT count(*) AS small_runs FROM pk_runs('sm') WHERE kind = 'data' AND level = 0;
+-- ... but once eight are there, they merge among themselves into one
+-- level-0 run (the size ratio takes the youngest of similar sizes: all
+-- twelve), keeping the delete's tombstone; the 20000-row run is untouched
+SELECT pk_compact('sm') IS NOT NULL AS compacted;
+SELECT level, record_count, run_id = :bottom_run AS same_bottom_run
+  FROM pk_runs('sm') WHERE kind = 'data' ORDER BY level, record_count;
+SELECT count(*) AS rows, count(*) FILTER (WHERE id = 3) AS deleted_key,
+	   string_agg(v, ',' ORDER BY id) FILTER (WHERE id = 2 OR id > 20000) AS changed
+  FROM sm;
+-- a newer commit stays the youngest run: its version of a key wins
+UPDATE sm SET v = 'l' WHERE id = 20001;
+SELECT v FROM sm WHERE id = 20001;
+SELECT pk_compact('sm', true) IS NOT NULL AS compacted;
+SELECT level, record_count FROM pk_runs('sm') WHERE kind = 'data';
+SELECT v FROM sm WHERE id = 20001;
+SELECT check_changelog('sm');
+
 -- each table's row in pkchangelog.tables names exactly its data runs
-SELECT t, check_data_runs(t) FROM unnest('{c,tb,s,l0}'::regclass[]) t;
-DROP TABLE c, s, tb, l0;
+SELECT t, check_data_runs(t) FROM unnest('{c,tb,s,l0,sm}'::regclass[]) t;
+DROP TABLE c, s, tb, l0, sm;

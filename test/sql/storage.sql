@@ -35,4 +35,25 @@ SELECT pg_relation_size('z') < :before AS new_storage_small;
 VACUUM z;
 SELECT pg_relation_size('z') = 8192 AS one_page;
 
-DROP TABLE z, n, h;
+-- gaps VACUUM finds between runs are filled by later runs, first fit,
+-- before the file grows: three 1-row commits, a full compaction placed
+-- after them, their snapshots expired, VACUUM: blocks 0..2 are a gap
+CREATE TABLE g (id int PRIMARY KEY, v int) USING pkmerge
+	WITH (snapshot_num_retained_min = 1, snapshot_time_retained = '0ms');
+INSERT INTO g VALUES (1, 1);
+INSERT INTO g VALUES (2, 2);
+INSERT INTO g VALUES (3, 3);
+SELECT pk_compact('g', true) > 0 AS compacted;
+SELECT pk_expire_snapshots('g') > 0 AS expired;
+VACUUM g;
+SELECT start_block AS bottom_block FROM pkchangelog.runs WHERE relid = 'g'::regclass \gset
+SELECT :bottom_block >= 3 AS bottom_after_gap,
+	   pg_relation_size('g') / 8192 AS pages_before;
+INSERT INTO g VALUES (4, 4);
+INSERT INTO g VALUES (5, 5);
+SELECT start_block, level FROM pkchangelog.runs
+ WHERE relid = 'g'::regclass AND kind = 'data' ORDER BY start_block;
+SELECT pg_relation_size('g') / 8192 AS pages_after;
+SELECT * FROM g ORDER BY id;
+
+DROP TABLE z, n, h, g;

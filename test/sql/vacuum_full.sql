@@ -26,7 +26,7 @@ SELECT pk_expire_snapshots('vf') AS expired;
 VACUUM VERBOSE vf;
 CREATE VIEW vf_space AS
 	SELECT pg_relation_size('vf') / 8192 AS file_pages,
-		   (SELECT sum(size_bytes) / 8192 FROM pk_runs('vf')) AS run_pages,
+		   (SELECT sum(nblocks) FROM pkchangelog.runs WHERE relid = 'vf'::regclass) AS run_pages,
 		   (SELECT count(*) FROM pk_runs('vf')) AS runs;
 SELECT file_pages > 2 * run_pages AS file_pinned_long, runs FROM vf_space;
 SELECT count(*) AS n, sum(id) AS s, md5(string_agg(v, ',' ORDER BY id)) AS h FROM vf \gset before_
@@ -98,12 +98,15 @@ SELECT snapshot_id, commit_kind, producer FROM pk_snapshots('vf_none');
 SELECT snapshot_id, rowkind, count(*) FROM pk_changes('vf_full') GROUP BY 1, 2 ORDER BY 1, 2;
 (SELECT * FROM pk_changes('vf_full') EXCEPT ALL SELECT * FROM pk_changes('vf_full_twin'))
 UNION ALL (SELECT * FROM pk_changes('vf_full_twin') EXCEPT ALL SELECT * FROM pk_changes('vf_full'));
--- rows, and files that are exactly their runs (delta and changelog runs too)
+-- rows, and files that are exactly the pages of their runs (delta and
+-- changelog runs too; small ones have no pages: their catalog row holds them)
 SELECT count(*), sum(v) FROM vf_lookup UNION ALL SELECT count(*), sum(v) FROM vf_input
 UNION ALL SELECT count(*), sum(v) FROM vf_none UNION ALL SELECT count(*), sum(v) FROM vf_full;
-SELECT c.relname, pg_relation_size(c.oid) = (SELECT sum(size_bytes) FROM pk_runs(c.oid)) AS file_is_runs,
+SELECT c.relname, pg_relation_size(c.oid) =
+		 (SELECT sum(nblocks) * 8192 FROM pkchangelog.runs WHERE relid = c.oid) AS file_is_runs,
 	   (SELECT string_agg(kind || ':' || n, ' ' ORDER BY kind)
-		  FROM (SELECT kind, count(*) AS n FROM pk_runs(c.oid) GROUP BY kind) k) AS runs
+		  FROM (SELECT kind, count(*) AS n FROM pk_runs(c.oid) GROUP BY kind) k) AS runs,
+	   (SELECT count(*) FROM pkchangelog.runs WHERE relid = c.oid AND stream IS NOT NULL) AS in_catalog
   FROM pg_class c WHERE c.relname IN ('vf_lookup', 'vf_input', 'vf_none', 'vf_full') ORDER BY 1;
 
 -- an empty table, a temporary table

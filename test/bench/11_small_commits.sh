@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Small commits: pgbench single-row updates by key on a 100k-row table
+# (scaled), each its own transaction,
+#   \set id random(1, :rows)
+#   UPDATE t SET amount = amount + 1 WHERE id = :id;
+# heap beside pkmerge with producer none, then lookup, the background
+# worker compacting as deployed.  Targets:
+#
+#   1 client, 8 clients (synchronous_commit = on)   >= 0.7x, >= 0.5x heap
+#   1 client, synchronous_commit = off (CPU only)   >= 0.35x heap
+#   4 clients, synchronous_commit = off             not below 1 client's
+#   WAL per commit (runs, catalog, compaction)      <= 2x heap
+#   growth per commit over 100k commits             <= 1 kB: the table's
+#                                  file, and (shown beside it) the catalog
+#
+# WAL is counted from before the run to after the worker has compacted
+# what the run left due; growth over pgbench -t with default retention
+# (every snapshot of the run is retained: 1 h).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+# the cluster runs with fsync off; what synchronous_commit = on costs
+# needs it on (both sides alike)
+sql "ALTER SYSTEM SET fsync = on; SELECT pg_reload_conf();" >/dev/null
+trap 'sql "ALTER SYSTEM RESET fsync; SELECT pg_reload_conf();" >/dev/null' EXIT
+
+rows=$(scaled 100000 1000)
+seconds=$(bench_seconds)
+wal_txns=$(scaled 20000 500)
+growth_txns=$(scaled 100000 1000)
+
+update_script()
+{
+	printf '%s\n' '\set id random(1, :rows)' \
+		"UPDATE $1 SET amount = amount + 1 WHERE id = :id;" >"$BENCH_SCRATCH/small_$1.sql"
+	echo "$BENCH_SCRATCH/small_$1.sql"
+}
+
+# tps TABLE SPEC CLIENTS SYNC: transactions per second of -T seconds.
+tps()
+{
+	local out
+	out=$(PGOPTIONS="$PGOPTIONS -c synchronous_commit=$4" pg_bench -n -T "$seconds" \
+		-c "$3" -j "$3" --max-tries=10 -D rows="$rows" -f "$(update_script "$1")")
+	sed -n 's/^tps = \([0-9.]*\) .*/\1/p' <<<"$out"
+}
+
+# settle TABLE: waits until the background worker has nothing due for
+# TABLE (a heap table: nothing to wait for), at most 30 s.
+settle()
+{
+	for _ in $(seq 60); do
+		[ "$(sql "SELECT coalesce((SELECT count(*) FROM pg_stat_activity
+				WHERE backend_type LIKE 'pkchangelog%' AND state = 'active'), 0)")" = 0 ] &&
+			return 0
+		sleep 0.5
+	done
+}
+
+# wal_per_commit TABLE SPEC: bytes of WAL per 1-row commit, compaction
+# included.
+wal_per_commit()
+{
+	local l0 l1
+	settle "$1"
+	l0=$(sql "SELECT pg_current_wal_insert_lsn()")
+	PGOPTIONS="$PGOPTIONS -c synchronous_commit=off" pg_bench -n -t "$wal_txns" -c 1 \
+		-D rows="$rows" -f "$(update_script "$1")" >/dev/null
+	sleep 1
+	settle "$1"
+	l1=$(sql "SELECT pg_current_wal_insert_lsn()")
+	sql "SELECT round(('$l1'::pg_lsn - '$l0'::pg_lsn) / $wal_txns)"
+}
+
+# catalog_bytes: what the extension's catalog tables take, indexes and
+# TOAST included (0 without the extension's schema).
+catalog_bytes()
+{
+	sql "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'pkchangelog' AND c.relkind = 'r'"
+}
+
+# growth TABLE SPEC: "file catalog" bytes per commit over growth_txns
+# 1-row commits, on a freshly loaded table.
+growth()
+{
+	local f0 c0 f1 c1
+	load "$1" "$2" "$rows"
+	f0=$(sql "SELECT pg_relation_size('$1')")
+	c0=$(catalog_bytes)
+	PGOPTIONS="$PGOPTIONS -c synchronous_commit=off" pg_bench -n -t "$growth_txns" -c 1 \
+		-D rows="$rows" -f "$(update_script "$1")" >/dev/null
+	sleep 1
+	settle "$1"
+	f1=$(sql "SELECT pg_relation_size('$1')")
+	c1=$(catalog_bytes)
+	echo "$(((f1 - f0) / growth_txns)) $(((c1 - c0) / growth_txns))"
+}
+
+growth_file() { read -r f _ <<<"$(growth "$@")"; echo "$f"; }
+
+for producer in none lookup; do
+	sides heap "" "$producer" "$(producer_spec "$producer")"
+	prepare load "$rows"
+	compare "1-row update, 1 client" tps max 2 b/a ">= 0.7x" tps 1 on
+	compare "1-row update, 8 clients" tps max 2 b/a ">= 0.5x" tps 8 on
+	compare "1-row update, 1 client, async" tps max 2 b/a ">= 0.35x" tps 1 off
+	compare "1-row update, 4 clients, async" tps max 2 b/a "info" tps 4 off
+	compare "WAL per 1-row commit" B min 1 b/a "<= 2x" wal_per_commit
+	# growth: one run per side (each loads its own table)
+	read -r file catalog <<<"$(growth bench_b "${side_spec[1]}")"
+	heap_file=$(growth_file bench_a "")
+	line "growth per commit, $(human "$growth_txns") commits" \
+		"$(side_fig heap "$heap_file" B)" "$(side_fig "$producer" "$file" B)" \
+		"catalog $(fmt "$catalog" B)" "(target <= 1 kB)"
+	drop_sides
+done

@@ -1,0 +1,191 @@
+# 028_small_commits.pl: eight clients of 1-row commits, the background
+# worker compacting (small runs merged among themselves) and reclaiming
+# space as deployed, and immediate stops in the middle: nothing is lost or
+# half-committed, and the small-commit storage holds up.
+#
+# Three pkmerge tables of 2000 rows (none, input, lookup, default
+# compaction options: their 1-row runs are small beside the loaded run).
+# Every pgbench transaction adds 1 to one row's amount in one table and
+# records that in a heap ledger in the same transaction.  So after any
+# crash, each row's amount minus its start value equals its ledger count:
+# a commit is in both or in neither.  The server is stopped with
+# "immediate" twice in the middle of the workload.  After each restart and
+# at the end: the ledger check; snapshot ids dense; each table's catalog
+# row names exactly its data runs; the lookup and input streams valid
+# retract streams replaying to the table (check_changelog); the none
+# stream one record per retained 1-row commit (its deltas, most of them
+# in their catalog rows); and at the end, small runs merged among
+# themselves while written, and the file no larger than its runs' pages
+# plus what the worker has not reclaimed yet.
+use strict;
+use warnings;
+use FindBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use lib $FindBin::Bin;
+use PkWorkload;
+use Time::HiRes qw(usleep time);
+
+my $nclients = 8;
+my $nkeys    = 2000;
+my %producer = (t_none => 'none', t_input => 'input', t_lookup => 'lookup');
+my @tables   = sort keys %producer;
+
+my $node = PostgreSQL::Test::Cluster->new("small028_$$");
+$node->init;
+$node->append_conf('postgresql.conf', q{
+pkchangelog.worker_enabled = on
+pkchangelog.worker_naptime = 50ms
+max_connections = 40
+log_min_messages = warning
+});
+$node->start;
+
+my $checker = slurp_file("$FindBin::Bin/../setup/changelog_checker.sql");
+$node->safe_psql('postgres', 'CREATE EXTENSION pkchangelog');
+$node->safe_psql('postgres', $checker);
+$node->safe_psql('postgres', 'CREATE TABLE ledger (tbl text, id int)');
+for my $t (@tables)
+{
+	$node->safe_psql('postgres', qq{
+CREATE TABLE $t (id int PRIMARY KEY, amount bigint, note text) USING pkmerge
+	WITH (changelog_producer = '$producer{$t}');
+INSERT INTO $t SELECT g, g * 10, 'row ' || g FROM generate_series(1, $nkeys) g;
+});
+}
+my $loaded = $node->safe_psql('postgres',
+	q{SELECT max(snapshot_id) FROM pk_snapshots('t_none')});
+
+my (%scripts, %weights);
+for my $t (@tables)
+{
+	$scripts{"upd_$t"} = qq{
+\\set id random(1, $nkeys)
+BEGIN;
+UPDATE $t SET amount = amount + 1 WHERE id = :id;
+INSERT INTO ledger VALUES ('$t', :id);
+END;
+};
+	$weights{"upd_$t"} = 1;
+}
+my @fileargs = PkWorkload::script_args($node, \%scripts, \%weights);
+
+sub ncommits
+{
+	return $node->safe_psql('postgres', 'SELECT count(*) FROM ledger');
+}
+
+# wait until the workload has committed $n more transactions
+sub wait_commits
+{
+	my ($n)      = @_;
+	my $before   = ncommits();
+	my $deadline = time() + 60;
+	my $c        = $before;
+	while (time() < $deadline)
+	{
+		$c = ncommits();
+		last if $c >= $before + $n;
+		usleep(100_000);
+	}
+	return $c - $before;
+}
+
+sub check_all
+{
+	my ($label) = @_;
+	for my $t (@tables)
+	{
+		my $p = $producer{$t};
+		is($node->safe_psql('postgres', qq{
+SELECT count(*) FROM $t t
+  LEFT JOIN (SELECT id, count(*) AS n FROM ledger WHERE tbl = '$t' GROUP BY id) l USING (id)
+ WHERE t.amount <> t.id * 10 + coalesce(l.n, 0)}), '0',
+			"$label: $t ($p): every row's amount is its start plus its ledger count");
+		is($node->safe_psql('postgres', "SELECT count(*) FROM $t"), $nkeys,
+			"$label: $t ($p): every row is there");
+		my $snaps = $node->safe_psql('postgres', qq{
+SELECT format('%s|%s|%s', count(*), min(snapshot_id), max(snapshot_id)) FROM pk_snapshots('$t')});
+		my ($n, $min, $max) = split /\|/, $snaps;
+		ok($n > 0 && $max - $min + 1 == $n, "$label: $t snapshot ids are dense")
+		  or diag("count|min|max = $snaps");
+		is($node->safe_psql('postgres', "SELECT check_data_runs('$t')"), 'ok',
+			"$label: $t: its catalog row names exactly its data runs");
+		if ($p eq 'none')
+		{
+			is($node->safe_psql('postgres', qq{
+SELECT (SELECT count(*) FROM pk_changes('$t', $loaded))
+	 = (SELECT count(*) FROM pk_snapshots('$t')
+		 WHERE snapshot_id > $loaded AND commit_kind = 'APPEND')}), 't',
+				"$label: $t (none): one change per 1-row commit in its stream");
+		}
+		else
+		{
+			is($node->safe_psql('postgres', "SELECT check_changelog('$t')"), 'ok',
+				"$label: $t ($p): the stream is a valid retract stream replaying to the table");
+		}
+	}
+	return;
+}
+
+for my $round (1 .. 2)
+{
+	my $w = PkWorkload::start($node, $nclients, 60, @fileargs);
+	cmp_ok(wait_commits(1500), '>=', 1500, "run $round: the workload is committing");
+	$node->stop('immediate');
+	my $errs = PkWorkload::finish($w, "run $round");
+	is(scalar(@$errs), 0, "run $round: pgbench saw no errors other than the lost connection")
+	  or diag(join("\n", @$errs[0 .. ($#$errs < 9 ? $#$errs : 9)]));
+	$node->start;
+	check_all("after immediate stop $round");
+}
+
+# the workload to its end; the worker reclaims the space of compacted
+# runs meanwhile, so the files grow by far less than a page per commit
+# (each commit writes one, and each merge of small runs another)
+my %pages_before = map {
+	$_ => $node->safe_psql('postgres', "SELECT pg_relation_size('$_') / 8192")
+} @tables;
+my $commits_before = ncommits();
+{
+	my $w = PkWorkload::start($node, $nclients, 5, @fileargs);
+	my $errs = PkWorkload::finish($w, 'run 3');
+	ok($w->{ok}, 'run 3: pgbench exits normally') or diag(${ $w->{err} });
+	is(scalar(@$errs), 0, 'run 3: pgbench saw no errors');
+}
+my $run3 = ncommits() - $commits_before;
+for my $t (@tables)
+{
+	my $grown = $node->safe_psql('postgres', "SELECT pg_relation_size('$t') / 8192") - $pages_before{$t};
+	# a third of the commits are this table's
+	cmp_ok($grown, '<', $run3 / 3 / 4,
+		"$t: the file grew $grown pages over about " . int($run3 / 3) . " commits: space is reused");
+}
+check_all('at the end');
+
+for my $t (@tables)
+{
+	# small runs were merged into level 0 while the table was written
+	cmp_ok($node->safe_psql('postgres', qq{
+SELECT count(*) FROM pk_snapshots('$t') WHERE commit_kind = 'COMPACT'}), '>=', 1,
+		"$t: compacted while written");
+	is($node->safe_psql('postgres', qq{
+SELECT count(*) FROM pk_runs('$t') WHERE kind = 'data' AND level = 5}), '1',
+		"$t: the loaded run stayed at the bottom, beside the small runs' merges");
+}
+# deltas and small changelog runs are in their catalog rows
+cmp_ok($node->safe_psql('postgres', q{
+SELECT count(*) FROM pkchangelog.runs WHERE stream IS NOT NULL AND relid = 't_none'::regclass}),
+	'>', 100, 't_none: retained deltas are kept in their catalog rows');
+cmp_ok($node->safe_psql('postgres', q{
+SELECT count(*) FROM pkchangelog.runs WHERE stream IS NOT NULL AND relid = 't_lookup'::regclass
+   AND kind = 'changelog'}), '>', 100, 't_lookup: small changelog runs are in their catalog rows');
+
+my $log = slurp_file($node->logfile);
+my @bad = grep { /PANIC|TRAP:|terminated by signal|ERROR:.*pkchangelog/ } split /\n/, $log;
+is(join("\n", @bad[0 .. ($#bad < 9 ? $#bad : 9)]), '',
+	'no PANIC, assertion failure, crash or worker error in the server log');
+
+$node->stop;
+done_testing();
