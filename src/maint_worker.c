@@ -801,6 +801,13 @@ pk_worker_main(Datum arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(db, InvalidOid, 0);
 
+	/*
+	 * Compactions and expirations commit without waiting for their WAL to
+	 * reach disk: one lost in a crash never happened (its inputs are still
+	 * there), and every later commit's flush covers it.
+	 */
+	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+
 	MemoryContextSwitchTo(round);
 	tables = tables_to_maintain(&installed);
 	set_not_before(db, installed ? 0 :
