@@ -17,6 +17,10 @@
  * the old row, for a heap table without REPLICA IDENTITY FULL its key
  * columns only.  The extension's own catalog tables are left out.
  *
+ * On a slot made with two_phase, a prepared transaction is output at
+ * PREPARE (BEGIN ... PREPARE TRANSACTION 'gid'), and its COMMIT PREPARED
+ * or ROLLBACK PREPARED 'gid' when that comes.
+ *
  * Options: format ('text' or 'json'), include-xids (default on),
  * include-timestamp (default off), skip-empty-xacts (default off).
  *
@@ -168,17 +172,26 @@ out_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 		write_begin(ctx, txn, true);
 }
 
+/*
+ * The line ending a transaction, or a step of a two-phase one: action
+ * ("COMMIT", "PREPARE TRANSACTION", ...), the GID of a prepared one.
+ */
 static void
-out_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, XLogRecPtr commit_lsn)
+write_end(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, const char *action,
+		  const char *gid)
 {
 	OutState   *st = ctx->output_plugin_private;
 
-	if (!st->begin_written)
-		return;					/* skip-empty-xacts: nothing was output */
 	OutputPluginPrepareWrite(ctx, true);
 	if (st->json)
 	{
-		appendStringInfoString(ctx->out, "{\"action\":\"COMMIT\"");
+		appendStringInfoString(ctx->out, "{\"action\":");
+		escape_json(ctx->out, action);
+		if (gid)
+		{
+			appendStringInfoString(ctx->out, ",\"gid\":");
+			escape_json(ctx->out, gid);
+		}
 		if (st->include_xids)
 			appendStringInfo(ctx->out, ",\"xid\":%u", txn->xid);
 		if (st->include_timestamp)
@@ -190,7 +203,9 @@ out_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, XLogRecPtr commit
 	}
 	else
 	{
-		appendStringInfoString(ctx->out, "COMMIT");
+		appendStringInfoString(ctx->out, action);
+		if (gid)
+			appendStringInfo(ctx->out, " %s", quote_literal_cstr(gid));
 		if (st->include_xids)
 			appendStringInfo(ctx->out, " %u", txn->xid);
 		if (st->include_timestamp)
@@ -198,6 +213,44 @@ out_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, XLogRecPtr commit
 							 timestamptz_to_str(txn->xact_time.commit_time));
 	}
 	OutputPluginWrite(ctx, true);
+}
+
+static void
+out_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, XLogRecPtr commit_lsn)
+{
+	OutState   *st = ctx->output_plugin_private;
+
+	if (st->begin_written)		/* else skip-empty-xacts: nothing was output */
+		write_end(ctx, txn, "COMMIT", NULL);
+}
+
+/*
+ * Two-phase slots (two_phase => true): a prepared transaction's changes
+ * are decoded at PREPARE, framed by BEGIN and PREPARE TRANSACTION 'gid';
+ * COMMIT PREPARED or ROLLBACK PREPARED 'gid' follows later on its own (even
+ * after a PREPARE that skip-empty-xacts left out, as test_decoding does).
+ */
+static void
+out_prepare(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, XLogRecPtr prepare_lsn)
+{
+	OutState   *st = ctx->output_plugin_private;
+
+	if (st->begin_written)
+		write_end(ctx, txn, "PREPARE TRANSACTION", txn->gid);
+}
+
+static void
+out_commit_prepared(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+					XLogRecPtr commit_lsn)
+{
+	write_end(ctx, txn, "COMMIT PREPARED", txn->gid);
+}
+
+static void
+out_rollback_prepared(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+					  XLogRecPtr prepare_end_lsn, TimestampTz prepare_time)
+{
+	write_end(ctx, txn, "ROLLBACK PREPARED", txn->gid);
 }
 
 /*
@@ -546,5 +599,9 @@ _PG_output_plugin_init(OutputPluginCallbacks *cb)
 	cb->change_cb = out_change;
 	cb->truncate_cb = out_truncate;
 	cb->commit_cb = out_commit;
+	cb->begin_prepare_cb = out_begin;
+	cb->prepare_cb = out_prepare;
+	cb->commit_prepared_cb = out_commit_prepared;
+	cb->rollback_prepared_cb = out_rollback_prepared;
 	cb->shutdown_cb = out_shutdown;
 }

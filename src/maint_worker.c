@@ -85,16 +85,23 @@ PGDLLEXPORT void pk_worker_main(Datum arg);
 
 /*
  * A table's freed space is looked for at most this often (it reads every
- * run row of the table), in the tables a worker remembers doing it for.
+ * run row of the table).  A compaction that waited COMPACT_LOCK_TIMEOUT
+ * for the table's commit lock gives up (a prepared transaction holds it
+ * until COMMIT PREPARED, which may take long), and the table's next
+ * compaction waits COMPACT_BACKOFF_MS.  Per table, in the tables a worker
+ * remembers (TableClock).
  */
 #define RECLAIM_MS 2000
-#define RECLAIM_TABLES 64
-typedef struct Reclaimed
+#define COMPACT_LOCK_TIMEOUT "1s"
+#define COMPACT_BACKOFF_MS 10000
+#define CLOCK_TABLES 64
+typedef struct TableClock
 {
 	Oid			relid;
 	TimestampTz when;
-} Reclaimed;
-static Reclaimed reclaimed[RECLAIM_TABLES];
+} TableClock;
+static TableClock reclaimed[CLOCK_TABLES];	/* last reclaim */
+static TableClock blocked[CLOCK_TABLES];	/* last lock timeout */
 
 /* one database's part of WorkerShared */
 typedef struct WorkedDatabase
@@ -515,6 +522,51 @@ pkmerge_tables(void)
 	return result;
 }
 
+/*
+ * relid's slot in clock: its own, or the one set longest ago (an empty
+ * one first), which it then takes over with a time of 0.
+ */
+static TableClock *
+clock_slot(TableClock *clock, Oid relid)
+{
+	TableClock *slot = &clock[0];
+
+	for (int i = 0; i < CLOCK_TABLES; i++)
+	{
+		if (clock[i].relid == relid)
+			return &clock[i];
+		if (clock[i].when < slot->when)
+			slot = &clock[i];
+	}
+	slot->relid = relid;
+	slot->when = 0;
+	return slot;
+}
+
+/*
+ * Is it time to look for relid's freed space?  Noted as done if so (a
+ * failure is not retried before RECLAIM_MS either).
+ */
+static bool
+reclaim_due(Oid relid)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	TableClock *slot = clock_slot(reclaimed, relid);
+
+	if (!TimestampDifferenceExceeds(slot->when, now, RECLAIM_MS))
+		return false;
+	slot->when = now;
+	return true;
+}
+
+/* has relid's compaction waited in vain for its commit lock lately? */
+static bool
+compaction_blocked(Oid relid)
+{
+	return !TimestampDifferenceExceeds(clock_slot(blocked, relid)->when,
+									   GetCurrentTimestamp(), COMPACT_BACKOFF_MS);
+}
+
 /* what one transaction of a table's maintenance does */
 typedef enum MaintainStep
 {
@@ -570,6 +622,10 @@ maintain_step(Oid relid, MaintainStep step)
 	save_nestlevel = NewGUCNestLevel();
 
 	t = pk_table(rel);
+	/* a prepared transaction may hold the commit lock: do not wait forever */
+	if (step == STEP_COMPACT)
+		(void) set_config_option("lock_timeout", COMPACT_LOCK_TIMEOUT, PGC_SUSET,
+								 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 	if (step == STEP_EXPIRE)
 		result = expire_snapshots(rel, WORKER_EXPIRE_BATCH);
 	else if (step == STEP_RECLAIM)
@@ -620,6 +676,8 @@ maintain_in_xact(Oid relid, MaintainStep step, MemoryContext round)
 		/* log it, and go on with the other tables */
 		HOLD_INTERRUPTS();
 		MemoryContextSwitchTo(round);
+		if (step == STEP_COMPACT && geterrcode() == ERRCODE_LOCK_NOT_AVAILABLE)
+			clock_slot(blocked, relid)->when = GetCurrentTimestamp();
 		EmitErrorReport();
 		AbortOutOfAnyTransaction();
 		FlushErrorState();
@@ -629,34 +687,6 @@ maintain_in_xact(Oid relid, MaintainStep step, MemoryContext round)
 	PG_END_TRY();
 	MemoryContextSwitchTo(round);
 	return result;
-}
-
-/*
- * Is it time to look for relid's freed space?  Noted as done if so (a
- * failure is not retried before RECLAIM_MS either).  A table not
- * remembered takes the slot of the one done longest ago.
- */
-static bool
-reclaim_due(Oid relid)
-{
-	TimestampTz now = GetCurrentTimestamp();
-	Reclaimed  *slot = &reclaimed[0];
-
-	for (int i = 0; i < RECLAIM_TABLES; i++)
-	{
-		if (reclaimed[i].relid == relid)
-		{
-			slot = &reclaimed[i];
-			if (!TimestampDifferenceExceeds(slot->when, now, RECLAIM_MS))
-				return false;
-			break;
-		}
-		if (reclaimed[i].when < slot->when)
-			slot = &reclaimed[i];
-	}
-	slot->relid = relid;
-	slot->when = now;
-	return true;
 }
 
 /*
@@ -681,7 +711,8 @@ maintain_tables(List *tables, bool expire, MemoryContext round)
 		reload_config();
 		if (!pk_worker_enabled)
 			break;
-		(void) maintain_in_xact(relid, STEP_COMPACT, round);
+		if (!compaction_blocked(relid))
+			(void) maintain_in_xact(relid, STEP_COMPACT, round);
 		if (reclaim_due(relid))
 			(void) maintain_in_xact(relid, STEP_RECLAIM, round);
 		/* expiration even when compaction failed: its backlog must not grow */

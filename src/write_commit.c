@@ -9,7 +9,9 @@
  *	  TRUNCATE, OVERWRITE) snapshot, and the table's row naming its data
  *	  runs.  Savepoint events are passed to the write buffer.  After the
  *	  commit, tables it left due for a compaction are handed to the
- *	  background worker.
+ *	  background worker.  PREPARE TRANSACTION (XACT_EVENT_PRE_PREPARE)
+ *	  runs the same step, without the compaction first: the prepared
+ *	  transaction holds the commit locks until COMMIT or ROLLBACK PREPARED.
  *
  * Ordering: the run's pages are written and WAL-logged before its catalog
  * row; both become visible with the transaction's commit record.  A crash
@@ -54,7 +56,7 @@ static int	nrequests = 0;
  * run the next one.
  */
 static void
-commit_table(WriteBuffer *wb)
+commit_table(WriteBuffer *wb, bool preparing)
 {
 	Relation	rel;
 	PkTable    *t;
@@ -185,8 +187,10 @@ commit_table(WriteBuffer *wb)
 	 * Expire every 64 commits too (the worker may be off), under the commit
 	 * lock: at most 256 snapshots, more than 64 commits and their
 	 * compactions add, so a backlog drains without stalling one commit.
+	 * Not in a transaction being prepared, which would hold the compaction
+	 * lock until COMMIT PREPARED.
 	 */
-	if (snapshot_id % 64 == 0 && cat_compaction_trylock(wb->relid))
+	if (snapshot_id % 64 == 0 && !preparing && cat_compaction_trylock(wb->relid))
 		(void) expire_snapshots(rel, 256);
 	table_close(rel, NoLock);
 }
@@ -235,6 +239,16 @@ commit_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PRE_PREPARE:
+
+			/*
+			 * PREPARE TRANSACTION runs the commit step as COMMIT does: the
+			 * runs, changelog and snapshot are written by the transaction
+			 * and become visible with it at COMMIT PREPARED (or vanish at
+			 * ROLLBACK PREPARED), and its commit locks, heavyweight locks
+			 * of the transaction, stay held by the prepared transaction
+			 * until then, across a restart too.
+			 */
 			if (wbuf_all() == NIL)
 				break;
 			/* commit locks in relid order: no deadlock between committers */
@@ -249,24 +263,13 @@ commit_xact_callback(XactEvent event, void *arg)
 			PushActiveSnapshot(GetLatestSnapshot());
 			foreach(lc, tables)
 			{
-				compact_before_commit(lfirst(lc));
-				commit_table(lfirst(lc));
+				/* a prepared transaction must not hold a compaction */
+				if (event == XACT_EVENT_PRE_COMMIT)
+					compact_before_commit(lfirst(lc));
+				commit_table(lfirst(lc), event == XACT_EVENT_PRE_PREPARE);
 			}
 			PopActiveSnapshot();
 			list_free(tables);
-			break;
-		case XACT_EVENT_PRE_PREPARE:
-			foreach(lc, wbuf_all())
-			{
-				WriteBuffer *wb = lfirst(lc);
-
-				if (wb->n > 0 || wb->spills != NIL)
-					ereport(ERROR,
-							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-							 errmsg("cannot PREPARE a transaction that has written to a pkmerge table"),
-							 errdetail("A pkmerge table's writes are committed by its own commit step, which a prepared transaction cannot run."),
-							 errhint("Commit the transaction directly.")));
-			}
 			break;
 		case XACT_EVENT_COMMIT:
 			for (int i = 0; i < nrequests; i++)

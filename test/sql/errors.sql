@@ -20,10 +20,13 @@ SELECT * FROM pk_runs('heap_t');
 CREATE INDEX ON t (v);
 ALTER TABLE t ALTER COLUMN v TYPE varchar(10);
 SELECT * FROM t TABLESAMPLE SYSTEM (50);
+-- (PREPARE TRANSACTION is supported: prepared.sql; rolled back, nothing)
 BEGIN;
 INSERT INTO t VALUES (3, 'prepared');
 PREPARE TRANSACTION 'pk_prep';
 SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'pk_prep';
+ROLLBACK PREPARED 'pk_prep';
+SELECT count(*) FROM t WHERE id = 3;
 -- bad options: 42704 unknown, 22023 bad value
 ALTER TABLE t SET (no_such_option = 1);
 ALTER TABLE t SET (compression_level = 99);
