@@ -467,11 +467,10 @@ redefine_key(Oid relid, Oid pkindex, Constraint *c)
 }
 
 /*
- * ALTER TABLE on a pkmerge table: options are applied here; unsupported
- * subcommands are refused.  Returns false when no subcommand is left for
- * PostgreSQL to run.
+ * ALTER TABLE on a pkmerge table: options are applied here and their
+ * subcommands taken out of stmt; unsupported subcommands are refused.
  */
-static bool
+static void
 handle_alter(AlterTableStmt *stmt)
 {
 	Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, stmt->missing_ok);
@@ -677,7 +676,6 @@ handle_alter(AlterTableStmt *stmt)
 		}
 	}
 	stmt->cmds = keep;
-	return keep != NIL;
 }
 
 /*
@@ -756,7 +754,10 @@ ddl_vacuum_full_elevel(void)
  * The ProcessUtility hook.  Before the standard processing it takes
  * pkmerge options out of CREATE/ALTER TABLE (and refuses what pkmerge
  * cannot do, before anything changes); after it, it stores the options
- * and builds the key index for the table now created.  A VACUUM FULL is
+ * and builds the key index for the table now created.  Every statement
+ * it does not refuse goes on to the previous hook (or the standard
+ * processing), so extensions hooked before it (pg_stat_statements, Citus)
+ * see it.  A VACUUM FULL is
  * marked while it runs, the one rewrite the object access hook lets
  * through (its copy is the table AM's, am_handler.c).
  */
@@ -818,8 +819,14 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 			}
 			break;
 		case T_AlterTableStmt:
-			if (!handle_alter((AlterTableStmt *) parsetree))
-				return;
+
+			/*
+			 * The subcommands handled here (pkmerge options) are taken
+			 * out; the rest of the hook chain still sees the statement,
+			 * with no subcommand if none is left (PostgreSQL then only
+			 * locks the table it holds already, and reports ALTER TABLE).
+			 */
+			handle_alter((AlterTableStmt *) parsetree);
 			break;
 		case T_IndexStmt:
 			{
