@@ -43,6 +43,7 @@
 #include "catalog.h"
 #include "changelog_wal.h"
 #include "table_desc.h"
+#include "relcache_hub.h"
 
 extern PGDLLEXPORT void _PG_output_plugin_init(OutputPluginCallbacks *cb);
 
@@ -325,7 +326,7 @@ relout_get(Relation rel)
 							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 		if (!callback_registered)
 		{
-			CacheRegisterRelcacheCallback(relout_invalidate, (Datum) 0);
+			hub_register_relcache(relout_invalidate, (Datum) 0);
 			callback_registered = true;
 		}
 	}

@@ -66,6 +66,7 @@
 #include "mat.h"
 #include "run_format.h"
 #include "write_buffer.h"
+#include "relcache_hub.h"
 
 /* a statement for one pattern of NULL group values */
 typedef struct MaskPlan
@@ -469,7 +470,7 @@ mat_invalidate(void)
 void
 mat_init(void)
 {
-	CacheRegisterRelcacheCallback(mat_relcache_callback, (Datum) 0);
+	hub_register_relcache(mat_relcache_callback, (Datum) 0);
 }
 
 /* the aggregates of source rel, from the cache or the catalog */

@@ -38,6 +38,7 @@
 #include "catalog.h"
 #include "run_cache_stats.h"
 #include "run_read.h"
+#include "relcache_hub.h"
 
 /* block cache capacity, bytes of decompressed blocks */
 #define BLOCK_CACHE_BYTES	(32 * 1024 * 1024)
@@ -148,7 +149,7 @@ reader_init(void)
 	block_cache = hash_create("pkmerge block cache", 1024, &ctl,
 							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	RegisterXactCallback(reader_xact_callback, NULL);
-	CacheRegisterRelcacheCallback(reader_relcache_callback, (Datum) 0);
+	hub_register_relcache(reader_relcache_callback, (Datum) 0);
 }
 
 /* an unpinned block leaves the cache */

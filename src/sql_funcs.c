@@ -49,6 +49,7 @@
 #include "sql_funcs.h"
 #include "table_desc.h"
 #include "table_options.h"
+#include "relcache_hub.h"
 
 static ExecutorStart_hook_type prev_executor_start = NULL;
 
@@ -586,7 +587,7 @@ sqlfuncs_init(void)
 {
 	prev_executor_start = ExecutorStart_hook;
 	ExecutorStart_hook = sqlfuncs_executor_start;
-	CacheRegisterRelcacheCallback(write_plans_invalidate, (Datum) 0);
+	hub_register_relcache(write_plans_invalidate, (Datum) 0);
 }
 
 /*

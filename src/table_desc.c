@@ -40,6 +40,7 @@
 #include "utils/typcache.h"
 
 #include "table_desc.h"
+#include "relcache_hub.h"
 
 typedef struct PkTableEntry
 {
@@ -94,7 +95,7 @@ pk_relcache_callback(Datum arg, Oid relid)
 void
 pktable_init(void)
 {
-	CacheRegisterRelcacheCallback(pk_relcache_callback, (Datum) 0);
+	hub_register_relcache(pk_relcache_callback, (Datum) 0);
 }
 
 Oid

@@ -2,7 +2,8 @@
 # tables (nm), every call or reference from one source file to a function
 # or variable another defines is an edge; the graph must have no cycle, so
 # that each file's callers are above it (README, "Architecture").  Needs no
-# server; runs on the objects the build left in src/.
+# server; runs on the objects the build left in src/.  Also: one relcache
+# callback slot for the whole library.
 use strict;
 use warnings;
 use FindBin;
@@ -66,5 +67,13 @@ visit($_) for sort map { m{([^/]+)\.o$} } @objects;
 
 is(join("\n", @cycles), '', 'no source file calls back into a file that calls it');
 ok(scalar(keys %edges) >= 20, 'the graph has the calls between files');
+
+# A backend has ten relcache callback slots for core and every library
+# together: the library takes one (relcache_hub.c), whatever its parts need.
+my @relcache_callers = sort grep {
+	grep { $_ eq 'CacheRegisterRelcacheCallback' } @{ $undefined{$_} }
+} keys %undefined;
+is(join(' ', @relcache_callers), 'relcache_hub',
+	'only relcache_hub registers a relcache callback with PostgreSQL');
 
 done_testing();
