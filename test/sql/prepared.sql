@@ -131,6 +131,32 @@ ROLLBACK PREPARED 'p_agg_rollback';
 SELECT * FROM p_agg;
 SELECT count(*) AS differing FROM pk_reconcile('p_agg');
 
+-- a transaction whose writes spilled (write_buffer_size) before PREPARE
+CREATE TABLE p_spill (id int PRIMARY KEY, v text) USING pkmerge
+	WITH (write_buffer_size = '1MB', changelog_producer = 'lookup');
+INSERT INTO p_spill SELECT g, 'a' FROM generate_series(1, 1000) g;
+BEGIN;
+INSERT INTO p_spill SELECT g, repeat('x', 100) FROM generate_series(1, 60000) g;
+SELECT count(*) > 1 AS spilled FROM pkchangelog.runs WHERE relid = 'p_spill'::regclass AND kind = 'data';
+PREPARE TRANSACTION 'p_spill';
+SELECT count(*) FROM p_spill;
+COMMIT PREPARED 'p_spill';
+SELECT count(*), count(*) FILTER (WHERE v = 'a') AS old_rows FROM p_spill;
+SELECT snapshot_id, commit_kind, delta_record_count, changelog_record_count FROM pk_snapshots('p_spill');
+
+-- a consumer's position advanced in a prepared transaction moves at
+-- COMMIT PREPARED, and not at ROLLBACK PREPARED (delivered again)
+BEGIN;
+SELECT count(*) AS consumed FROM pk_consume('p_lookup', 'p_reader');
+PREPARE TRANSACTION 'p_consume';
+COMMIT PREPARED 'p_consume';
+UPDATE p_lookup SET v = v + 1 WHERE id = 1;
+BEGIN;
+SELECT snapshot_id, rowkind FROM pk_consume('p_lookup', 'p_reader');
+PREPARE TRANSACTION 'p_consume_again';
+ROLLBACK PREPARED 'p_consume_again';
+SELECT snapshot_id, rowkind FROM pk_consume('p_lookup', 'p_reader');
+
 -- a temporary pkmerge table cannot be prepared (PostgreSQL's rule for
 -- temporary objects): nothing is left of the transaction
 CREATE TEMP TABLE p_temp (id int PRIMARY KEY, v int) USING pkmerge;
@@ -143,10 +169,10 @@ SELECT v FROM p_lookup WHERE id = 1;
 SELECT count(*) AS prepared FROM pg_prepared_xacts;
 
 SELECT t, check_changelog(t) FROM unnest('{p_input,p_lookup,p_full}'::regclass[]) t;
-SELECT t, check_data_runs(t) FROM unnest('{p_none,p_input,p_lookup,p_full}'::regclass[]) t;
+SELECT t, check_data_runs(t) FROM unnest('{p_none,p_input,p_lookup,p_full,p_spill}'::regclass[]) t;
 SELECT pg_drop_replication_slot('pt_slot');
 SELECT pg_drop_replication_slot('pt_slot2');
 SELECT pg_drop_replication_slot('pt_slot3');
 DROP VIEW td, td2, pc;
 DROP TABLE p_agg;
-DROP TABLE p_none, p_input, p_lookup, p_full, p_heap, p_temp;
+DROP TABLE p_none, p_input, p_lookup, p_full, p_heap, p_temp, p_spill;
