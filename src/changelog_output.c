@@ -42,8 +42,8 @@
 
 #include "catalog.h"
 #include "changelog_wal.h"
-#include "table_desc.h"
 #include "relcache_hub.h"
+#include "table_desc.h"
 
 extern PGDLLEXPORT void _PG_output_plugin_init(OutputPluginCallbacks *cb);
 

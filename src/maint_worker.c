@@ -63,8 +63,8 @@
 #include "maint_compaction.h"
 #include "maint_expire.h"
 #include "maint_worker.h"
-#include "run_space.h"
 #include "pkchangelog.h"
+#include "run_space.h"
 #include "table_desc.h"
 
 PGDLLEXPORT void pk_launcher_main(Datum arg);

@@ -64,9 +64,9 @@
 #include "catalog.h"
 #include "changelog_read.h"
 #include "mat.h"
+#include "relcache_hub.h"
 #include "run_format.h"
 #include "write_buffer.h"
-#include "relcache_hub.h"
 
 /* a statement for one pattern of NULL group values */
 typedef struct MaskPlan

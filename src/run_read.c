@@ -36,9 +36,9 @@
 #include "utils/memutils.h"
 
 #include "catalog.h"
+#include "relcache_hub.h"
 #include "run_cache_stats.h"
 #include "run_read.h"
-#include "relcache_hub.h"
 
 /* block cache capacity, bytes of decompressed blocks */
 #define BLOCK_CACHE_BYTES	(32 * 1024 * 1024)

@@ -45,11 +45,11 @@
 #include "maint_compaction.h"
 #include "maint_expire.h"
 #include "pkchangelog.h"
+#include "relcache_hub.h"
 #include "run_cache_stats.h"
 #include "sql_funcs.h"
 #include "table_desc.h"
 #include "table_options.h"
-#include "relcache_hub.h"
 
 static ExecutorStart_hook_type prev_executor_start = NULL;
 

@@ -39,8 +39,8 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
-#include "table_desc.h"
 #include "relcache_hub.h"
+#include "table_desc.h"
 
 typedef struct PkTableEntry
 {
