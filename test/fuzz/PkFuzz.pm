@@ -26,7 +26,8 @@
 # from what the server answers), as SQL text with %T for the table: BEGIN
 # (sometimes REPEATABLE READ or SERIALIZABLE), then 1-12 operations on 1-3
 # tables among SAVEPOINT / ROLLBACK TO / RELEASE, ending in COMMIT or
-# ROLLBACK; some are single autocommit statements; some are maintenance
+# ROLLBACK (a tenth of them through PREPARE TRANSACTION and COMMIT or
+# ROLLBACK PREPARED); some are single autocommit statements; some are maintenance
 # (VACUUM, VACUUM FULL, ANALYZE, pk_compact, pk_expire_snapshots,
 # CHECKPOINT, an immediate restart, ALTER TABLE ... SET
 # (changelog_producer) to another producer).

@@ -294,8 +294,8 @@ sub run_step
 		{
 			# heap commits cannot fail here (no deferred constraints): a
 			# failing COMMIT is pkmerge's
-			return $e->fail('commit', undef, "COMMIT failed: $r->{state} $r->{msg}", state => $r->{state})
-			  if $sql eq 'COMMIT';
+			return $e->fail('commit', undef, "$sql failed: $r->{state} $r->{msg}", state => $r->{state})
+			  if $sql =~ /^(COMMIT|PREPARE TRANSACTION|COMMIT PREPARED|ROLLBACK PREPARED)\b/;
 			# in a failed transaction (a statement failed alike on both
 			# sides outside a savepoint, e.g. TRUNCATE of a table with an
 			# open cursor) a savepoint made after it does not exist
@@ -306,7 +306,7 @@ sub run_step
 		{
 			$e->{in_txn} = 1;
 		}
-		elsif ($sql =~ /^(COMMIT|ROLLBACK)$/)
+		elsif ($sql =~ /^(COMMIT|ROLLBACK)$/ || $sql =~ /^PREPARE TRANSACTION /)
 		{
 			$e->{in_txn} = 0;
 			$e->{aborted} = 0;

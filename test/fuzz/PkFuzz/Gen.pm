@@ -1064,7 +1064,19 @@ sub next_txn
 		push @steps, $s;
 		push @steps, { k => 'check', t => $t->{idx} } if $s->{k} ne 'check' && $r->chance(0.08);
 	}
-	push @steps, { k => 'sql', sql => ($ended || $r->chance(0.88)) ? 'COMMIT' : 'ROLLBACK' };
+	my $commit = $ended || $r->chance(0.88);
+	# one in ten that can still commit goes through PREPARE TRANSACTION and
+	# then COMMIT PREPARED or ROLLBACK PREPARED, as a transaction manager's
+	if (!$ended && $r->chance(0.1))
+	{
+		my $gid = "fz_$id";
+		push @steps, { k => 'sql', sql => "PREPARE TRANSACTION '$gid'" },
+		  { k => 'sql', sql => ($commit ? 'COMMIT' : 'ROLLBACK') . " PREPARED '$gid'" };
+	}
+	else
+	{
+		push @steps, { k => 'sql', sql => $commit ? 'COMMIT' : 'ROLLBACK' };
+	}
 	return { id => $id, steps => \@steps, tables => [ sort { $a <=> $b } map { $_->{idx} } @tabs ] };
 }
 
