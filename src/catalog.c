@@ -1236,6 +1236,47 @@ cat_prune_runs(Oid relid)
 	table_close(crel, AccessShareLock);
 }
 
+/*
+ * The bytes of relid's rows in pkchangelog.runs and pkchangelog.snapshots
+ * that snapshot sees (runs kept in their rows included), and of those the
+ * retained history's: snapshot rows, changelog and delta runs with their
+ * pages.
+ */
+void
+cat_row_bytes(Oid relid, Snapshot snapshot, int64 *all, int64 *history)
+{
+	const CatTable which[] = {CAT_RUNS, CAT_SNAPSHOTS};
+
+	*all = *history = 0;
+	for (int i = 0; i < lengthof(which); i++)
+	{
+		Relation	crel = cat_open(which[i], AccessShareLock);
+		SysScanDesc scan = cat_scan(crel, cat_shapes[which[i]].name, relid, snapshot);
+		HeapTuple	tup;
+
+		while (HeapTupleIsValid(tup = systable_getnext(scan)))
+		{
+			bool		isnull;
+			char	   *kind;
+
+			*all += tup->t_len;
+			if (which[i] == CAT_SNAPSHOTS)
+			{
+				*history += tup->t_len;
+				continue;
+			}
+			kind = TextDatumGetCString(heap_getattr(tup, Anum_runs_kind,
+													RelationGetDescr(crel), &isnull));
+			if (strcmp(kind, "data") != 0)
+				*history += tup->t_len + (int64) BLCKSZ *
+					DatumGetInt32(heap_getattr(tup, Anum_runs_nblocks,
+											   RelationGetDescr(crel), &isnull));
+		}
+		systable_endscan(scan);
+		table_close(crel, AccessShareLock);
+	}
+}
+
 Oid
 cat_runs_relid(void)
 {
@@ -1351,7 +1392,7 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id)
  * library installs the base script and updates it; an older library, or
  * one with no path from that version, is refused there.
  */
-static const char *const catalog_versions[] = {"0.1", "0.2", "0.3", "0.4", PKCHANGELOG_VERSION};
+static const char *const catalog_versions[] = {"0.1", "0.2", "0.3", "0.4", "0.5", PKCHANGELOG_VERSION};
 
 /* does this library work with the catalog of version, once updated? */
 bool

@@ -68,6 +68,17 @@ run_bytes(const RunInfo *r)
 	return r->bloom_offset > 0 ? r->bloom_offset : r->size_bytes;
 }
 
+/*
+ * A run's size as Paimon's picks weigh it: its pages; a run kept in its
+ * catalog row weighs a page, as it would on pages, so that where a small
+ * run is kept does not change what is merged.
+ */
+static int64
+run_size(const RunInfo *r)
+{
+	return r->stream ? BLCKSZ : r->size_bytes;
+}
+
 static int
 l0_newest_first(const ListCell *a, const ListCell *b)
 {
@@ -102,7 +113,7 @@ sorted_runs(List *runs)
 			SortedRun  *sr = palloc0(sizeof(SortedRun));
 
 			sr->level = 0;
-			sr->size = r->size_bytes;
+			sr->size = run_size(r);
 			sr->bytes = run_bytes(r);
 			sr->records = r->record_count;
 			sr->runs = list_make1(r);
@@ -125,7 +136,7 @@ sorted_runs(List *runs)
 				sr = palloc0(sizeof(SortedRun));
 				sr->level = level;
 			}
-			sr->size += r->size_bytes;
+			sr->size += run_size(r);
 			sr->bytes += run_bytes(r);
 			sr->records += r->record_count;
 			sr->runs = lappend(sr->runs, r);
@@ -367,6 +378,7 @@ compact_table(Relation rel, bool full)
 {
 	Oid			relid = RelationGetRelid(rel);
 	PkTable    *t = pk_table(rel);
+	List	   *live;
 	List	   *srs;
 	List	   *inputs = NIL;
 	List	   *outputs = NIL;
@@ -394,7 +406,8 @@ compact_table(Relation rel, bool full)
 	 * After the lock: runs committed before now, none being compacted.  Runs
 	 * this transaction spilled are not committed yet: they are not touched.
 	 */
-	srs = sorted_runs(lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot())));
+	live = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()));
+	srs = sorted_runs(live);
 	count = pick(&t->opts, srs, full, &outlevel);
 	if (count == 0)
 		return 0;
@@ -416,7 +429,11 @@ compact_table(Relation rel, bool full)
 	{
 		CHECK_FOR_INTERRUPTS();
 		if (w == NULL)
+		{
 			w = run_writer_begin(rel, t, outlevel, RUN_DATA, false);
+			/* small merges of small runs stay in catalog rows */
+			run_writer_allow_inline(w, live);
+		}
 		run_writer_add(w, row.seq, row.kind, row.tup, row.keys,
 					   pk_key_hash(t, row.keys));
 		out_records++;

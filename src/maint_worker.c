@@ -221,19 +221,20 @@ worker_request(Oid relid)
 
 		for (i = 0; i < d->nrequests && d->requests[i] != relid; i++)
 			;
-		if (i == d->nrequests)
+		/*
+		 * A request still queued will be seen: no signal (each is a system
+		 * call), as when every commit of a busy table asks again.
+		 */
+		if (i == d->nrequests || d->not_before != 0 || !d->worker)
 		{
-			if (d->nrequests < MAX_REQUESTS)
+			if (i == d->nrequests && d->nrequests < MAX_REQUESTS)
 				d->requests[d->nrequests++] = relid;
-			else
+			else if (i == d->nrequests)
 				d->overflow = true;
+			wake = d->worker ? d->worker : shared->launcher;
 		}
 		/* a writer of a pkmerge table: the extension is installed here now */
 		d->not_before = 0;
-		if (d->worker)
-			wake = d->worker;
-		else
-			wake = shared->launcher;
 	}
 	SpinLockRelease(&shared->mutex);
 	if (wake)

@@ -8,6 +8,6 @@
 #ifndef PKCHANGELOG_H
 #define PKCHANGELOG_H
 
-#define PKCHANGELOG_VERSION "0.5"
+#define PKCHANGELOG_VERSION "0.6"
 
 #endif							/* PKCHANGELOG_H */

@@ -232,8 +232,9 @@ space_rewrite(Relation rel, Relation dst, int *nruns, BlockNumber *npages)
 			END_CRIT_SECTION();
 			UnlockReleaseBuffer(buf);
 		}
+		/* a run in its catalog row keeps the row numbers its run id gave */
 		cat_run_move(relid, r->run_id, dst->rd_node.relNode, next,
-					 (int64) next * PK_ROWS_PER_PAGE);
+					 r->stream ? r->row_base : (int64) next * PK_ROWS_PER_PAGE);
 		next += r->nblocks;
 		MemoryContextReset(runcxt);
 	}

@@ -4,7 +4,8 @@
  *	  Writes one sorted run: rows arrive in key order, are packed into
  *	  zstd-compressed data blocks with CRC32C, followed by the block index
  *	  and a bloom filter; the stream is then laid over freshly allocated
- *	  pages, each WAL-logged as a full-page image.
+ *	  pages, each WAL-logged as a full-page image, or, when it is small,
+ *	  kept in the run's catalog row.
  *
  * The run's place (and so its pages) can only be chosen once its size is
  * known, so the stream is built first: in memory up to
@@ -85,6 +86,8 @@ struct RunWriter
 	char	   *min_key;
 	uint32		blk_last_off;	/* offset in raw of the block's last row */
 	MinimalTuple last_keytup;	/* key of the last closed block's last row */
+	bool		inline_ok;		/* a small data run may go in its row */
+	List	   *live;			/* the table's live data runs, then */
 };
 
 static ZSTD_CCtx *zstd_cctx = NULL;
@@ -228,6 +231,46 @@ run_writer_begin(Relation rel, PkTable *t, int level, RunKind kind,
 	spool_append(&w->stream, &hdr, sizeof(hdr));
 	w->min_seq = PG_UINT64_MAX;
 	return w;
+}
+
+/*
+ * A small data run of this writer may live in its catalog row, beside the
+ * table's live data runs (live, a list of RunInfo): its row numbers then
+ * come from its run id (tid.h) and must not be any of theirs.
+ */
+void
+run_writer_allow_inline(RunWriter *w, List *live)
+{
+	Assert(w->kind == RUN_DATA);
+	w->inline_ok = true;
+	w->live = live;
+}
+
+/*
+ * Does the run go in its catalog row?  Changelog runs when small; data runs
+ * when small, allowed, and the TID block their run id names is free.
+ */
+static bool
+finish_inline(RunWriter *w, RunInfo *run)
+{
+	ListCell   *lc;
+
+	if (w->stream.total > RUN_INLINE_MAX || !cat_runs_hold_streams())
+		return false;
+	if (w->kind == RUN_CHANGELOG)
+		return true;
+	if (w->kind != RUN_DATA || !w->inline_ok || w->nrows > PK_TIDS_PER_BLOCK)
+		return false;
+	run->row_base = pk_inline_row_base(run->run_id);
+	foreach(lc, w->live)
+	{
+		if (((RunInfo *) lfirst(lc))->row_base == run->row_base)
+		{
+			run->row_base = 0;
+			return false;
+		}
+	}
+	return true;
 }
 
 static void
@@ -544,10 +587,9 @@ run_writer_finish(RunWriter *w, int64 created_snapshot)
 		run->max_key = pk_key_text(w->table, keys);
 	}
 
-	if (w->kind == RUN_CHANGELOG && w->stream.total <= RUN_INLINE_MAX &&
-		cat_runs_hold_streams())
+	if (finish_inline(w, run))
 	{
-		/* a small changelog run: its bytes go into its catalog row */
+		/* a small run: its bytes go into its catalog row */
 		const char *bytes;
 
 		run->stream_len = (uint32) w->stream.total;

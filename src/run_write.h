@@ -9,6 +9,7 @@
 #define PK_RUN_WRITE_H
 
 #include "access/htup.h"
+#include "nodes/pg_list.h"
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
 
@@ -23,6 +24,7 @@ extern RunWriter *run_writer_begin(Relation rel, PkTable *t, int level,
 extern void run_writer_add(RunWriter *w, uint64 seq, PkRowKind kind,
 						   MinimalTuple tup, const Datum *keys, uint32 hash);
 extern void run_writer_set_seq(RunWriter *w, uint64 seq);
+extern void run_writer_allow_inline(RunWriter *w, List *live);
 extern uint64 run_writer_nrows(RunWriter *w);
 extern uint64 run_writer_stream_size(RunWriter *w);
 extern RunInfo *run_writer_finish(RunWriter *w, int64 created_snapshot);

@@ -649,20 +649,44 @@ pk_expire_snapshots(PG_FUNCTION_ARGS)
  * point-lookup block cache counters over every backend since server start
  * (pk_stats shows them).  Counts, not row data: callable by every role.
  */
-PG_FUNCTION_INFO_V1(pk_lookup_cache_stats);
-Datum
-pk_lookup_cache_stats(PG_FUNCTION_ARGS)
+/* a function's result row of two bigint columns */
+static Datum
+two_counts(FunctionCallInfo fcinfo, int64 a, int64 b)
 {
 	TupleDesc	desc;
 	Datum		values[2];
 	bool		nulls[2] = {false, false};
-	int64		hits;
-	int64		misses;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	cachestats_get(PG_GETARG_OID(0), &hits, &misses);
-	values[0] = Int64GetDatum(hits);
-	values[1] = Int64GetDatum(misses);
+	values[0] = Int64GetDatum(a);
+	values[1] = Int64GetDatum(b);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+}
+
+PG_FUNCTION_INFO_V1(pk_lookup_cache_stats);
+Datum
+pk_lookup_cache_stats(PG_FUNCTION_ARGS)
+{
+	int64		hits;
+	int64		misses;
+
+	cachestats_get(PG_GETARG_OID(0), &hits, &misses);
+	return two_counts(fcinfo, hits, misses);
+}
+
+/*
+ * pkchangelog.catalog_bytes(relid) -> (all_bytes, history_bytes): the
+ * bytes of the table's catalog rows, and of its retained history (pk_stats
+ * shows them).  Sizes, not row data: callable by every role.
+ */
+PG_FUNCTION_INFO_V1(pk_catalog_bytes);
+Datum
+pk_catalog_bytes(PG_FUNCTION_ARGS)
+{
+	int64		all;
+	int64		history;
+
+	cat_row_bytes(PG_GETARG_OID(0), GetActiveSnapshot(), &all, &history);
+	return two_counts(fcinfo, all, history);
 }

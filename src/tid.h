@@ -23,11 +23,27 @@
  * has at least one block per PK_ROWS_PER_PAGE rows (run_write.c pads
  * runs of rows that compress better than that), so the row numbers of
  * runs never overlap while their blocks do not.  Runs must start below
- * PK_MAX_RUN_BLOCK for their TIDs to stay below the write buffer's.
+ * PK_MAX_RUN_BLOCK for their TIDs to stay below those of runs without
+ * pages.
  */
 #define PK_TID_BLOCKS_PER_PAGE 16
 #define PK_ROWS_PER_PAGE	(PK_TID_BLOCKS_PER_PAGE * PK_TIDS_PER_BLOCK)
-#define PK_MAX_RUN_BLOCK	(PK_WBUF_BLOCK0 / PK_TID_BLOCKS_PER_PAGE)
+
+/*
+ * A small data run kept in its catalog row (no pages) owns one TID block
+ * of its own, chosen by its run id among PK_INLINE_SLOTS; it holds at most
+ * PK_TIDS_PER_BLOCK rows.  The writer checks that no live run of the table
+ * holds the same block (run ids that far apart rarely live together).
+ */
+#define PK_INLINE_BLOCK0	((BlockNumber) 0xC0000000)
+#define PK_INLINE_SLOTS		(PK_WBUF_BLOCK0 - PK_INLINE_BLOCK0)
+#define PK_MAX_RUN_BLOCK	(PK_INLINE_BLOCK0 / PK_TID_BLOCKS_PER_PAGE)
+
+static inline int64
+pk_inline_row_base(int64 run_id)
+{
+	return ((int64) PK_INLINE_BLOCK0 + run_id % PK_INLINE_SLOTS) * PK_TIDS_PER_BLOCK;
+}
 
 static inline void
 pk_tid_set(ItemPointer tid, uint64 n, BlockNumber base)

@@ -112,6 +112,8 @@ commit_table(WriteBuffer *wb, bool preparing)
 					   &spilled_rows, &spilled_changelog);
 
 	w = run_writer_begin(rel, t, 0, RUN_DATA, true);
+	/* a small commit's run goes in its catalog row: no page, no page image */
+	run_writer_allow_inline(w, committed);
 	s = wbuf_sorted_pin(wb, t);
 	for (uint32 i = 0; i < s->npos;)
 	{

@@ -36,7 +36,9 @@ SELECT * FROM secret;
 -- levels and sizes; the runs' keys are hidden
 SELECT snapshot_id, commit_kind, total_record_count, delta_record_count,
 	   changelog_record_count FROM pk_snapshots('secret');
-SELECT commits, compactions, runs_per_level, changelog_records, bytes_on_disk > 0 AS has_bytes
+SELECT commits, compactions, runs_per_level, changelog_records,
+	   bytes_on_disk = pg_relation_size('secret') AS file_bytes, catalog_bytes > 0 AS has_catalog_bytes,
+	   write_amplification, retained_bytes_per_commit > 0 AS has_history_bytes
 FROM pk_stats('secret');
 SELECT * FROM pk_options('secret') WHERE key IN ('changelog_producer', 'primary_key');
 SELECT level, kind, record_count, min_key, max_key, created_snapshot FROM pk_runs('secret');

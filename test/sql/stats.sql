@@ -2,8 +2,9 @@
 -- life (expiration does not lower them), commit latency percentiles and
 -- compaction durations in milliseconds rounded to microseconds, data runs
 -- per level and live runs per kind, changelog records, the table's own
--- point-lookup block cache counters summed over every session, and the
--- bytes on disk.
+-- point-lookup block cache counters summed over every session, the bytes
+-- on disk and in the catalog, the write amplification and the bytes the
+-- retained history takes per commit.
 CREATE TABLE st (id int PRIMARY KEY, v int) USING pkmerge WITH (changelog_producer = 'lookup');
 SELECT commits, commit_latency_p50_ms, compactions, runs_per_level, changelog_records,
 	   bytes_on_disk, runs_per_kind
@@ -47,6 +48,45 @@ FROM pk_stats('st');
 UPDATE st SET v = 0 WHERE id = 2000;
 SELECT pk_compact('st', true) IS NOT NULL AS compacted;
 SELECT commits, compactions FROM pk_stats('st');
+
+-- write amplification: rows written to data runs by commits and
+-- compactions per row committed, over the retained snapshots (four
+-- commits of 100 rows, then a full compaction rewriting the 400: 2)
+CREATE TABLE wa (id int PRIMARY KEY, v int) USING pkmerge;
+INSERT INTO wa SELECT g, g FROM generate_series(1, 100) g;
+INSERT INTO wa SELECT g, g FROM generate_series(101, 200) g;
+INSERT INTO wa SELECT g, g FROM generate_series(201, 300) g;
+INSERT INTO wa SELECT g, g FROM generate_series(301, 400) g;
+SELECT write_amplification FROM pk_stats('wa');
+SELECT pk_compact('wa', true) IS NOT NULL AS compacted;
+SELECT write_amplification FROM pk_stats('wa');
+
+-- space: the table's catalog rows (its small runs are in theirs, not in
+-- the file) and, per retained commit, the history: a 1-row lookup commit's
+-- snapshot row and changelog run take a few hundred bytes, not a page
+CREATE TABLE sp (id int PRIMARY KEY, v int) USING pkmerge
+	WITH (changelog_producer = 'lookup', num_sorted_run_compaction_trigger = 20);
+INSERT INTO sp SELECT g, 0 FROM generate_series(1, 1000) g;
+SELECT bytes_on_disk AS file_before, catalog_bytes AS catalog_before FROM pk_stats('sp') \gset
+UPDATE sp SET v = v + 1 WHERE id = 1;
+UPDATE sp SET v = v + 1 WHERE id = 2;
+UPDATE sp SET v = v + 1 WHERE id = 3;
+UPDATE sp SET v = v + 1 WHERE id = 4;
+UPDATE sp SET v = v + 1 WHERE id = 5;
+UPDATE sp SET v = v + 1 WHERE id = 6;
+UPDATE sp SET v = v + 1 WHERE id = 7;
+UPDATE sp SET v = v + 1 WHERE id = 8;
+SELECT bytes_on_disk = :file_before AS file_unchanged,
+	   (catalog_bytes - :catalog_before) / 8 BETWEEN 200 AND 1024 AS catalog_bytes_per_commit_ok,
+	   catalog_bytes = (SELECT all_bytes FROM pkchangelog.catalog_bytes('sp'::regclass)) AS catalog_bytes_ok
+FROM pk_stats('sp');
+-- the history per commit (9 commits: the 1000-row one's changelog too)
+SELECT retained_bytes_per_commit BETWEEN 200 AND 2048 AS per_commit_ok,
+	   retained_bytes_per_commit =
+		   round((SELECT history_bytes FROM pkchangelog.catalog_bytes('sp'::regclass)) / 9.0, 0)
+		   AS is_history_per_commit
+FROM pk_stats('sp');
+DROP TABLE wa, sp;
 
 -- producer none: its compacted commits' data stays as delta runs
 CREATE TABLE st_none (id int PRIMARY KEY, v int) USING pkmerge;

@@ -33,27 +33,64 @@ TRUNCATE z;
 INSERT INTO z VALUES (1, 1, 1, 'one');
 SELECT pg_relation_size('z') < :before AS new_storage_small;
 VACUUM z;
-SELECT pg_relation_size('z') = 8192 AS one_page;
+-- the 1-row commit's run is in its catalog row: the file has no page left
+SELECT pg_relation_size('z') AS file_bytes;
+SELECT nblocks, size_bytes < 1536 AS small FROM pkchangelog.runs
+ WHERE relid = 'z'::regclass AND kind = 'data';
+
+-- small commits keep their runs in their catalog rows (no page, no page
+-- image in WAL); their rows have TIDs of their own, one TID block per run
+-- from 3221225472 up, which TID scans and updates use
+CREATE TABLE s (id int PRIMARY KEY, v text) USING pkmerge;
+INSERT INTO s VALUES (1, 'one'), (2, 'two');
+INSERT INTO s VALUES (3, 'three');
+SELECT pg_relation_size('s') AS file_bytes,
+	   (SELECT count(*) FROM pk_runs('s') WHERE kind = 'data') AS data_runs;
+SELECT id, (ctid::text::point)[0] >= 3221225472 AS own_block,
+	   (ctid::text::point)[1] AS item FROM s ORDER BY id;
+SELECT count(DISTINCT (ctid::text::point)[0]) AS tid_blocks FROM s;
+SELECT ctid AS tid3 FROM s WHERE id = 3 \gset
+SELECT * FROM s WHERE ctid = :'tid3';
+UPDATE s SET v = v || '!' WHERE ctid = :'tid3';
+DELETE FROM s WHERE id = 1;
+SELECT * FROM s ORDER BY id;
+-- a commit of more rows than a TID block holds gets pages
+INSERT INTO s SELECT g, '' FROM generate_series(10, 301) g;
+SELECT record_count, nblocks > 0 AS has_pages FROM pkchangelog.runs
+ WHERE relid = 's'::regclass AND kind = 'data' ORDER BY record_count DESC LIMIT 1;
+-- a small merge stays in its catalog row, through VACUUM FULL too
+DELETE FROM s WHERE id >= 10;
+SELECT pk_compact('s', true) > 0 AS compacted;
+SELECT level, record_count, nblocks FROM pkchangelog.runs
+ WHERE relid = 's'::regclass AND kind = 'data';
+INSERT INTO s VALUES (4, 'four');
+VACUUM FULL s;
+SELECT level, record_count, nblocks FROM pkchangelog.runs
+ WHERE relid = 's'::regclass AND kind = 'data' ORDER BY level;
+SELECT * FROM s ORDER BY id;
+SELECT pg_relation_size('s') AS file_bytes;
 
 -- gaps VACUUM finds between runs are filled by later runs, first fit,
--- before the file grows: three 1-row commits, a full compaction placed
--- after them, their snapshots expired, VACUUM: blocks 0..2 are a gap
-CREATE TABLE g (id int PRIMARY KEY, v int) USING pkmerge
+-- before the file grows: three commits of a few pages each, a full
+-- compaction placed after them, their snapshots expired, VACUUM: their
+-- blocks are a gap
+CREATE TABLE g (id int PRIMARY KEY, v text) USING pkmerge
 	WITH (snapshot_num_retained_min = 1, snapshot_time_retained = '0ms');
-INSERT INTO g VALUES (1, 1);
-INSERT INTO g VALUES (2, 2);
-INSERT INTO g VALUES (3, 3);
+INSERT INTO g SELECT i, md5(i::text) FROM generate_series(1, 300) i;
+INSERT INTO g SELECT i, md5(i::text) FROM generate_series(301, 600) i;
+INSERT INTO g SELECT i, md5(i::text) FROM generate_series(601, 900) i;
 SELECT pk_compact('g', true) > 0 AS compacted;
 SELECT pk_expire_snapshots('g') > 0 AS expired;
 VACUUM g;
 SELECT start_block AS bottom_block FROM pkchangelog.runs WHERE relid = 'g'::regclass \gset
-SELECT :bottom_block >= 3 AS bottom_after_gap,
-	   pg_relation_size('g') / 8192 AS pages_before;
-INSERT INTO g VALUES (4, 4);
-INSERT INTO g VALUES (5, 5);
-SELECT start_block, level FROM pkchangelog.runs
+SELECT pg_relation_size('g') / 8192 AS pages_before \gset
+SELECT :bottom_block > 0 AS bottom_after_gap;
+INSERT INTO g SELECT i, md5(i::text) FROM generate_series(901, 1200) i;
+INSERT INTO g SELECT i, md5(i::text) FROM generate_series(1201, 1500) i;
+SELECT level, start_block < :bottom_block AS in_gap, nblocks > 0 AS has_pages
+  FROM pkchangelog.runs
  WHERE relid = 'g'::regclass AND kind = 'data' ORDER BY start_block;
-SELECT pg_relation_size('g') / 8192 AS pages_after;
-SELECT * FROM g ORDER BY id;
+SELECT pg_relation_size('g') / 8192 = :pages_before AS file_not_grown;
+SELECT count(*), sum(length(v)), min(id), max(id) FROM g;
 
-DROP TABLE z, n, h, g;
+DROP TABLE z, n, h, g, s;
