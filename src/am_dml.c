@@ -234,9 +234,11 @@ static void
 append(Relation rel, PkTable *t, PkRowKind kind, MinimalTuple tup, CommandId cid,
 	   const PkRead *read, bool owned, ItemPointer tid)
 {
-	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), true);
+	WriteBuffer *wb;
 	uint32		pos;
 
+	pk_table_check_keyed(t);
+	wb = wbuf_get(RelationGetRelid(rel), true);
 	/* the transaction must have an xid: its snapshot is recorded at commit */
 	(void) GetCurrentTransactionId();
 	/* SERIALIZABLE: a write of the table, against readers of the table */
@@ -669,8 +671,12 @@ void
 dml_truncate(Relation rel)
 {
 	PkTable    *t = pk_table(rel);
-	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), true);
+	WriteBuffer *wb;
 
+	/* a table without a key has never held a row */
+	if (t->nkeys == 0)
+		return;
+	wb = wbuf_get(RelationGetRelid(rel), true);
 	if (wb->truncate_pos < 0 && wb->removed == NULL &&
 		(t->opts.changelog_producer == PK_PRODUCER_LOOKUP ||
 		 t->opts.changelog_producer == PK_PRODUCER_FULL_COMPACTION))

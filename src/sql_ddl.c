@@ -363,12 +363,21 @@ prepare_create(CreateStmt *stmt)
 	if (!constraint_key)
 		constraint_key = like_key;
 	if (!constraint_key && !opt_key)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
-				 errmsg("pkmerge table \"%s\" needs a primary key", relname),
+	{
+		/*
+		 * As migration tools and Citus's alter_table_set_access_method do:
+		 * the table first, its key second (handle_alter).  Until then it
+		 * holds no rows.
+		 */
+		ereport(NOTICE,
+				(errmsg("pkmerge table \"%s\" has no primary key yet", relname),
+				 errdetail("It accepts rows once ALTER TABLE ... ADD PRIMARY KEY gives it one."),
 				 likes > 0 ?
 				 errhint("Declare PRIMARY KEY (...), give WITH (primary_key = '...'), or copy the source's primary key with LIKE ... INCLUDING INDEXES.") :
-				 errhint("Declare PRIMARY KEY (...) or give WITH (primary_key = '...').")));
+				 errhint("Declare PRIMARY KEY (...) or give WITH (primary_key = '...') to create it with one.")));
+		stmt->options = NIL;
+		return defs;
+	}
 	if (!opt_key)
 		defs = lappend(defs, makeDefElem("primary_key",
 										 (Node *) makeString(constraint_key), -1));
@@ -467,6 +476,26 @@ redefine_key(Oid relid, Oid pkindex, Constraint *c)
 }
 
 /*
+ * ALTER TABLE ... ADD PRIMARY KEY of a table created without a key: the
+ * key becomes the table's (its primary_key option, stored before
+ * PostgreSQL builds the constraint's pkmerge_key index, which checks it).
+ * The table has never held a row: writes to it were refused.
+ */
+static void
+adopt_key(AlterTableStmt *stmt, Constraint *c)
+{
+	Oid			relid;
+	List	   *set;
+
+	/* ownership checked before the lock, and again under it */
+	relid = RangeVarGetRelidExtended(stmt->relation, AccessExclusiveLock, 0,
+									 RangeVarCallbackOwnsTable, NULL);
+	set = list_make1(makeDefElem("primary_key", (Node *) makeString(key_string(c->keys)), -1));
+	set_reloptions(relid, pkopt_merge_reloptions(pk_reloptions(relid), set, NIL));
+	c->access_method = "pkmerge_key";
+}
+
+/*
  * ALTER TABLE on a pkmerge table: options are applied here and their
  * subcommands taken out of stmt; unsupported subcommands are refused.
  */
@@ -514,9 +543,6 @@ handle_alter(AlterTableStmt *stmt)
 				{
 					Relation	rel;
 					PkTable    *t;
-					bool		isnull;
-					HeapTuple	tup;
-					Datum		old;
 					List	   *set = NIL;
 					List	   *reset = NIL;
 					const char *newkey;
@@ -538,6 +564,13 @@ handle_alter(AlterTableStmt *stmt)
 							reset = lappend(reset, ((DefElem *) lfirst(dc))->defname);
 					}
 					newkey = pkopt_value(set, "primary_key");
+					if (newkey && t->nkeys == 0)
+						ereport(ERROR,
+								(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+								 errmsg("option primary_key cannot be set on pkmerge table \"%s\" after it is created",
+										relname),
+								 errhint("Add the key with ALTER TABLE %s ADD PRIMARY KEY (%s).",
+										 quote_identifier(relname), newkey)));
 					if ((newkey && !same_key(newkey, t->opts.primary_key)) ||
 						list_member_str(reset, "primary_key"))
 						ereport(ERROR,
@@ -545,11 +578,7 @@ handle_alter(AlterTableStmt *stmt)
 								 errmsg("the primary key of pkmerge table \"%s\" cannot be changed",
 										relname),
 								 errhint("Create a new table and copy the rows.")));
-					tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-					old = SysCacheGetAttr(RELOID, tup, Anum_pg_class_reloptions, &isnull);
-					old = isnull ? (Datum) 0 : datumCopy(old, false, -1);
-					ReleaseSysCache(tup);
-					merged = pkopt_merge_reloptions(old, set, reset);
+					merged = pkopt_merge_reloptions(pk_reloptions(relid), set, reset);
 					pkopt_parse(merged, &newopts);
 					if (newopts.changelog_producer != t->opts.changelog_producer)
 						mat_check_producer(relid, newopts.changelog_producer);
@@ -572,6 +601,13 @@ handle_alter(AlterTableStmt *stmt)
 						if (c->indexname)
 							not_supported("PRIMARY KEY USING INDEX", relname,
 										  "A pkmerge table's primary key index is made by the table: declare PRIMARY KEY (...) without USING INDEX.");
+						if (t->nkeys == 0)
+						{
+							table_close(rel, AccessShareLock);
+							adopt_key(stmt, c);
+							keep = lappend(keep, cmd);
+							break;
+						}
 						if (!same_key(key_string(c->keys), t->opts.primary_key))
 							ereport(ERROR,
 									(errcode(ERRCODE_INVALID_TABLE_DEFINITION),

@@ -19,9 +19,12 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/index.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "commands/defrem.h"
@@ -30,6 +33,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -172,8 +176,46 @@ not_pkmerge(Oid relid, Form_pg_class form)
 }
 
 /*
- * Check, from pg_class alone and without a lock, that relid (a SQL
- * function's argument) is a pkmerge table.
+ * A Citus distributed or reference table's own table on the coordinator
+ * holds no rows: its shards do, each a pkmerge table with its own
+ * snapshots and changes.  The SQL functions refuse it rather than show an
+ * empty history (or write rows nobody reads).  Detected without depending
+ * on Citus: a table listed in pg_catalog.pg_dist_partition, when that
+ * catalog exists.
+ */
+static void
+refuse_distributed(Oid relid, const char *relname)
+{
+	Oid			dist = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
+	AttrNumber	attnum;
+	Relation	crel;
+	SysScanDesc scan;
+	ScanKeyData key;
+	bool		listed;
+
+	if (!OidIsValid(dist) ||
+		(attnum = get_attnum(dist, "logicalrelid")) == InvalidAttrNumber)
+		return;
+	crel = table_open(dist, AccessShareLock);
+	ScanKeyInit(&key, attnum, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	scan = systable_beginscan(crel, InvalidOid, false, NULL, 1, &key);
+	listed = HeapTupleIsValid(systable_getnext(scan));
+	systable_endscan(scan);
+	table_close(crel, AccessShareLock);
+	if (listed)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("pkmerge table \"%s\" is distributed: its rows, snapshots and changes are in its shards",
+						relname),
+				 errdetail("Each shard of a distributed table is a pkmerge table of its own."),
+				 errhint("Call the function on the shards, as in SELECT * FROM run_command_on_shards('%s', $$SELECT count(*) FROM pk_changes('%%s')$$).",
+						 quote_identifier(relname))));
+}
+
+/*
+ * Check, from the catalogs alone and without a lock of the table, that
+ * relid (a SQL function's argument) is a pkmerge table holding its own
+ * rows.
  */
 void
 pk_check_table(Oid relid)
@@ -189,6 +231,7 @@ pk_check_table(Oid relid)
 	if (form->relkind != RELKIND_RELATION || !OidIsValid(form->relam) ||
 		form->relam != pk_table_am_oid())
 		not_pkmerge(relid, form);
+	refuse_distributed(relid, NameStr(form->relname));
 	ReleaseSysCache(tup);
 }
 
@@ -226,8 +269,9 @@ pk_open_table(Oid relid, LOCKMODE lockmode, AclMode mode)
 	return rel;
 }
 
-static Datum
-rel_reloptions(Oid relid)
+/* a copy of the relation's reloptions, (Datum) 0 if none */
+Datum
+pk_reloptions(Oid relid)
 {
 	HeapTuple	classtup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	Datum		reloptions;
@@ -247,7 +291,7 @@ pk_has_key_option(Relation rel)
 {
 	PkOptions	opts;
 
-	pkopt_parse(rel_reloptions(RelationGetRelid(rel)), &opts);
+	pkopt_parse(pk_reloptions(RelationGetRelid(rel)), &opts);
 	return opts.primary_key != NULL;
 }
 
@@ -268,7 +312,7 @@ pk_may_read_keys(Oid relid)
 		return false;
 	if (pg_class_aclcheck(relid, user, ACL_SELECT) == ACLCHECK_OK)
 		return true;
-	pkopt_parse(rel_reloptions(relid), &opts);
+	pkopt_parse(pk_reloptions(relid), &opts);
 	if (opts.primary_key == NULL)
 		return false;
 	foreach(lc, pkopt_split_key(opts.primary_key))
@@ -298,15 +342,10 @@ build_table(Relation rel)
 	t->relname = pstrdup(RelationGetRelationName(rel));
 	t->tupdesc = CreateTupleDescCopy(RelationGetDescr(rel));
 
-	pkopt_parse(rel_reloptions(t->relid), &t->opts);
+	pkopt_parse(pk_reloptions(t->relid), &t->opts);
 
-	if (t->opts.primary_key == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("pkmerge table \"%s\" has no primary key", t->relname),
-				 errhint("Declare PRIMARY KEY (...) or WITH (primary_key = '...') when creating the table.")));
-
-	cols = pkopt_split_key(t->opts.primary_key);
+	/* a table created without a key has none until ALTER TABLE adds it */
+	cols = t->opts.primary_key ? pkopt_split_key(t->opts.primary_key) : NIL;
 	t->nkeys = list_length(cols);
 	t->keys = palloc0(sizeof(PkKeyCol) * t->nkeys);
 	foreach(lc, cols)
@@ -356,6 +395,23 @@ build_table(Relation rel)
 		TupleDescCopyEntry(t->keydesc, i + 1, t->tupdesc, t->keys[i].attnum);
 	MemoryContextSwitchTo(old);
 	return t;
+}
+
+/*
+ * Refuse to write to a table without a key (created without one, waiting
+ * for ALTER TABLE ... ADD PRIMARY KEY): it has no rows, and a row without
+ * a key could not be placed.
+ */
+void
+pk_table_check_keyed(PkTable *t)
+{
+	if (t->nkeys == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pkmerge table \"%s\" has no primary key", t->relname),
+				 errdetail("A pkmerge table stores rows by their primary key; this one was created without one."),
+				 errhint("Add it with ALTER TABLE %s ADD PRIMARY KEY (...) while the table is empty.",
+						 quote_identifier(t->relname))));
 }
 
 /*

@@ -38,7 +38,7 @@ typedef struct PkTable
 	Oid			relid;
 	char	   *relname;
 	PkOptions	opts;
-	int			nkeys;
+	int			nkeys;		/* 0: created without a key, none added yet */
 	PkKeyCol   *keys;
 	TupleDesc	tupdesc;		/* copy of the relation's */
 	TupleDesc	keydesc;		/* the key columns alone (run block index) */
@@ -50,7 +50,9 @@ extern Oid	pk_table_am_oid(void);
 extern bool pk_is_pkmerge(Relation rel);
 extern bool pk_relid_is_pkmerge(Oid relid);
 extern PkTable *pk_table(Relation rel);
+extern void pk_table_check_keyed(PkTable *t);
 extern bool pk_has_key_option(Relation rel);
+extern Datum pk_reloptions(Oid relid);
 extern void pk_check_table(Oid relid);
 extern Relation pk_open_table(Oid relid, LOCKMODE lockmode, AclMode mode);
 extern bool pk_may_read_keys(Oid relid);

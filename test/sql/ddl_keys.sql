@@ -75,9 +75,12 @@ CREATE TABLE copy_back (LIKE copy_of_heap INCLUDING ALL);
 CREATE TABLE copy_opt_same (LIKE src_heap INCLUDING INDEXES) USING pkmerge WITH (primary_key = 'id, line');
 CREATE TABLE copy_bad (LIKE src_heap INCLUDING INDEXES) USING pkmerge WITH (primary_key = 'id');
 -- without INCLUDING INDEXES nothing copies a key (INCLUDING CONSTRAINTS
--- copies CHECK constraints only, as in PostgreSQL): give one
-CREATE TABLE copy_bad (LIKE src_pk) USING pkmerge;
-CREATE TABLE copy_bad (LIKE src_pk INCLUDING CONSTRAINTS) USING pkmerge;
+-- copies CHECK constraints only, as in PostgreSQL): the table has none
+-- until ALTER TABLE adds it
+CREATE TABLE copy_keyless (LIKE src_pk) USING pkmerge;
+CREATE TABLE copy_keyless2 (LIKE src_pk INCLUDING CONSTRAINTS) USING pkmerge;
+SELECT count(*) AS key_indexes FROM pg_index WHERE indrelid IN ('copy_keyless'::regclass, 'copy_keyless2'::regclass);
+DROP TABLE copy_keyless, copy_keyless2;
 CREATE TABLE copy_given (LIKE src_pk INCLUDING CONSTRAINTS, PRIMARY KEY (id)) USING pkmerge;
 CREATE TABLE copy_opt (LIKE src_pk) USING pkmerge WITH (primary_key = 'id');
 \d copy_opt

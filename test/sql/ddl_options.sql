@@ -56,8 +56,49 @@ CREATE TABLE bad (k int PRIMARY KEY) USING pkmerge WITH (primary_key = 'nosuchco
 CREATE TABLE bad (k int PRIMARY KEY) USING pkmerge WITH (primary_key = ',');
 SELECT count(*) AS bad_tables FROM pg_class WHERE relname = 'bad';
 
--- a table without a key, and what a pkmerge table cannot have
-CREATE TABLE nokey (a int) USING pkmerge;
+-- a table created without a key (as migration tools and Citus's
+-- alter_table_set_access_method do: the table first, the key second)
+-- holds no rows and refuses writes until ALTER TABLE adds its key
+CREATE TABLE nokey (a int NOT NULL, b text, p point) USING pkmerge;
+SELECT * FROM nokey;
+INSERT INTO nokey VALUES (1, 'one');
+COPY nokey (a, b) FROM stdin;
+1	one
+\.
+SELECT pk_write('nokey', '+I', ROW(1, 'one', NULL)::nokey);
+UPDATE nokey SET b = 'x';
+DELETE FROM nokey;
+TRUNCATE nokey;
+SELECT count(*) AS snapshots FROM pk_snapshots('nokey');
+SELECT count(*) AS catalog_rows FROM pkchangelog.tables WHERE relid = 'nokey'::regclass;
+-- the key comes with ADD PRIMARY KEY, not as the option
+ALTER TABLE nokey SET (primary_key = 'a');
+ALTER TABLE nokey ADD PRIMARY KEY (p);
+INSERT INTO nokey VALUES (1, 'one');
+-- only the owner adds it, checked before the lock
+CREATE ROLE regress_nokey_other;
+SET ROLE regress_nokey_other;
+ALTER TABLE nokey ADD PRIMARY KEY (a);
+RESET ROLE;
+DROP ROLE regress_nokey_other;
+ALTER TABLE nokey ADD CONSTRAINT nokey_key PRIMARY KEY (a);
+\d nokey
+SELECT value FROM pk_options('nokey') WHERE key = 'primary_key';
+INSERT INTO nokey VALUES (1, 'one'), (2, 'two'), (1, 'uno');
+SELECT a, b FROM nokey ORDER BY a;
+SELECT snapshot_id, commit_kind, delta_record_count FROM pk_snapshots('nokey');
+ALTER TABLE nokey ADD PRIMARY KEY (b);
+-- a key of several columns, added in the same transaction as the table
+BEGIN;
+CREATE TABLE nokey2 (a int, b int, v text) USING pkmerge WITH (changelog_producer = 'lookup');
+ALTER TABLE nokey2 ADD PRIMARY KEY (b, a);
+INSERT INTO nokey2 VALUES (1, 2, 'x'), (2, 1, 'y');
+COMMIT;
+UPDATE nokey2 SET v = 'z' WHERE a = 1 AND b = 2;
+SELECT rowkind, row FROM pk_changes('nokey2') ORDER BY snapshot_id, rowkind, row::text;
+DROP TABLE nokey, nokey2;
+
+-- what a pkmerge table cannot have
 CREATE TABLE withunique (a int PRIMARY KEY, b int UNIQUE) USING pkmerge;
 CREATE TABLE parted (a int PRIMARY KEY) PARTITION BY RANGE (a);
 CREATE TABLE part1 PARTITION OF parted FOR VALUES FROM (0) TO (10) USING pkmerge;
@@ -131,4 +172,4 @@ CREATE TABLE IF NOT EXISTS plain (a int) WITH (changelog_producer = 'lookup');
 DROP VIEW plain_view;
 DROP TABLE plain;
 
-DROP TABLE orders, lines, by_option, quoted, spellings, via_default;
+DROP TABLE orders, lines, by_option, quoted, spellings, via_default, via_default_nokey;

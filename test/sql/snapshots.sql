@@ -61,3 +61,28 @@ INSERT INTO brief VALUES (1);
 DROP TABLE brief;
 COMMIT;
 SELECT count(*) AS orphans FROM pkchangelog.runs r WHERE NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = r.relid);
+
+-- a Citus distributed table's own table on the coordinator holds no rows
+-- (its shards do): the pk_* functions say so instead of showing an empty
+-- history.  Citus's catalog is imitated here: the extension does not
+-- depend on Citus, it looks for pg_catalog.pg_dist_partition.
+CREATE TABLE dist (id int PRIMARY KEY, v int) USING pkmerge;
+CREATE TABLE shard_102008 (id int PRIMARY KEY, v int) USING pkmerge;
+SET allow_system_table_mods = on;
+CREATE TABLE pg_catalog.pg_dist_partition (logicalrelid regclass NOT NULL, partmethod "char" NOT NULL);
+RESET allow_system_table_mods;
+SELECT count(*) AS not_listed_yet FROM pk_snapshots('dist');
+INSERT INTO pg_catalog.pg_dist_partition VALUES ('dist', 'h');
+SELECT * FROM pk_snapshots('dist');
+SELECT * FROM pk_changes('dist');
+SELECT * FROM pk_consume('dist', 'c');
+SELECT pk_write('dist', '+I', ROW(1, 1)::dist);
+SELECT pk_current_snapshot('dist');
+-- a shard is not listed: its functions work
+INSERT INTO shard_102008 VALUES (1, 1);
+SELECT snapshot_id, rowkind, row FROM pk_changes('shard_102008');
+SET allow_system_table_mods = on;
+DROP TABLE pg_catalog.pg_dist_partition;
+RESET allow_system_table_mods;
+SELECT count(*) AS no_catalog_no_check FROM pk_snapshots('dist');
+DROP TABLE dist, shard_102008;
