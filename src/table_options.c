@@ -111,7 +111,7 @@ static const OptDef opt_defs[] = {
 	.derive_from = "num_sorted_run_compaction_trigger", .derive_add = 1},
 	{"compaction_max_size_amplification_percent", "compaction.max-size-amplification-percent", OPT_INT, FIELD(compaction_max_size_amplification_percent), "200", 0, INT_MAXV},
 	{"compaction_size_ratio", "compaction.size-ratio", OPT_INT, FIELD(compaction_size_ratio), "1", 0, 100},
-	{"compaction_small_run_ratio", "compaction.small-run-ratio", OPT_INT, FIELD(compaction_small_run_ratio), "64", 0, 1000000},
+	{"compaction_small_run_ratio", "compaction.small-run-ratio", OPT_INT, FIELD(compaction_small_run_ratio), "16", 0, 1000000},
 	{"write_buffer_size", "write-buffer-size", OPT_SIZE, FIELD(write_buffer_size), "64MB", 1024 * 1024, INT_MAXV},
 	{"target_run_size", "target-file-size", OPT_SIZE, FIELD(target_run_size), "128MB", 64 * 1024, INT_MAXV},
 	{"compression", "file.compression", OPT_ENUM, FIELD(compression), "zstd",

@@ -102,7 +102,7 @@ COMMIT PREPARED 'pk_compact_prepared';
 SELECT level, record_count FROM pk_runs('l0') WHERE kind = 'data';
 SELECT count(*), max(id) FROM l0;
 
--- small runs (compaction_small_run_ratio, 64 by default: level-0 runs 64
+-- small runs (compaction_small_run_ratio, 16 by default: level-0 runs 16
 -- times smaller than the largest sorted run): eight count as one sorted
 -- run, so twelve 1-row commits beside a 20000-row run neither reach the
 -- trigger nor make writers compact at the stop trigger (8) ...
