@@ -1173,8 +1173,10 @@ block_cmp(const void *a, const void *b)
  * conflicts by), whether the page is full or not: the blocks of those runs
  * are then free for cat_used_extents, without waiting for the catalog's
  * next VACUUM.  A page another backend has pinned is left to VACUUM.
+ * Returns true when rows deleted by such transactions are still visible to
+ * some snapshot, or a page was pinned: a later call may find more.
  */
-void
+bool
 cat_prune_runs(Oid relid)
 {
 	Relation	crel = cat_open(CAT_RUNS, AccessShareLock);
@@ -1184,12 +1186,13 @@ cat_prune_runs(Oid relid)
 	BlockNumber *blocks = NULL;
 	int			nblocks = 0;
 	int			capacity = 0;
+	bool		pending = false;
 
 	if (RecoveryInProgress())
 	{
 		systable_endscan(scan);
 		table_close(crel, AccessShareLock);
-		return;
+		return false;
 	}
 	if (scan->iscan)
 		scan->iscan->ignore_killed_tuples = false;
@@ -1203,7 +1206,10 @@ cat_prune_runs(Oid relid)
 			continue;
 		xmax = HeapTupleHeaderGetRawXmax(h);
 		if (!GlobalVisTestIsRemovableXid(vistest, xmax))
+		{
+			pending = true;
 			continue;
+		}
 		if (nblocks == capacity)
 		{
 			capacity = Max(64, capacity * 2);
@@ -1231,9 +1237,12 @@ cat_prune_runs(Oid relid)
 								   InvalidTransactionId, 0, &nnewlpdead, NULL);
 			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 		}
+		else
+			pending = true;
 		ReleaseBuffer(buf);
 	}
 	table_close(crel, AccessShareLock);
+	return pending;
 }
 
 /*

@@ -143,7 +143,7 @@ extern void cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 								int64 total, int64 delta, int64 changelog,
 								const char *producer, double duration_ms);
 extern void cat_run_retire(Oid relid, const RunInfo *run);
-extern void cat_prune_runs(Oid relid);
+extern bool cat_prune_runs(Oid relid);
 extern void cat_row_bytes(Oid relid, Snapshot snapshot, int64 *all, int64 *history);
 extern bool cat_runs_hold_streams(void);
 extern List *cat_runs_of_snapshots(Oid relid, int64 from, int64 to, Snapshot snapshot);

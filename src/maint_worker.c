@@ -85,7 +85,10 @@ PGDLLEXPORT void pk_worker_main(Datum arg);
 
 /*
  * A table's freed space is looked for at most this often (it reads every
- * run row of the table).  A compaction that waited COMPACT_LOCK_TIMEOUT
+ * run row of the table), and only when there may be some: the table's row
+ * in pkchangelog.tables changed since the last look (a commit or a
+ * compaction), the worker expired snapshots of it, or the last look left
+ * rows some snapshot still saw.  A compaction that waited COMPACT_LOCK_TIMEOUT
  * for the table's commit lock gives up (a prepared transaction holds it
  * until COMMIT PREPARED, which may take long), and the table's next
  * compaction waits COMPACT_BACKOFF_MS.  Per table, in the tables a worker
@@ -99,9 +102,18 @@ typedef struct TableClock
 {
 	Oid			relid;
 	TimestampTz when;
+	TransactionId version;		/* reclaimed: xmin of its tables row then */
+	bool		pending;		/* reclaimed: more may be freed */
 } TableClock;
-static TableClock reclaimed[CLOCK_TABLES];	/* last reclaim */
 static TableClock blocked[CLOCK_TABLES];	/* last lock timeout */
+
+/*
+ * Last reclaims: in shared memory (the database's slot below), so that
+ * they outlive a worker, which leaves when idle; in the worker's memory
+ * when the slots are all taken.
+ */
+static TableClock local_reclaimed[CLOCK_TABLES];
+static TableClock *reclaimed = local_reclaimed;
 
 /* one database's part of WorkerShared */
 typedef struct WorkedDatabase
@@ -112,6 +124,7 @@ typedef struct WorkedDatabase
 	int			nrequests;
 	bool		overflow;		/* more requests than fit: look at every table */
 	Oid			requests[MAX_REQUESTS];
+	TableClock	reclaimed[CLOCK_TABLES];	/* its worker's alone */
 } WorkedDatabase;
 
 /*
@@ -541,6 +554,8 @@ clock_slot(TableClock *clock, Oid relid)
 	}
 	slot->relid = relid;
 	slot->when = 0;
+	slot->version = InvalidTransactionId;
+	slot->pending = true;
 	return slot;
 }
 
@@ -635,8 +650,17 @@ maintain_step(Oid relid, MaintainStep step)
 		BlockNumber after;
 		BlockNumber used;
 
-		cat_prune_runs(relid);
-		space_truncate(rel, &before, &after, &used);
+		TableClock *slot = clock_slot(reclaimed, relid);
+		TransactionId version = InvalidTransactionId;
+		TableState	st;
+
+		(void) cat_table_version(relid, GetActiveSnapshot(), &version, &st);
+		if (slot->pending || version != slot->version)
+		{
+			slot->pending = cat_prune_runs(relid);
+			slot->version = version;
+			space_truncate(rel, &before, &after, &used);
+		}
 	}
 	else if (t->opts.changelog_producer == PK_PRODUCER_FULL_COMPACTION &&
 			 compact_commits_since_full(rel, t->opts.full_compaction_delta_commits) >=
@@ -720,9 +744,16 @@ maintain_tables(List *tables, bool expire, MemoryContext round)
 		if (!expire)
 			continue;
 		start = GetCurrentTimestamp();
-		while (maintain_in_xact(relid, STEP_EXPIRE, round) == WORKER_EXPIRE_BATCH &&
-			   !TimestampDifferenceExceeds(start, GetCurrentTimestamp(), WORKER_EXPIRE_MS))
+		for (;;)
 		{
+			int64		expired = maintain_in_xact(relid, STEP_EXPIRE, round);
+
+			/* the expired snapshots' runs leave rows and space to reclaim */
+			if (expired > 0)
+				clock_slot(reclaimed, relid)->pending = true;
+			if (expired != WORKER_EXPIRE_BATCH ||
+				TimestampDifferenceExceeds(start, GetCurrentTimestamp(), WORKER_EXPIRE_MS))
+				break;
 			CHECK_FOR_INTERRUPTS();
 			reload_config();
 			if (!pk_worker_enabled)
@@ -827,11 +858,18 @@ pk_worker_main(Datum arg)
 												ALLOCSET_DEFAULT_SIZES);
 	List	   *tables;
 	bool		installed;
+	WorkedDatabase *d;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(db, InvalidOid, 0);
+
+	/* the last reclaims of the database's tables, as earlier workers left them */
+	SpinLockAcquire(&shared->mutex);
+	if ((d = shared_slot(db)) != NULL)
+		reclaimed = d->reclaimed;
+	SpinLockRelease(&shared->mutex);
 
 	/*
 	 * Compactions and expirations commit without waiting for their WAL to

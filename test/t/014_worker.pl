@@ -127,6 +127,26 @@ ok($node->poll_query_until('early', q{SELECT count(*) = 1 FROM pk_runs('c') WHER
 ($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE early');
 is($ret, 0, 'DROP DATABASE works right after the requests') or diag($err);
 
+# an idle table's run rows are not read again and again: a worker looks
+# for freed space after the table changed (or the worker expired some of
+# its snapshots, or rows a snapshot still saw were left), not every round,
+# whichever worker process does the round (they leave when idle)
+PkWorker::set($node, 'worker_naptime', '100ms');
+$node->safe_psql('postgres',
+	"CREATE TABLE idle (id int PRIMARY KEY) USING pkmerge WITH (changelog_producer = 'lookup');\n"
+	  . join("\n", map { "INSERT INTO idle VALUES ($_);" } 1 .. 300)
+	  . "\nSELECT pk_compact('idle', true);");
+my $fetches = q{SELECT idx_tup_fetch FROM pg_stat_all_tables
+	WHERE relid = 'pkchangelog.runs'::regclass};
+sleep(3);
+my $before = $node->safe_psql('postgres', $fetches);
+sleep(5);
+my $idle_fetches = $node->safe_psql('postgres', $fetches) - $before;
+# (each look reads the 300 rows twice; a round reads the few data runs)
+cmp_ok($idle_fetches, '<', 3000,
+	'5 s of worker rounds (every 100 ms) over an idle table with 300 retained runs read fewer run rows than five looks for freed space would');
+$node->safe_psql('postgres', 'DROP TABLE idle');
+
 # switched off: nothing is compacted any more
 PkWorker::set($node, 'worker_enabled', 'off');
 ok(PkWorker::none_running($node),
