@@ -360,8 +360,8 @@ cat_run_finalize(Oid relid, int64 run_id, int64 seq, int64 snapshot_id)
 /*
  * A commit's data run replaced by compaction, kept as its snapshot's delta:
  * readers whose MVCC snapshot predates the compaction still see it as data.
- * The row is deleted and inserted anew, so that the old version is the one
- * readers of data runs find through runs_kind.
+ * A new version of the row (never a HOT one: kind is indexed), so that the
+ * old version is the one readers of data runs find through runs_kind.
  */
 void
 cat_run_retire(Oid relid, const RunInfo *run)
@@ -393,9 +393,8 @@ cat_run_retire(Oid relid, const RunInfo *run)
 		replace[Anum_runs_size_bytes - 1] = true;
 	}
 	delta = heap_modify_tuple(tup, RelationGetDescr(crel), values, nulls, replace);
-	CatalogTupleDelete(crel, &tup->t_self);
+	CatalogTupleUpdate(crel, &tup->t_self, delta);
 	systable_endscan(scan);
-	CatalogTupleInsert(crel, delta);
 	table_close(crel, RowExclusiveLock);
 	CommandCounterIncrement();
 }
