@@ -476,7 +476,16 @@ compact_table(Relation rel, bool full)
 	old = MemoryContextSwitchTo(itemcxt);
 	foreach(lc, outputs)
 	{
-		cat_run_set_snapshot(relid, ((RunInfo *) lfirst(lc))->run_id, snapshot_id);
+		RunInfo    *r = lfirst(lc);
+
+		/* an output in its catalog row gets the row now (run_writer_finish) */
+		if (r->stream)
+		{
+			r->created_snapshot = snapshot_id;
+			cat_run_insert(relid, r);
+		}
+		else
+			cat_run_set_snapshot(relid, r->run_id, snapshot_id);
 		MemoryContextReset(itemcxt);
 	}
 	foreach(lc, inputs)

@@ -524,8 +524,11 @@ append_bloom(RunWriter *w)
  * Finish the run: index, bloom filter and header; its place and catalog
  * row (space_reserve), then its pages.  The row is visible to others when
  * the transaction commits, by which time the pages are written.  A small
- * changelog run (no TID ever names its rows) has no pages: its catalog row
- * holds its bytes.
+ * run (a changelog run, or a data run allowed to: run_writer_allow_inline)
+ * has no pages: its catalog row holds its bytes.  Such a data run whose
+ * snapshot is not known yet (created_snapshot 0: a compaction's output) is
+ * returned without its row, which the caller inserts (cat_run_insert) once
+ * it knows the snapshot: there are no blocks to reserve meanwhile.
  */
 RunInfo *
 run_writer_finish(RunWriter *w, int64 created_snapshot)
@@ -601,7 +604,8 @@ run_writer_finish(RunWriter *w, int64 created_snapshot)
 		memcpy(run->stream, &hdr, sizeof(RunHeader));
 		run->nblocks = 0;
 		run->size_bytes = run->stream_len;
-		cat_run_insert(RelationGetRelid(w->rel), run);
+		if (w->kind != RUN_DATA || created_snapshot != 0)
+			cat_run_insert(RelationGetRelid(w->rel), run);
 	}
 	else
 	{
