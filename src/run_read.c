@@ -44,6 +44,10 @@
 #define BLOCK_CACHE_BYTES	(32 * 1024 * 1024)
 /* the index cache is emptied at transaction end when above this */
 #define INDEX_CACHE_BYTES	(64 * 1024 * 1024)
+/* a bloom filter this small is read with its run's index (about 52k keys) */
+#define BLOOM_EAGER_BYTES	(64 * 1024)
+/* ... a larger one once a backend has looked up this many keys in the run */
+#define BLOOM_LOAD_AFTER	16
 
 typedef struct BlockKey
 {
@@ -305,6 +309,8 @@ old_format(Relation rel, const RunInfo *run)
  * length is checked against the run header (itself checked against the
  * catalog) before anything is allocated by it.
  */
+static void load_bloom(Relation rel, const RunInfo *run, RunIndex *idx);
+
 static RunIndex *
 load_index(Relation rel, PkTable *t, const RunInfo *run)
 {
@@ -394,16 +400,55 @@ load_index(Relation rel, PkTable *t, const RunInfo *run)
 		bh.nbits / 8 != hdr.stream_len - hdr.bloom_offset - sizeof(bh))
 		corrupt(rel, run, "bloom filter at offset", hdr.bloom_offset, "Size out of range.");
 	idx->bloom_nbits = bh.nbits;
-	idx->bloom = palloc(bh.nbits / 8);
-	read_stream(rel, run, hdr.bloom_offset + sizeof(bh), bh.nbits / 8, (char *) idx->bloom, NULL);
+	idx->bloom_offset = hdr.bloom_offset;
+	idx->bloom_crc = bh.crc;
+	MemoryContextSwitchTo(old);
+	if (bh.nbits / 8 <= BLOOM_EAGER_BYTES)
+		load_bloom(rel, run, idx);
+	return idx;
+}
+
+/*
+ * Read and check a run's bloom filter, into the index's memory.
+ */
+static void
+load_bloom(Relation rel, const RunInfo *run, RunIndex *idx)
+{
+	RunBloomHeader bh;
+	uint8	   *bits = MemoryContextAllocHuge(index_cxt, idx->bloom_nbits / 8);
+	pg_crc32c	crc;
+
+	read_stream(rel, run, idx->bloom_offset, sizeof(bh), (char *) &bh, NULL);
+	read_stream(rel, run, idx->bloom_offset + sizeof(bh), idx->bloom_nbits / 8,
+				(char *) bits, NULL);
 	INIT_CRC32C(crc);
 	COMP_CRC32C(crc, RUN_CRC_FIELDS(&bh), RUN_CRC_FIELDS_LEN(&bh));
-	COMP_CRC32C(crc, idx->bloom, bh.nbits / 8);
+	COMP_CRC32C(crc, bits, idx->bloom_nbits / 8);
 	FIN_CRC32C(crc);
-	if (crc != bh.crc)
-		corrupt(rel, run, "bloom filter at offset", hdr.bloom_offset, "CRC32C mismatch.");
-	MemoryContextSwitchTo(old);
-	return idx;
+	if (bh.crc != idx->bloom_crc || bh.nbits != idx->bloom_nbits || crc != bh.crc)
+		corrupt(rel, run, "bloom filter at offset", idx->bloom_offset, "CRC32C mismatch.");
+	idx->bloom = bits;
+}
+
+/*
+ * May the run hold the key of this hash?  The block index alone finds the
+ * one block a key can be in, and reading that block answers too; the bloom
+ * filter spares that read for keys the run lacks.  A large filter is read
+ * only once this backend has looked up BLOOM_LOAD_AFTER keys in the run:
+ * reading it whole (1.2 MB for a million keys, every page of it a first
+ * touch of shared memory for a new backend) costs more than a few block
+ * reads, and a short session may never need it.
+ */
+static bool
+bloom_may_contain(Relation rel, const RunInfo *run, RunIndex *idx, uint32 hash)
+{
+	if (idx->bloom == NULL)
+	{
+		if (++idx->lookups < BLOOM_LOAD_AFTER)
+			return true;
+		load_bloom(rel, run, idx);
+	}
+	return run_bloom_may_contain(idx, hash);
 }
 
 /*
@@ -843,7 +888,7 @@ run_lookup(Relation rel, PkTable *t, const RunInfo *run, const Datum *key,
 	uint32		row;
 
 	*pinned = NULL;
-	if (idx->nblocks == 0 || !run_bloom_may_contain(idx, hash))
+	if (idx->nblocks == 0 || !bloom_may_contain(rel, run, idx, hash))
 		return false;
 	blockno = run_index_find_block(t, idx, key, t->nkeys, false);
 	if (pk_key_cmp(t, &idx->first_keys[blockno * t->nkeys], key) > 0)

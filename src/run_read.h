@@ -26,7 +26,10 @@ typedef struct RunIndex
 	RunIndexEntry *entries;		/* nblocks of them */
 	Datum	   *first_keys;		/* nblocks * nkeys, into keytuples */
 	uint32		bloom_nbits;
-	uint8	   *bloom;
+	uint8	   *bloom;			/* NULL until read (load_bloom) */
+	uint64		bloom_offset;	/* of its RunBloomHeader in the stream */
+	pg_crc32c	bloom_crc;
+	uint32		lookups;		/* keys looked up in the run, bloom unread */
 } RunIndex;
 
 /* one decompressed data block */

@@ -42,6 +42,8 @@ CREATE TABLE u (id int PRIMARY KEY, v text) USING pkmerge;
 INSERT INTO u SELECT id, $val FROM generate_series(1, $nrows) id;
 CREATE TABLE z (id int PRIMARY KEY, v text) USING pkmerge;
 INSERT INTO z SELECT id, $val FROM generate_series(1, $nrows) id;
+CREATE TABLE b (id int PRIMARY KEY, v text) USING pkmerge;
+INSERT INTO b SELECT id, id::text FROM generate_series(1, 100000) id;
 });
 
 # one table per damaged field (see the end of the file)
@@ -79,6 +81,12 @@ my $upath = $datadir . '/' . $node->safe_psql('postgres', q{SELECT pg_relation_f
 my $upages = $node->safe_psql('postgres', q{SELECT pg_relation_size('u') / 8192});
 my $zpath = $datadir . '/' . $node->safe_psql('postgres', q{SELECT pg_relation_filepath('z')});
 my $zpages = $node->safe_psql('postgres', q{SELECT pg_relation_size('z') / 8192});
+my $bpath = $datadir . '/' . $node->safe_psql('postgres', q{SELECT pg_relation_filepath('b')});
+my $bpages = $node->safe_psql('postgres', q{SELECT pg_relation_size('b') / 8192});
+cmp_ok($node->safe_psql('postgres',
+		q{SELECT (pg_relation_size('b') - bloom_offset) / 1024 FROM pkchangelog.runs
+		  WHERE relid = 'b'::regclass}), '>', 64,
+	'table b: its run ends with a bloom filter of more than 64 kB');
 $node->stop;
 
 # XOR $len bytes at $off of $file with 0x5A
@@ -102,6 +110,8 @@ my $victim = int($pages / 2);
 flip_bytes($tpath, $victim * 8192 + 4000, 32);
 # u: damage its last page (the run's bloom filter / block index)
 flip_bytes($upath, ($upages - 1) * 8192 + 100, 16);
+# b: the same, in a bloom filter large enough to be read only when needed
+flip_bytes($bpath, ($bpages - 1) * 8192 + 100, 16);
 # z: a whole page in the middle zeroed (PostgreSQL accepts an all-zero page
 # as new, so only the extension can notice)
 {
@@ -379,6 +389,19 @@ isnt($ret, 0, 'UPDATE of every row fails on the damaged block');
 like($err, $corrupt_re, 'UPDATE error: SQLSTATE XX001');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM pk_snapshots('t')}), '1',
 	'the failed UPDATE committed nothing');
+
+# --- damage in a large bloom filter (table b): a backend reads it once it
+# has looked up 16 keys in the run; a scan does not need it, and the first
+# lookups find their rows through the block index alone
+is($node->safe_psql('postgres', q{SELECT count(*), sum(id), sum(v::int) FROM b}),
+	'100000|5000050000|5000050000', 'table b with a damaged bloom filter: the scan reads every row');
+($ret, $out, $err) = $node->psql('postgres',
+	"\\set VERBOSITY verbose\nSET enable_seqscan = off;\n"
+	  . join("\n", map { "SELECT v FROM b WHERE id = $_;" } map { $_ * 997 } 1 .. 20));
+is($out, join("\n", map { $_ * 997 } 1 .. 15),
+	'table b: the first 15 point lookups return their rows');
+like($err, qr/ERROR:  XX001: corrupt bloom filter at offset \d+ of run \d+ in pkmerge table "b"/,
+	'table b: the lookup that reads the damaged bloom filter fails with XX001');
 
 # --- damage in the run's bloom filter / block index (table u)
 ($ret, $out, $err) = $node->psql('postgres',
