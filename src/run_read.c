@@ -310,6 +310,7 @@ old_format(Relation rel, const RunInfo *run)
  * catalog) before anything is allocated by it.
  */
 static void load_bloom(Relation rel, const RunInfo *run, RunIndex *idx);
+static bool run_bloom_may_contain(RunIndex *idx, uint32 hash);
 
 static RunIndex *
 load_index(Relation rel, PkTable *t, const RunInfo *run)
@@ -494,7 +495,7 @@ run_index_get(Relation rel, PkTable *t, const RunInfo *run)
  * about 1% of absent keys pass, and a point lookup reads no block of a run
  * its key is not in the other 99% of the time.
  */
-bool
+static bool
 run_bloom_may_contain(RunIndex *idx, uint32 hash)
 {
 	for (uint32 h = 0; h < RUN_BLOOM_NHASHES; h++)

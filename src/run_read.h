@@ -68,7 +68,6 @@ extern RunBlock *run_block_get(Relation rel, PkTable *t, const RunInfo *run,
 							   RunIndex *idx, uint32 blockno, bool private,
 							   BufferAccessStrategy strategy, RunBlock *spare);
 extern void run_block_release(RunBlock *b);
-extern bool run_bloom_may_contain(RunIndex *idx, uint32 hash);
 extern uint32 run_index_find_block(PkTable *t, RunIndex *idx, const Datum *key,
 								   int nprefix, bool strict);
 extern void run_cursor_open(RunCursor *c, Relation rel, PkTable *t,
