@@ -91,6 +91,22 @@ l0_newest_first(const ListCell *a, const ListCell *b)
 	return (ra->run_id < rb->run_id) - (ra->run_id > rb->run_id);
 }
 
+/* add run r to sorted run sr, made anew when NULL, at level */
+static SortedRun *
+sorted_run_add(SortedRun *sr, RunInfo *r, int level)
+{
+	if (sr == NULL)
+	{
+		sr = palloc0(sizeof(SortedRun));
+		sr->level = level;
+	}
+	sr->size += run_size(r);
+	sr->bytes += run_bytes(r);
+	sr->records += r->record_count;
+	sr->runs = lappend(sr->runs, r);
+	return sr;
+}
+
 /*
  * Sorted runs, youngest first: L0 newest to oldest (by their newest rows:
  * a merge of small runs stays where its inputs were), then levels 1..
@@ -109,16 +125,7 @@ sorted_runs(List *runs)
 		RunInfo    *r = lfirst(lc);
 
 		if (r->level == 0)
-		{
-			SortedRun  *sr = palloc0(sizeof(SortedRun));
-
-			sr->level = 0;
-			sr->size = run_size(r);
-			sr->bytes = run_bytes(r);
-			sr->records = r->record_count;
-			sr->runs = list_make1(r);
-			result = lappend(result, sr);
-		}
+			result = lappend(result, sorted_run_add(NULL, r, 0));
 	}
 	list_sort(result, l0_newest_first);
 	for (int level = 1; level <= maxlevel; level++)
@@ -129,17 +136,8 @@ sorted_runs(List *runs)
 		{
 			RunInfo    *r = lfirst(lc);
 
-			if (r->level != level)
-				continue;
-			if (sr == NULL)
-			{
-				sr = palloc0(sizeof(SortedRun));
-				sr->level = level;
-			}
-			sr->size += run_size(r);
-			sr->bytes += run_bytes(r);
-			sr->records += r->record_count;
-			sr->runs = lappend(sr->runs, r);
+			if (r->level == level)
+				sr = sorted_run_add(sr, r, level);
 		}
 		if (sr)
 			result = lappend(result, sr);
