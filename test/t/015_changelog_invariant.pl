@@ -37,6 +37,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use lib $FindBin::Bin;
+use PkWorker;
 use PkWorkload;
 use IPC::Run;
 use Time::HiRes qw(usleep time);
@@ -50,16 +51,12 @@ my %producer = (
 	t_full   => 'full-compaction');
 my @tables = sort keys %producer;
 
-my $node = PostgreSQL::Test::Cluster->new("inv015_$$");
-$node->init;
-$node->append_conf('postgresql.conf', q{
-pkchangelog.worker_enabled = on
+my $node = PkWorker::start_node("inv015_$$", q{
 pkchangelog.worker_naptime = 50ms
 restart_after_crash = on
 max_connections = 40
 log_min_messages = warning
 });
-$node->start;
 
 # The checker's functions, as the regression suites load them.
 my $checker_file = "$FindBin::Bin/../setup/changelog_checker.sql";

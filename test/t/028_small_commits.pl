@@ -24,6 +24,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use lib $FindBin::Bin;
+use PkWorker;
 use PkWorkload;
 use Time::HiRes qw(usleep time);
 
@@ -32,15 +33,11 @@ my $nkeys    = 2000;
 my %producer = (t_none => 'none', t_input => 'input', t_lookup => 'lookup');
 my @tables   = sort keys %producer;
 
-my $node = PostgreSQL::Test::Cluster->new("small028_$$");
-$node->init;
-$node->append_conf('postgresql.conf', q{
-pkchangelog.worker_enabled = on
+my $node = PkWorker::start_node("small028_$$", q{
 pkchangelog.worker_naptime = 50ms
 max_connections = 40
 log_min_messages = warning
 });
-$node->start;
 
 my $checker = slurp_file("$FindBin::Bin/../setup/changelog_checker.sql");
 $node->safe_psql('postgres', 'CREATE EXTENSION pkchangelog');

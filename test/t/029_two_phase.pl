@@ -15,16 +15,14 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
+use lib $FindBin::Bin;
+use PkWorker;
 
-my $node = PostgreSQL::Test::Cluster->new("twophase029_$$");
-$node->init(allows_streaming => 'logical');
-$node->append_conf('postgresql.conf', q{
-pkchangelog.worker_enabled = on
+my $node = PkWorker::start_node("twophase029_$$", q{
 pkchangelog.worker_naptime = 50ms
 max_prepared_transactions = 10
 log_min_messages = warning
-});
-$node->start;
+}, allows_streaming => 'logical');
 
 my @producers = ('none', 'input', 'lookup', 'full-compaction');
 my %table = map { my $t = $_; $t =~ s/-/_/; ($_ => "t_$t") } @producers;

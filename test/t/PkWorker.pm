@@ -1,19 +1,21 @@
-# PkWorker.pm: what the background worker tests (t/014, t/018, t/020,
-# t/021) do with the workers: start a node with them on, change their
-# settings at run time, wait until none runs, and watch processes' memory.
+# PkWorker.pm: what the tests that run the background worker (t/014,
+# t/015, t/018, t/020, t/021, t/028, t/029) do with it: start a node with
+# the workers on, change their settings at run time, wait until none runs,
+# and watch processes' memory.
 package PkWorker;
 
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 
-# start_node($name, $conf): a started node whose workers are on, with a
-# naptime of 100 ms, and the postgresql.conf lines $conf
+# start_node($name, $conf, %init): a started node whose workers are on,
+# with a naptime of 100 ms (lines of $conf may set another), the
+# postgresql.conf lines $conf, initialized with %init (as Cluster::init)
 sub start_node
 {
-	my ($name, $conf) = @_;
+	my ($name, $conf, %init) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
+	$node->init(%init);
 	$node->append_conf('postgresql.conf', q{
 pkchangelog.worker_enabled = on
 pkchangelog.worker_naptime = 100ms
