@@ -231,21 +231,22 @@ worker_request(Oid relid)
 	if ((d = shared_slot(MyDatabaseId)) != NULL)
 	{
 		int			i;
+		bool		queued;
 
 		for (i = 0; i < d->nrequests && d->requests[i] != relid; i++)
 			;
+		queued = i < d->nrequests;
+		if (!queued && d->nrequests < MAX_REQUESTS)
+			d->requests[d->nrequests++] = relid;
+		else if (!queued)
+			d->overflow = true;
+
 		/*
-		 * A request still queued will be seen: no signal (each is a system
-		 * call), as when every commit of a busy table asks again.
+		 * A worker finds a request still queued by itself: no signal (each
+		 * is a system call), as when every commit of a busy table asks again.
 		 */
-		if (i == d->nrequests || d->not_before != 0 || !d->worker)
-		{
-			if (i == d->nrequests && d->nrequests < MAX_REQUESTS)
-				d->requests[d->nrequests++] = relid;
-			else if (i == d->nrequests)
-				d->overflow = true;
+		if (!queued || d->not_before != 0 || !d->worker)
 			wake = d->worker ? d->worker : shared->launcher;
-		}
 		/* a writer of a pkmerge table: the extension is installed here now */
 		d->not_before = 0;
 	}

@@ -304,14 +304,14 @@ old_format(Relation rel, const RunInfo *run)
 			 errhint("Read the table with the build that wrote it, and load its rows into a table created by this build.")));
 }
 
-/*
- * Read and check a run's header, block index and bloom filter.  Each
- * length is checked against the run header (itself checked against the
- * catalog) before anything is allocated by it.
- */
 static void load_bloom(Relation rel, const RunInfo *run, RunIndex *idx);
 static bool run_bloom_may_contain(RunIndex *idx, uint32 hash);
 
+/*
+ * Read and check a run's header, block index and (when small) bloom
+ * filter.  Each length is checked against the run header (itself checked
+ * against the catalog) before anything is allocated by it.
+ */
 static RunIndex *
 load_index(Relation rel, PkTable *t, const RunInfo *run)
 {

@@ -644,11 +644,6 @@ pk_expire_snapshots(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(n);
 }
 
-/*
- * pkchangelog.lookup_cache_stats(relid) -> (hits, misses): the table's
- * point-lookup block cache counters over every backend since server start
- * (pk_stats shows them).  Counts, not row data: callable by every role.
- */
 /* a function's result row of two bigint columns */
 static Datum
 two_counts(FunctionCallInfo fcinfo, int64 a, int64 b)
@@ -664,6 +659,11 @@ two_counts(FunctionCallInfo fcinfo, int64 a, int64 b)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
 
+/*
+ * pkchangelog.lookup_cache_stats(relid) -> (hits, misses): the table's
+ * point-lookup block cache counters over every backend since server start
+ * (pk_stats shows them).  Counts, not row data: callable by every role.
+ */
 PG_FUNCTION_INFO_V1(pk_lookup_cache_stats);
 Datum
 pk_lookup_cache_stats(PG_FUNCTION_ARGS)
