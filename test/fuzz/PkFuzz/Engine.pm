@@ -288,6 +288,15 @@ sub run_step
 	{
 		my $sql = $s->{sql};
 		my $was_aborted = $e->{aborted};
+		# PREPARE TRANSACTION of a failed transaction rolls it back, as
+		# COMMIT does (on both sides alike): nothing is left to finish
+		if ($sql =~ /^(COMMIT|ROLLBACK) PREPARED / && $e->{prepare_rolled_back})
+		{
+			$e->{prepare_rolled_back} = 0;
+			$e->note("-- $sql: skipped, PREPARE TRANSACTION rolled the failed transaction back");
+			return undef;
+		}
+		$e->{prepare_rolled_back} = $was_aborted if $sql =~ /^PREPARE TRANSACTION /;
 		my $r = $e->exec($sql);
 		return $e->crash($r, undef, $sql) if $r->{lost};
 		if (!$r->{ok})
