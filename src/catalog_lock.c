@@ -39,6 +39,26 @@ cat_commit_lock(Oid relid)
 }
 
 /*
+ * The commit lock's tag, for a release once the commit record is written
+ * (write_commit.c): made while the transaction can still read the catalog.
+ */
+LOCKTAG
+cat_commit_locktag(Oid relid)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, cat_tables_relid(), relid, 0);
+	return tag;
+}
+
+/* release a commit lock before transaction end; reads no catalog */
+void
+cat_commit_unlock(const LOCKTAG *tag)
+{
+	LockRelease(tag, ExclusiveLock, false);
+}
+
+/*
  * One compaction of a table at a time (pk_compact waits for a running one);
  * held to transaction end.  Commits are not blocked by it.
  */

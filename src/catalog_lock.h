@@ -8,8 +8,12 @@
 #ifndef PK_CATALOG_LOCK_H
 #define PK_CATALOG_LOCK_H
 
+#include "storage/lock.h"
+
 /* catalog_lock.c */
 extern void cat_commit_lock(Oid relid);
+extern LOCKTAG cat_commit_locktag(Oid relid);
+extern void cat_commit_unlock(const LOCKTAG *tag);
 extern void cat_compaction_lock(Oid relid);
 extern bool cat_compaction_trylock(Oid relid);
 extern void cat_space_lock(Oid relid);

@@ -19,6 +19,8 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xlog_internal.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -81,6 +83,34 @@ changelog_truncate_is_record(const SnapshotInfo *si)
 		strcmp(si->producer, prod_name(PK_PRODUCER_INPUT)) == 0;
 }
 
+/*
+ * Before a reader hands out snapshots: the WAL flushed up to where it is
+ * written now, so every commit its MVCC snapshot sees is durable.  With
+ * group commit a commit is visible from its commit record on, shortly
+ * before its flush (write_commit.c); a consumer that read a snapshot a
+ * crash then took back would skip the different commit that reuses its
+ * id.  Nothing to wait for on a standby, which sees flushed WAL only.
+ */
+static void
+changelog_wait_durable(void)
+{
+	XLogRecPtr	end;
+
+	if (RecoveryInProgress())
+		return;
+
+	/*
+	 * Where the next record will start, after the header of a page nothing
+	 * is written to yet: the WAL written so far ends at that page's start.
+	 */
+	end = GetXLogInsertRecPtr();
+	if (XLogSegmentOffset(end, wal_segment_size) == SizeOfXLogLongPHD)
+		end -= SizeOfXLogLongPHD;
+	else if (end % XLOG_BLCKSZ == SizeOfXLogShortPHD)
+		end -= SizeOfXLogShortPHD;
+	XLogFlush(end);
+}
+
 /* the newest snapshot id snapshot sees of relid, 0 if none */
 static int64
 latest_snapshot(Oid relid, Snapshot snapshot)
@@ -103,6 +133,7 @@ pk_current_snapshot(PG_FUNCTION_ARGS)
 	Oid			relid = PG_GETARG_OID(0);
 
 	pk_check_table(relid);
+	changelog_wait_durable();
 	PG_RETURN_INT64(latest_snapshot(relid, GetActiveSnapshot()));
 }
 
@@ -322,6 +353,7 @@ changes_output(Relation rel, int64 from, int64 to, ReturnSetInfo *rsinfo)
 	out.desc = RelationGetDescr(rel);
 	out.relid = RelationGetRelid(rel);
 	init_to_jsonb(&out.to_jsonb, rel);
+	changelog_wait_durable();
 	/* the caller's MVCC snapshot: a change stream of committed snapshots */
 	changelog_scan(rel, from, to, GetActiveSnapshot(), changes_put, &out);
 }

@@ -16,6 +16,7 @@
 
 
 bool		pk_worker_enabled = true;
+bool		pk_group_commit = true;
 int			pk_worker_naptime = 1000;
 int			pk_run_memory_limit = 64 * 1024;	/* kB */
 int			pk_wal_rmgr_id = PK_WAL_RMGR_ID_DEFAULT;
@@ -27,6 +28,11 @@ pk_guc_init(void)
 							 "Runs compaction, the full-compaction schedule and snapshot expiration in background workers.",
 							 "Off: writers still compact at num_sorted_run_stop_trigger; pk_compact and pk_expire_snapshots do the rest.",
 							 &pk_worker_enabled, true, PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("pkchangelog.group_commit",
+							 "Lets the commits of one pkmerge table share WAL flushes.",
+							 "On: a transaction that wrote pkmerge tables releases their commit locks once its commit record is written and is visible to other sessions from then on; COMMIT still returns after the WAL flush, and pk_changes, pk_consume and pk_current_snapshot wait for it. Off: such a transaction becomes visible after its flush, and commits of one table flush one at a time.",
+							 &pk_group_commit, true, PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 	DefineCustomIntVariable("pkchangelog.worker_naptime",
 							"Time between two rounds of a pkchangelog background worker over its database's tables.",

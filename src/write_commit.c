@@ -23,7 +23,9 @@
 
 #include "access/table.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "portability/instr_time.h"
+#include "replication/syncrep.h"
 #include "storage/predicate.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -33,6 +35,7 @@
 #include "catalog_lock.h"
 #include "changelog_produce.h"
 #include "changelog_wal.h"
+#include "guc.h"
 #include "maint_compaction.h"
 #include "maint_expire.h"
 #include "maint_worker.h"
@@ -49,6 +52,18 @@
 #define MAX_REQUESTS 8
 static Oid	requests[MAX_REQUESTS];
 static int	nrequests = 0;
+
+/*
+ * Group commit: the commit locks this transaction's commit step took, to
+ * release once its commit record is written, and synchronous_commit as it
+ * was while the commit is made asynchronous for that (-1: not lowered).
+ * More tables than MAX_EARLY: the locks are kept to transaction end.
+ */
+#define MAX_EARLY 8
+static LOCKTAG early[MAX_EARLY];
+static int	nearly = 0;
+static bool early_overflow = false;
+static int	saved_synchronous_commit = -1;
 
 /*
  * Flush one table's buffer.  Runs the buffer spilled (write_spill.c) take the
@@ -96,6 +111,10 @@ commit_table(WriteBuffer *wb, bool preparing)
 
 	/* one commit of this table at a time, until our commit record is out */
 	cat_commit_lock(wb->relid);
+	if (nearly < MAX_EARLY)
+		early[nearly++] = cat_commit_locktag(wb->relid);
+	else
+		early_overflow = true;
 	/* the runs as the previous commit left them, and the spilled ones */
 	if (!runcache_data_runs(rel, GetLatestSnapshot(), true, &committed))
 		committed = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()));
@@ -223,6 +242,62 @@ compact_before_commit(WriteBuffer *wb)
 	table_close(rel, NoLock);
 }
 
+/*
+ * Group commit, at the end of the commit step: the commit record is to be
+ * written without its flush (synchronous_commit off for it), so that the
+ * commit locks can be released as soon as the transaction is visible and
+ * the next commit of the table writes its record while this one flushes.
+ * Only when the commit would have waited for the flush, and not with
+ * synchronous standbys (a commit must not be visible before they confirm
+ * it); never for PREPARE (COMMIT PREPARED flushes with the locks held).
+ */
+static void
+group_commit_prepare(void)
+{
+	if (!pk_group_commit || nearly == 0 || early_overflow ||
+		synchronous_commit <= SYNCHRONOUS_COMMIT_OFF ||
+		(SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0'))
+		return;
+	saved_synchronous_commit = synchronous_commit;
+	synchronous_commit = SYNCHRONOUS_COMMIT_OFF;
+}
+
+/*
+ * After the commit record, at XACT_EVENT_COMMIT: the transaction is visible
+ * and its record in WAL.  A later commit of the table takes the lock now,
+ * sees this one's catalog rows and writes its record after this one's, so
+ * it is never durable without it; readers that must not see a commit a
+ * crash could take back wait for the flush (changelog_wait_durable).  Then
+ * the flush that RecordTransactionCommit left out, before COMMIT returns
+ * (and the standbys' confirmation, should they have been configured since
+ * group_commit_prepare: it returns at once without them).
+ */
+static void
+group_commit_finish(void)
+{
+	if (saved_synchronous_commit < 0)
+		return;
+	synchronous_commit = saved_synchronous_commit;
+	saved_synchronous_commit = -1;
+	for (int i = 0; i < nearly; i++)
+		cat_commit_unlock(&early[i]);
+	if (XactLastCommitEnd != InvalidXLogRecPtr)
+	{
+		XLogFlush(XactLastCommitEnd);
+		SyncRepWaitForLSN(XactLastCommitEnd, true);
+	}
+}
+
+static void
+group_commit_forget(void)
+{
+	if (saved_synchronous_commit >= 0)
+		synchronous_commit = saved_synchronous_commit;
+	saved_synchronous_commit = -1;
+	nearly = 0;
+	early_overflow = false;
+}
+
 static int
 relid_cmp(const ListCell *a, const ListCell *b)
 {
@@ -272,8 +347,11 @@ commit_xact_callback(XactEvent event, void *arg)
 			}
 			PopActiveSnapshot();
 			list_free(tables);
+			if (event == XACT_EVENT_PRE_COMMIT)
+				group_commit_prepare();
 			break;
 		case XACT_EVENT_COMMIT:
+			group_commit_finish();
 			for (int i = 0; i < nrequests; i++)
 				worker_request(requests[i]);
 			/* FALLTHROUGH */
@@ -281,6 +359,7 @@ commit_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			group_commit_forget();
 			nrequests = 0;
 			wbuf_forget_all();
 			spill_xact_end();

@@ -1,0 +1,159 @@
+# 032_group_commit.pl: commits of one pkmerge table share WAL flushes
+# (pkchangelog.group_commit), and the change stream's readers never hand
+# out a commit before its flush.
+#
+# 1. Eight clients of 1-row UPDATEs of one lookup table, commit_delay
+#    making each WAL flush wait 2 ms for company.  group_commit on: fewer
+#    WAL syncs than commits (a commit releases the table's commit lock once
+#    its record is written, so the next commits write theirs during its
+#    flush).  Off: at least one sync per commit (each commit of the table
+#    waits under the lock for the previous one's flush).  Both: every
+#    update is in the table, snapshot ids are dense, and the lookup stream
+#    is a valid retract stream replaying to the table.
+# 2. A commit with synchronous_commit = off leaves its WAL unflushed (the
+#    WAL writer sleeps 10 s): pk_current_snapshot, pk_changes and
+#    pk_consume flush it before they return, so a consumer never reads a
+#    snapshot a crash could take back.
+# 3. They do so too when the next WAL record will start a new page (the
+#    insert position is then past a header nothing is written to yet).
+use strict;
+use warnings;
+use FindBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use lib $FindBin::Bin;
+use PkWorkload;
+
+my $nkeys = 1000;
+my $node  = PostgreSQL::Test::Cluster->new("group032_$$");
+$node->init;
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'pkchangelog'
+pkchangelog.worker_enabled = off
+autovacuum = off
+max_connections = 30
+fsync = on
+commit_delay = 2000
+commit_siblings = 1
+wal_writer_delay = 10s
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION pkchangelog');
+$node->safe_psql('postgres',
+	slurp_file("$FindBin::Bin/../setup/changelog_checker.sql"));
+$node->safe_psql('postgres', qq{
+CREATE TABLE t (id int PRIMARY KEY, amount bigint) USING pkmerge
+	WITH (changelog_producer = 'lookup');
+INSERT INTO t SELECT g, 0 FROM generate_series(1, $nkeys) g;
+});
+
+my @fileargs = PkWorkload::script_args($node,
+	{ upd => "\\set id random(1, $nkeys)\nUPDATE t SET amount = amount + 1 WHERE id = :id;\n" },
+	{ upd => 1 });
+
+sub stat_syncs
+{
+	return $node->safe_psql('postgres', 'SELECT wal_sync FROM pg_stat_wal');
+}
+
+for my $mode ('on', 'off')
+{
+	$node->safe_psql('postgres', qq{
+ALTER SYSTEM SET pkchangelog.group_commit = $mode; SELECT pg_reload_conf();});
+	my $sum0   = $node->safe_psql('postgres', 'SELECT sum(amount) FROM t');
+	my $syncs0 = stat_syncs();
+	my $w      = PkWorkload::start($node, 8, 3, @fileargs);
+	my $errs   = PkWorkload::finish($w, "group_commit = $mode");
+	ok($w->{ok}, "group_commit = $mode: pgbench exits normally") or diag(${ $w->{err} });
+	is(scalar(@$errs), 0, "group_commit = $mode: pgbench saw no errors");
+	my $syncs   = stat_syncs() - $syncs0;
+	my $commits = $node->safe_psql('postgres', 'SELECT sum(amount) FROM t') - $sum0;
+	my ($processed) = ${ $w->{out} } =~ /number of transactions actually processed: (\d+)/;
+	is($commits, $processed,
+		"group_commit = $mode: every committed update is in the table ($commits)");
+	cmp_ok($commits, '>', 200, "group_commit = $mode: the clients committed");
+	note("group_commit = $mode: $commits commits, $syncs WAL syncs");
+	if ($mode eq 'on')
+	{
+		cmp_ok($syncs, '<', 0.7 * $commits,
+			'group_commit = on: commits of the table share WAL flushes');
+	}
+	else
+	{
+		cmp_ok($syncs, '>=', $commits,
+			'group_commit = off: each commit of the table flushes on its own');
+	}
+	my $snaps = $node->safe_psql('postgres', q{
+SELECT format('%s|%s|%s', count(*), min(snapshot_id), max(snapshot_id)) FROM pk_snapshots('t')});
+	my ($n, $min, $max) = split /\|/, $snaps;
+	ok($n > 0 && $max - $min + 1 == $n, "group_commit = $mode: snapshot ids are dense")
+	  or diag("count|min|max = $snaps");
+	is($node->safe_psql('postgres', "SELECT check_changelog('t')"), 'ok',
+		"group_commit = $mode: the lookup stream replays to the table");
+}
+
+# 2: readers flush what they could see
+$node->safe_psql('postgres', q{
+CREATE TABLE r (id int PRIMARY KEY, v int) USING pkmerge;
+SELECT count(*) FROM pk_consume('r', 'c1');});
+my %reader = (
+	pk_current_snapshot => q{SELECT pk_current_snapshot('r')},
+	pk_changes          => q{SELECT count(*) FROM pk_changes('r', 0)},
+	pk_consume          => q{SELECT count(*) FROM pk_consume('r', 'c1')});
+my $id = 0;
+for my $f (sort keys %reader)
+{
+	# an asynchronous commit whose WAL is not flushed yet
+	my ($ins, $unflushed);
+	for my $try (1 .. 20)
+	{
+		$id++;
+		my $out = $node->safe_psql('postgres', qq{
+SET synchronous_commit = off;
+INSERT INTO r VALUES ($id, $id);
+SELECT pg_current_wal_insert_lsn() || '|' || (pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn());});
+		($ins, $unflushed) = split /\|/, $out;
+		last if $unflushed eq 'true';
+	}
+	is($unflushed, 'true', "$f: an asynchronous commit left WAL unflushed");
+	$node->safe_psql('postgres', $reader{$f});
+	is($node->safe_psql('postgres', "SELECT pg_current_wal_flush_lsn() >= '$ins'"), 't',
+		"$f: flushed the WAL of the commits it could see before returning");
+}
+
+# 3: the same when the next record starts a new page: the flush goes to the
+# page's start, where the WAL written so far ends, not past its header
+$node->safe_psql('postgres', q{
+CREATE FUNCTION wal_to_page_start() RETURNS bool LANGUAGE plpgsql AS $$
+DECLARE
+	pos bigint;
+	rem int;
+	overhead int;
+BEGIN
+	-- a logical message's record: its length plus a fixed overhead
+	pos := pg_current_wal_insert_lsn() - '0/0';
+	PERFORM pg_logical_emit_message(false, 'p', repeat('x', 1000));
+	overhead := (pg_current_wal_insert_lsn() - '0/0') - pos - 1000;
+	FOR i IN 1 .. 50 LOOP
+		pos := pg_current_wal_insert_lsn() - '0/0';
+		IF pos % 8192 IN (24, 40) THEN
+			RETURN true;
+		END IF;
+		rem := 8192 - (pos % 8192)::int;
+		-- a message ending where the page does (or filling this page first)
+		PERFORM pg_logical_emit_message(false, 'p',
+			repeat('x', CASE WHEN rem > overhead + 300 THEN rem - overhead ELSE rem + 1000 END));
+	END LOOP;
+	RETURN false;
+END $$;});
+for my $f (sort keys %reader)
+{
+	is($node->safe_psql('postgres', "SELECT wal_to_page_start()"), 't',
+		"$f: the next record starts a new page");
+	my ($ret, $out, $err) = $node->psql('postgres', $reader{$f});
+	is($ret . $err, '0', "$f: flushes the WAL written so far when the next record starts a new page");
+}
+
+$node->stop;
+done_testing();
