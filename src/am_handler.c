@@ -396,7 +396,7 @@ pk_relation_estimate_size(Relation rel, int32 *attr_widths, BlockNumber *pages,
 						  double *tuples, double *allvisfrac)
 {
 	*allvisfrac = 0;
-	*tuples = scan_count_rows(rel, pages);
+	*tuples = scan_count_rows(rel, pages, true);
 }
 
 static bool

@@ -33,6 +33,7 @@
 
 #include "am_scan.h"
 #include "read_point.h"
+#include "run_cache.h"
 #include "run_merge.h"
 #include "run_read.h"
 #include "shmem.h"
@@ -342,23 +343,29 @@ scan_getnextslot(TableScanDesc sscan, ScanDirection direction, TupleTableSlot *s
  * written several times count several times until compaction, which
  * bounds that by its size amplification) and of the buffer, and the pages
  * of those runs (not the file's: changelog and delta runs of retained
- * snapshots and free space are in it too).
+ * snapshots and free space are in it too).  estimate: for the planner,
+ * the run list may be the one this backend saw up to a second ago
+ * (runcache_estimate), which spares a catalog read per planned statement.
  */
 double
-scan_count_rows(Relation rel, BlockNumber *pages)
+scan_count_rows(Relation rel, BlockNumber *pages, bool estimate)
 {
-	List	   *runs = lookup_visible_runs(rel, GetActiveSnapshot());
 	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), false);
+	double		n = 0;
+	List	   *runs;
 	ListCell   *lc;
-	double		n = wb ? wb->n : 0;
 
-	*pages = 0;
-	foreach(lc, runs)
+	if (!estimate || !runcache_estimate(rel, &n, pages))
 	{
-		n += ((RunInfo *) lfirst(lc))->record_count;
-		*pages += ((RunInfo *) lfirst(lc))->nblocks;
+		runs = lookup_visible_runs(rel, GetActiveSnapshot());
+		*pages = 0;
+		foreach(lc, runs)
+		{
+			n += ((RunInfo *) lfirst(lc))->record_count;
+			*pages += ((RunInfo *) lfirst(lc))->nblocks;
+		}
 	}
-	return n;
+	return n + (wb ? wb->n : 0);
 }
 
 bool
@@ -372,7 +379,7 @@ scan_analyze_next_block(TableScanDesc sscan, BlockNumber blockno,
 		BlockNumber pages;
 
 		scan->nblocks = RelationGetNumberOfBlocks(sscan->rs_rd);
-		scan->est_rows = Max(scan_count_rows(sscan->rs_rd, &pages), 1);
+		scan->est_rows = Max(scan_count_rows(sscan->rs_rd, &pages, false), 1);
 		scan_start(scan);
 	}
 	scan->target = blockno;

@@ -41,7 +41,7 @@ extern void scan_handoff(const void *owner, Oid relid, ItemPointer tid,
 						 MinimalTuple tup);
 extern void scan_handoff_forget(const void *owner);
 extern MinimalTuple scan_handoff_tuple(void);
-extern double scan_count_rows(Relation rel, BlockNumber *pages);
+extern double scan_count_rows(Relation rel, BlockNumber *pages, bool estimate);
 extern void scan_init(void);
 extern void scan_check_worker(Relation rel);
 extern Size scan_parallel_estimate(Relation rel);

@@ -32,6 +32,7 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 
 #include "catalog.h"
 #include "run_cache.h"
@@ -45,7 +46,11 @@ typedef struct CacheEntry
 	MemoryContext cxt;			/* the runs */
 	List	   *runs;
 	uint64		completions;	/* a snapshot that saw that version, if any */
+	TimestampTz found_at;		/* when a snapshot last saw it */
 } CacheEntry;
+
+/* how old a list may be to serve the planner's estimates */
+#define ESTIMATE_MAX_AGE_MS 1000
 
 static HTAB *cache = NULL;
 
@@ -108,6 +113,7 @@ store(Relation rel, TransactionId xmin, int64 snapshot_id, uint64 completions,
 	e->xmin = xmin;
 	e->snapshot_id = snapshot_id;
 	e->completions = completions;
+	e->found_at = GetCurrentTimestamp();
 }
 
 /* the run among the entry's (sorted by run id) with that id, if any */
@@ -188,9 +194,42 @@ runcache_data_runs(Relation rel, Snapshot snapshot, bool committed_only,
 			return true;
 		}
 		e->completions = completions;
+		e->found_at = GetCurrentTimestamp();
 	}
 	foreach(lc, e->runs)
 		*runs = lappend(*runs, copy_run(lfirst(lc)));
+	return true;
+}
+
+/*
+ * The rows and pages of rel's data runs as a snapshot saw them less than
+ * ESTIMATE_MAX_AGE_MS ago, for the planner's estimates: no catalog read,
+ * where the exact list costs one per statement whenever any transaction
+ * has completed since (a table under concurrent commits).  A plan made
+ * from a second-old size is as good as one from pg_class's reltuples, which
+ * heap's estimates scale.  False, for the caller to read the catalog, when
+ * no such list is cached or the transaction changed the table's runs.
+ */
+bool
+runcache_estimate(Relation rel, double *rows, BlockNumber *pages)
+{
+	CacheEntry *e = NULL;
+	ListCell   *lc;
+
+	if (cache != NULL)
+		e = hash_search(cache, &rel->rd_id, HASH_FIND, NULL);
+	if (e == NULL || e->relfilenode != rel->rd_node.relNode ||
+		IsParallelWorker() || cat_runs_changed(rel->rd_id, false) ||
+		TimestampDifferenceExceeds(e->found_at, GetCurrentStatementStartTimestamp(),
+								   ESTIMATE_MAX_AGE_MS))
+		return false;
+	*rows = 0;
+	*pages = 0;
+	foreach(lc, e->runs)
+	{
+		*rows += ((RunInfo *) lfirst(lc))->record_count;
+		*pages += ((RunInfo *) lfirst(lc))->nblocks;
+	}
 	return true;
 }
 

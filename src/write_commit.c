@@ -12,6 +12,8 @@
  *	  background worker.  PREPARE TRANSACTION (XACT_EVENT_PRE_PREPARE)
  *	  runs the same step, without the compaction first: the prepared
  *	  transaction holds the commit locks until COMMIT or ROLLBACK PREPARED.
+ *	  Group commit: a COMMIT releases its commit locks once its commit
+ *	  record is written, and then waits for the flush.
  *
  * Ordering: the run's pages are written and WAL-logged before its catalog
  * row; both become visible with the transaction's commit record.  A crash
