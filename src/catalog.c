@@ -62,6 +62,9 @@ static const char *const run_kinds[] = {"data", "changelog", "delta"};
 static List *changing = NIL;
 static List *rewriting = NIL;
 
+/* this backend's transactions that ended after rewriting some table's runs */
+static uint64 rewrites_ended = 0;
+
 static void
 note_change(Oid relid, bool own_run)
 {
@@ -84,6 +87,18 @@ cat_runs_changed(Oid relid, bool committed_only)
 	return list_member_oid(committed_only ? rewriting : changing, relid);
 }
 
+/*
+ * How many of this backend's transactions have ended (committed or not)
+ * after rewriting some table's committed runs: a cache that keeps a list
+ * across transactions without reading the catalog (run_cache.c's
+ * estimates) drops it when this moves.
+ */
+uint64
+cat_runs_rewrites(void)
+{
+	return rewrites_ended;
+}
+
 static void
 catalog_xact_callback(XactEvent event, void *arg)
 {
@@ -94,6 +109,8 @@ catalog_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			if (rewriting != NIL)
+				rewrites_ended++;
 			list_free(changing);
 			changing = NIL;
 			list_free(rewriting);

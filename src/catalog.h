@@ -128,6 +128,7 @@ extern void catalog_init(void);
 extern bool cat_version_accepted(const char *version);
 extern char *cat_version_to_update(void);
 extern bool cat_runs_changed(Oid relid, bool committed_only);
+extern uint64 cat_runs_rewrites(void);
 extern List *cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only);
 extern void cat_run_insert(Oid relid, const RunInfo *run);
 extern void cat_truncate(Oid relid);

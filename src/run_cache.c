@@ -47,6 +47,7 @@ typedef struct CacheEntry
 	List	   *runs;
 	uint64		completions;	/* a snapshot that saw that version, if any */
 	TimestampTz found_at;		/* when a snapshot last saw it */
+	uint64		rewrites;		/* cat_runs_rewrites() then */
 } CacheEntry;
 
 /* how old a list may be to serve the planner's estimates */
@@ -114,6 +115,7 @@ store(Relation rel, TransactionId xmin, int64 snapshot_id, uint64 completions,
 	e->snapshot_id = snapshot_id;
 	e->completions = completions;
 	e->found_at = GetCurrentTimestamp();
+	e->rewrites = cat_runs_rewrites();
 }
 
 /* the run among the entry's (sorted by run id) with that id, if any */
@@ -195,6 +197,7 @@ runcache_data_runs(Relation rel, Snapshot snapshot, bool committed_only,
 		}
 		e->completions = completions;
 		e->found_at = GetCurrentTimestamp();
+		e->rewrites = cat_runs_rewrites();
 	}
 	foreach(lc, e->runs)
 		*runs = lappend(*runs, copy_run(lfirst(lc)));
@@ -208,7 +211,9 @@ runcache_data_runs(Relation rel, Snapshot snapshot, bool committed_only,
  * has completed since (a table under concurrent commits).  A plan made
  * from a second-old size is as good as one from pg_class's reltuples, which
  * heap's estimates scale.  False, for the caller to read the catalog, when
- * no such list is cached or the transaction changed the table's runs.
+ * no such list is cached, or this transaction changed the table's runs,
+ * or one of this backend's since rewrote some table's (a compaction whose
+ * result the backend would otherwise plan without).
  */
 bool
 runcache_estimate(Relation rel, double *rows, BlockNumber *pages)
@@ -220,6 +225,7 @@ runcache_estimate(Relation rel, double *rows, BlockNumber *pages)
 		e = hash_search(cache, &rel->rd_id, HASH_FIND, NULL);
 	if (e == NULL || e->relfilenode != rel->rd_node.relNode ||
 		IsParallelWorker() || cat_runs_changed(rel->rd_id, false) ||
+		e->rewrites != cat_runs_rewrites() ||
 		TimestampDifferenceExceeds(e->found_at, GetCurrentStatementStartTimestamp(),
 								   ESTIMATE_MAX_AGE_MS))
 		return false;
