@@ -16,6 +16,9 @@
 #    snapshot a crash could take back.
 # 3. They do so too when the next WAL record will start a new page (the
 #    insert position is then past a header nothing is written to yet).
+# 4. With synchronous standbys named, a commit stays invisible, holding the
+#    table's commit lock, until they confirm it (here: until its wait is
+#    canceled).
 use strict;
 use warnings;
 use FindBin;
@@ -131,10 +134,14 @@ DECLARE
 	rem int;
 	overhead int;
 BEGIN
-	-- a logical message's record: its length plus a fixed overhead
-	pos := pg_current_wal_insert_lsn() - '0/0';
-	PERFORM pg_logical_emit_message(false, 'p', repeat('x', 1000));
-	overhead := (pg_current_wal_insert_lsn() - '0/0') - pos - 1000;
+	-- a logical message's record: its length plus a fixed overhead,
+	-- measured on one that stayed within a page (no page header between)
+	LOOP
+		pos := pg_current_wal_insert_lsn() - '0/0';
+		PERFORM pg_logical_emit_message(false, 'p', repeat('x', 1000));
+		overhead := (pg_current_wal_insert_lsn() - '0/0') - pos - 1000;
+		EXIT WHEN pos / 8192 = (pos + 1000 + overhead) / 8192;
+	END LOOP;
 	FOR i IN 1 .. 50 LOOP
 		pos := pg_current_wal_insert_lsn() - '0/0';
 		IF pos % 8192 IN (24, 40) THEN
@@ -154,6 +161,62 @@ for my $f (sort keys %reader)
 	my ($ret, $out, $err) = $node->psql('postgres', $reader{$f});
 	is($ret . $err, '0', "$f: flushes the WAL written so far when the next record starts a new page");
 }
+
+# 4: with synchronous standbys named, no group commit: a commit waiting for
+# their confirmation (none is connected here) is not visible, and the next
+# commit of the table waits for its commit lock; canceling the wait ends
+# the first commit (PostgreSQL's warning: committed locally), then the
+# second
+$node->safe_psql('postgres', q{
+CREATE TABLE s (id int PRIMARY KEY, v int) USING pkmerge;
+ALTER SYSTEM RESET pkchangelog.group_commit;});
+# in effect from the start (after a reload, only once the checkpointer
+# has read it)
+$node->append_conf('postgresql.conf', q{
+wal_level = replica
+max_wal_senders = 10
+synchronous_standby_names = 'nosuch'
+});
+$node->restart;
+my %out;
+sub start_insert
+{
+	my ($table, $i) = @_;
+	return IPC::Run::start(
+		[ 'psql', '-XAtq', '-d', $node->connstr('postgres'),
+		  '-c', "INSERT INTO $table VALUES ($i)" ],
+		'>', \$out{$i}, '2>', \$out{"err$i"},
+		IPC::Run::timeout(180));
+}
+my @insert = (start_insert('s', 1));
+ok( $node->poll_query_until('postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity
+ WHERE query LIKE 'INSERT INTO s VALUES (1%' AND wait_event = 'SyncRep'}),
+	'synchronous standby named: the first commit waits for its confirmation');
+push @insert, start_insert('s', 2);
+ok( $node->poll_query_until('postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity
+ WHERE query LIKE 'INSERT INTO s VALUES (2%' AND wait_event_type = 'Lock'}),
+	'synchronous standby named: the second commit waits for the commit lock');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM s'), '0',
+	'synchronous standby named: neither commit is visible yet');
+$node->safe_psql('postgres', q{
+SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+ WHERE query LIKE 'INSERT INTO s VALUES (1%'});
+ok( $node->poll_query_until('postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity
+ WHERE query LIKE 'INSERT INTO s VALUES (2%' AND wait_event = 'SyncRep'}),
+	'synchronous standby named: the second commit goes on once the first ends');
+is($node->safe_psql('postgres', 'SELECT id FROM s'), '1',
+	'synchronous standby named: the first commit is visible once it ends, the second not yet');
+$node->safe_psql('postgres', q{
+SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+ WHERE query LIKE 'INSERT INTO s VALUES (2%'});
+ok( $node->poll_query_until('postgres', 'SELECT count(*) = 2 FROM s'),
+	'synchronous standby named: both commits in the end');
+$_->finish for @insert;
+like($out{err1}, qr/canceling wait for synchronous replication/,
+	'synchronous standby named: the first commit ended with the canceled wait');
 
 $node->stop;
 done_testing();
