@@ -188,30 +188,37 @@ sub start_insert
 		'>', \$out{$i}, '2>', \$out{"err$i"},
 		IPC::Run::timeout(180));
 }
-my @insert = (start_insert('s', 1));
-ok( $node->poll_query_until('postgres', q{
+# is the INSERT of $i waiting for what $condition says?
+sub insert_waits
+{
+	my ($i, $condition) = @_;
+	return $node->poll_query_until('postgres', qq{
 SELECT count(*) = 1 FROM pg_stat_activity
- WHERE query LIKE 'INSERT INTO s VALUES (1%' AND wait_event = 'SyncRep'}),
+ WHERE query LIKE 'INSERT INTO s VALUES ($i)%' AND $condition});
+}
+
+sub cancel_insert
+{
+	my ($i) = @_;
+	$node->safe_psql('postgres', qq{
+SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+ WHERE query LIKE 'INSERT INTO s VALUES ($i)%'});
+	return;
+}
+my @insert = (start_insert('s', 1));
+ok(insert_waits(1, q{wait_event = 'SyncRep'}),
 	'synchronous standby named: the first commit waits for its confirmation');
 push @insert, start_insert('s', 2);
-ok( $node->poll_query_until('postgres', q{
-SELECT count(*) = 1 FROM pg_stat_activity
- WHERE query LIKE 'INSERT INTO s VALUES (2%' AND wait_event_type = 'Lock'}),
+ok(insert_waits(2, q{wait_event_type = 'Lock'}),
 	'synchronous standby named: the second commit waits for the commit lock');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM s'), '0',
 	'synchronous standby named: neither commit is visible yet');
-$node->safe_psql('postgres', q{
-SELECT pg_cancel_backend(pid) FROM pg_stat_activity
- WHERE query LIKE 'INSERT INTO s VALUES (1%'});
-ok( $node->poll_query_until('postgres', q{
-SELECT count(*) = 1 FROM pg_stat_activity
- WHERE query LIKE 'INSERT INTO s VALUES (2%' AND wait_event = 'SyncRep'}),
+cancel_insert(1);
+ok(insert_waits(2, q{wait_event = 'SyncRep'}),
 	'synchronous standby named: the second commit goes on once the first ends');
 is($node->safe_psql('postgres', 'SELECT id FROM s'), '1',
 	'synchronous standby named: the first commit is visible once it ends, the second not yet');
-$node->safe_psql('postgres', q{
-SELECT pg_cancel_backend(pid) FROM pg_stat_activity
- WHERE query LIKE 'INSERT INTO s VALUES (2%'});
+cancel_insert(2);
 ok( $node->poll_query_until('postgres', 'SELECT count(*) = 2 FROM s'),
 	'synchronous standby named: both commits in the end');
 $_->finish for @insert;
