@@ -345,27 +345,25 @@ scan_getnextslot(TableScanDesc sscan, ScanDirection direction, TupleTableSlot *s
  * of those runs (not the file's: changelog and delta runs of retained
  * snapshots and free space are in it too).  estimate: for the planner,
  * the run list may be the one this backend saw up to a second ago
- * (runcache_estimate), which spares a catalog read per planned statement.
+ * (runcache_recent_runs), which spares a catalog read per planned statement.
  */
 double
 scan_count_rows(Relation rel, BlockNumber *pages, bool estimate)
 {
 	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), false);
-	double		n = 0;
+	double		n = wb ? wb->n : 0;
 	List	   *runs;
 	ListCell   *lc;
 
-	if (!estimate || !runcache_estimate(rel, &n, pages))
-	{
+	if (!estimate || !runcache_recent_runs(rel, &runs))
 		runs = lookup_visible_runs(rel, GetActiveSnapshot());
-		*pages = 0;
-		foreach(lc, runs)
-		{
-			n += ((RunInfo *) lfirst(lc))->record_count;
-			*pages += ((RunInfo *) lfirst(lc))->nblocks;
-		}
+	*pages = 0;
+	foreach(lc, runs)
+	{
+		n += ((RunInfo *) lfirst(lc))->record_count;
+		*pages += ((RunInfo *) lfirst(lc))->nblocks;
 	}
-	return n + (wb ? wb->n : 0);
+	return n;
 }
 
 bool

@@ -32,22 +32,15 @@
  * previous commit complete.  A heavyweight lock, so the deadlock detector
  * sees it.
  */
-void
+LOCKTAG
 cat_commit_lock(Oid relid)
 {
-	LockDatabaseObject(cat_tables_relid(), relid, 0, ExclusiveLock);
-}
-
-/*
- * The commit lock's tag, for a release once the commit record is written
- * (write_commit.c): made while the transaction can still read the catalog.
- */
-LOCKTAG
-cat_commit_locktag(Oid relid)
-{
+	Oid			classid = cat_tables_relid();
 	LOCKTAG		tag;
 
-	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, cat_tables_relid(), relid, 0);
+	LockDatabaseObject(classid, relid, 0, ExclusiveLock);
+	/* for a release once the commit record is written (write_commit.c) */
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, classid, relid, 0);
 	return tag;
 }
 

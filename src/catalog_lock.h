@@ -11,8 +11,7 @@
 #include "storage/lock.h"
 
 /* catalog_lock.c */
-extern void cat_commit_lock(Oid relid);
-extern LOCKTAG cat_commit_locktag(Oid relid);
+extern LOCKTAG cat_commit_lock(Oid relid);
 extern void cat_commit_unlock(const LOCKTAG *tag);
 extern void cat_compaction_lock(Oid relid);
 extern bool cat_compaction_trylock(Oid relid);

@@ -464,7 +464,7 @@ compact_table(Relation rel, bool full)
 	}
 
 	/* commit: inputs out, outputs in, one COMPACT snapshot */
-	cat_commit_lock(relid);
+	(void) cat_commit_lock(relid);
 	st = cat_table_state(relid);
 	snapshot_id = st.last_snapshot_id + 1;
 	oldest = oldest_snapshot(relid);

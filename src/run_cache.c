@@ -205,21 +205,21 @@ runcache_data_runs(Relation rel, Snapshot snapshot, bool committed_only,
 }
 
 /*
- * The rows and pages of rel's data runs as a snapshot saw them less than
- * ESTIMATE_MAX_AGE_MS ago, for the planner's estimates: no catalog read,
- * where the exact list costs one per statement whenever any transaction
- * has completed since (a table under concurrent commits).  A plan made
- * from a second-old size is as good as one from pg_class's reltuples, which
- * heap's estimates scale.  False, for the caller to read the catalog, when
- * no such list is cached, or this transaction changed the table's runs,
- * or one of this backend's since rewrote some table's (a compaction whose
- * result the backend would otherwise plan without).
+ * rel's data runs as a snapshot saw them less than ESTIMATE_MAX_AGE_MS ago,
+ * for the planner's estimates: no catalog read, where the exact list costs
+ * one per statement whenever any transaction has completed since (a table
+ * under concurrent commits).  A plan made from a second-old size is as
+ * good as one from pg_class's reltuples, which heap's estimates scale.
+ * The cache's own list, to read before the next call.  False, for the
+ * caller to read the catalog, when no such list is cached, or this
+ * transaction changed the table's runs, or one of this backend's since
+ * rewrote some table's (a compaction whose result the backend would
+ * otherwise plan without).
  */
 bool
-runcache_estimate(Relation rel, double *rows, BlockNumber *pages)
+runcache_recent_runs(Relation rel, List **runs)
 {
 	CacheEntry *e = NULL;
-	ListCell   *lc;
 
 	if (cache != NULL)
 		e = hash_search(cache, &rel->rd_id, HASH_FIND, NULL);
@@ -229,13 +229,7 @@ runcache_estimate(Relation rel, double *rows, BlockNumber *pages)
 		TimestampDifferenceExceeds(e->found_at, GetCurrentStatementStartTimestamp(),
 								   ESTIMATE_MAX_AGE_MS))
 		return false;
-	*rows = 0;
-	*pages = 0;
-	foreach(lc, e->runs)
-	{
-		*rows += ((RunInfo *) lfirst(lc))->record_count;
-		*pages += ((RunInfo *) lfirst(lc))->nblocks;
-	}
+	*runs = e->runs;
 	return true;
 }
 

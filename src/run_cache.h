@@ -17,7 +17,7 @@
 /* run_cache.c */
 extern bool runcache_data_runs(Relation rel, Snapshot snapshot,
 							   bool committed_only, List **runs);
-extern bool runcache_estimate(Relation rel, double *rows, BlockNumber *pages);
+extern bool runcache_recent_runs(Relation rel, List **runs);
 extern void runcache_store_commit(Relation rel, int64 snapshot_id, List *runs);
 
 #endif							/* PK_RUNCACHE_H */

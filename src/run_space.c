@@ -247,7 +247,7 @@ space_rewrite(Relation rel, Relation dst, int *nruns, BlockNumber *npages)
 	 * run list stay: run lists cached under a version (run_cache.c) hold
 	 * the runs' places, which are in the old file.
 	 */
-	cat_commit_lock(relid);
+	(void) cat_commit_lock(relid);
 	state = cat_table_state(relid);
 	cat_table_state_update(relid, &state);
 

@@ -94,6 +94,7 @@ commit_table(WriteBuffer *wb, bool preparing)
 	RunInfo    *changelog;
 	instr_time	start;
 	instr_time	duration;
+	LOCKTAG		tag;
 
 	if (wb->n == 0 && wb->spills == NIL)
 		return;					/* everything rolled back to a savepoint */
@@ -112,9 +113,9 @@ commit_table(WriteBuffer *wb, bool preparing)
 	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
 
 	/* one commit of this table at a time, until our commit record is out */
-	cat_commit_lock(wb->relid);
+	tag = cat_commit_lock(wb->relid);
 	if (nearly < MAX_EARLY)
-		early[nearly++] = cat_commit_locktag(wb->relid);
+		early[nearly++] = tag;
 	else
 		early_overflow = true;
 	/* the runs as the previous commit left them, and the spilled ones */

@@ -102,11 +102,7 @@ SELECT count(*) FROM $t t
 			"$label: $t ($p): every row's amount is its start plus its ledger count");
 		is($node->safe_psql('postgres', "SELECT count(*) FROM $t"), $nkeys,
 			"$label: $t ($p): every row is there");
-		my $snaps = $node->safe_psql('postgres', qq{
-SELECT format('%s|%s|%s', count(*), min(snapshot_id), max(snapshot_id)) FROM pk_snapshots('$t')});
-		my ($n, $min, $max) = split /\|/, $snaps;
-		ok($n > 0 && $max - $min + 1 == $n, "$label: $t snapshot ids are dense")
-		  or diag("count|min|max = $snaps");
+		PkWorkload::check_dense($node, $t, "$label: $t");
 		is($node->safe_psql('postgres', "SELECT check_data_runs('$t')"), 'ok',
 			"$label: $t: its catalog row names exactly its data runs");
 		if ($p eq 'none')

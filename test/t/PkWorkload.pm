@@ -1,7 +1,7 @@
 # PkWorkload.pm: a pgbench workload for the TAP tests that crash the server
-# under load (t/010, t/015): writes the scripts, starts pgbench in the
-# background, and collects the errors it saw other than losing its
-# connection to the server.
+# under load (t/010, t/015, t/028, t/032): writes the scripts, starts
+# pgbench in the background, collects the errors it saw other than losing
+# its connection to the server, and checks that snapshot ids stayed dense.
 package PkWorkload;
 
 use strict;
@@ -64,6 +64,19 @@ sub finish
 		  . ', non-connection errors: '
 		  . (@errs ? join("\n", @errs[0 .. ($#errs < 9 ? $#errs : 9)]) : 'none'));
 	return \@errs;
+}
+
+# check_dense($node, $table, $label): one test that $table's retained
+# snapshot ids are dense (no id missing between the oldest and newest)
+sub check_dense
+{
+	my ($node, $table, $label) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $snaps = $node->safe_psql('postgres', qq{
+SELECT format('%s|%s|%s', count(*), min(snapshot_id), max(snapshot_id)) FROM pk_snapshots('$table')});
+	my ($n, $min, $max) = split /\|/, $snaps;
+	return ok($n > 0 && $max - $min + 1 == $n, "$label: snapshot ids are dense")
+	  || diag("count|min|max = $snaps");
 }
 
 1;
