@@ -16,6 +16,17 @@
  *	  - Snapshots taken while no transaction completed see the same
  *		versions (PostgreSQL reuses such snapshots' contents, procarray.c),
  *		so the version found for one is remembered for the next.
+ *	  - A commit, once visible and still holding the commit lock, takes a
+ *		snapshot: it sees the commit's version and no later one (a writer
+ *		of one needs the lock, and completes before it gives it up).  The
+ *		commit publishes the version with its run ids and that snapshot's
+ *		contents in shared memory (shmem.c); a snapshot with the same
+ *		contents (xmin, xmax, running xids) sees the same transactions as
+ *		committed, so any backend's takes the version from there instead
+ *		of the catalog.  (Copies of snapshots, which is what statements
+ *		scan with, lose the completion count that the point above needs.)
+ *		It publishes the rows of the runs it wrote too, so that the others
+ *		need not read them from pkchangelog.runs.
  *
  *	  A transaction that changed the table's runs itself (its pending runs
  *	  are visible to it alone) and parallel workers (whose leader may have)
@@ -36,11 +47,12 @@
 
 #include "catalog.h"
 #include "run_cache.h"
+#include "shmem.h"
 
 typedef struct CacheEntry
 {
 	Oid			relid;			/* hash key */
-	Oid			relfilenode;
+	RelFileNode node;			/* the file the list is of */
 	TransactionId xmin;			/* the tables row version of the list */
 	int64		snapshot_id;
 	MemoryContext cxt;			/* the runs */
@@ -54,6 +66,20 @@ typedef struct CacheEntry
 #define ESTIMATE_MAX_AGE_MS 1000
 
 static HTAB *cache = NULL;
+
+/*
+ * The tables whose run lists this transaction's commit steps stored, with
+ * the version they wrote, to publish once the commit is visible
+ * (runcache_commit_visible).
+ */
+#define MAX_PUBLISH 8
+static struct
+{
+	Oid			relid;
+	TransactionId xmin;
+	int64		snapshot_id;
+}			to_publish[MAX_PUBLISH];
+static int	npublish = 0;
 
 /* a copy of run in the current memory context */
 static RunInfo *
@@ -110,7 +136,7 @@ store(Relation rel, TransactionId xmin, int64 snapshot_id, uint64 completions,
 		e->runs = lappend(e->runs, copy_run(lfirst(lc)));
 	list_sort(e->runs, run_id_cmp);
 	MemoryContextSwitchTo(old);
-	e->relfilenode = rel->rd_node.relNode;
+	e->node = rel->rd_node;
 	e->xmin = xmin;
 	e->snapshot_id = snapshot_id;
 	e->completions = completions;
@@ -138,6 +164,89 @@ entry_run(CacheEntry *e, int64 run_id)
 			hi = mid - 1;
 	}
 	return NULL;
+}
+
+/*
+ * A run's row as published in shared memory: the RunInfo without its
+ * pointers, then its keys (with their NULs) and its stream.
+ */
+typedef struct PackedRun
+{
+	RunInfo		info;
+	uint32		min_len;		/* 0: NULL */
+	uint32		max_len;
+	bool		has_stream;
+} PackedRun;
+
+/* run packed into buf (HINTS_MAX_RUN_BYTES), its length; 0: too long */
+static Size
+pack_run(const RunInfo *run, char *buf)
+{
+	PackedRun	h;
+	Size		len;
+	char	   *p;
+
+	h.info = *run;
+	h.info.min_key = h.info.max_key = h.info.stream = NULL;
+	h.min_len = run->min_key ? strlen(run->min_key) + 1 : 0;
+	h.max_len = run->max_key ? strlen(run->max_key) + 1 : 0;
+	h.has_stream = run->stream != NULL;
+	len = sizeof(PackedRun) + h.min_len + h.max_len +
+		(h.has_stream ? run->stream_len : 0);
+	if (len > HINTS_MAX_RUN_BYTES)
+		return 0;
+	memcpy(buf, &h, sizeof(PackedRun));
+	p = buf + sizeof(PackedRun);
+	memcpy(p, run->min_key, h.min_len);
+	p += h.min_len;
+	memcpy(p, run->max_key, h.max_len);
+	p += h.max_len;
+	if (h.has_stream)
+		memcpy(p, run->stream, run->stream_len);
+	return len;
+}
+
+/* rel's run run_id as a commit published it, or NULL */
+static RunInfo *
+published_run(Relation rel, int64 run_id)
+{
+	char		buf[HINTS_MAX_RUN_BYTES];
+	PackedRun	h;
+	RunInfo    *r;
+	const char *p;
+
+	if (hints_published_run(&rel->rd_node, rel->rd_id, run_id, buf) == 0)
+		return NULL;
+	memcpy(&h, buf, sizeof(PackedRun));
+	r = palloc(sizeof(RunInfo));
+	*r = h.info;
+	p = buf + sizeof(PackedRun);
+	if (h.min_len > 0)
+		r->min_key = memcpy(palloc(h.min_len), p, h.min_len);
+	p += h.min_len;
+	if (h.max_len > 0)
+		r->max_key = memcpy(palloc(h.max_len), p, h.max_len);
+	p += h.max_len;
+	if (h.has_stream)
+		r->stream = memcpy(palloc(r->stream_len), p, r->stream_len);
+	return r;
+}
+
+/*
+ * The version of rel's tables row that a commit published (shmem.c), if
+ * snapshot sees exactly the transactions the commit's snapshot saw.
+ */
+static bool
+published_version(Relation rel, Snapshot snapshot, PublishedRuns *pub)
+{
+	if (snapshot->suboverflowed || snapshot->subxcnt > 0 ||
+		snapshot->xcnt > HINTS_MAX_XIP ||
+		!hints_published_runs(&rel->rd_node, rel->rd_id, pub))
+		return false;
+	return pub->snap_xmin == snapshot->xmin && pub->snap_xmax == snapshot->xmax &&
+		pub->snap_xcnt == (int) snapshot->xcnt &&
+		memcmp(pub->snap_xip, snapshot->xip,
+			   sizeof(TransactionId) * snapshot->xcnt) == 0;
 }
 
 /*
@@ -170,14 +279,27 @@ runcache_data_runs(Relation rel, Snapshot snapshot, bool committed_only,
 		return false;
 	if (cache != NULL)
 		e = hash_search(cache, &rel->rd_id, HASH_FIND, NULL);
-	if (e != NULL && e->relfilenode != rel->rd_node.relNode)
+	if (e != NULL && !RelFileNodeEquals(e->node, rel->rd_node))
 		e = NULL;
 	completions = snapshot->snapXactCompletionCount;
 
-	/* the version: remembered for snapshots taken since it was found */
+	/*
+	 * The version: remembered for snapshots taken since it was found, or
+	 * published by the commit that wrote it for snapshots taken since it
+	 * became visible.
+	 */
 	if (e == NULL || completions == 0 || completions != e->completions)
 	{
-		if (!cat_table_version(rel->rd_id, snapshot, &xmin, &st))
+		PublishedRuns pub;
+
+		if (published_version(rel, snapshot, &pub))
+		{
+			xmin = pub.xmin;
+			st.last_snapshot_id = pub.snapshot_id;
+			st.ndata_runs = pub.nruns;
+			st.data_runs = pub.run_ids;
+		}
+		else if (!cat_table_version(rel->rd_id, snapshot, &xmin, &st))
 			return false;		/* nothing committed yet */
 		if (e == NULL || e->xmin != xmin || e->snapshot_id != st.last_snapshot_id)
 		{
@@ -185,7 +307,10 @@ runcache_data_runs(Relation rel, Snapshot snapshot, bool committed_only,
 			{
 				RunInfo    *known = entry_run(e, st.data_runs[i]);
 				RunInfo    *r = known ? copy_run(known) :
-					cat_run_get(rel->rd_id, st.data_runs[i], snapshot);
+					published_run(rel, st.data_runs[i]);
+
+				if (r == NULL)
+					r = cat_run_get(rel->rd_id, st.data_runs[i], snapshot);
 
 				/* a TRUNCATE this snapshot does not see has replaced the file */
 				if (r->relfilenode == rel->rd_node.relNode)
@@ -223,7 +348,7 @@ runcache_recent_runs(Relation rel, List **runs)
 
 	if (cache != NULL)
 		e = hash_search(cache, &rel->rd_id, HASH_FIND, NULL);
-	if (e == NULL || e->relfilenode != rel->rd_node.relNode ||
+	if (e == NULL || !RelFileNodeEquals(e->node, rel->rd_node) ||
 		IsParallelWorker() || cat_runs_changed(rel->rd_id, false) ||
 		e->rewrites != cat_runs_rewrites() ||
 		TimestampDifferenceExceeds(e->found_at, GetCurrentStatementStartTimestamp(),
@@ -242,7 +367,78 @@ runcache_recent_runs(Relation rel, List **runs)
 void
 runcache_store_commit(Relation rel, int64 snapshot_id, List *runs)
 {
-	if (!cat_runs_changed(rel->rd_id, true) && !IsParallelWorker())
-		store(rel, GetTopTransactionId(), snapshot_id, 0, runs);
+	if (cat_runs_changed(rel->rd_id, true) || IsParallelWorker())
+		return;
+	store(rel, GetTopTransactionId(), snapshot_id, 0, runs);
+	if (npublish < MAX_PUBLISH)
+	{
+		to_publish[npublish].relid = rel->rd_id;
+		to_publish[npublish].xmin = GetTopTransactionId();
+		to_publish[npublish].snapshot_id = snapshot_id;
+		npublish++;
+	}
+}
+
+/*
+ * The transaction committed (XACT_EVENT_COMMIT: it is visible) and still
+ * holds its commit locks: the run lists its commit steps stored are the
+ * ones a snapshot taken now sees.  Remember it with them (its completion
+ * count), and publish them with its contents for the other backends.
+ */
+void
+runcache_commit_visible(void)
+{
+	Snapshot	snap;
+
+	if (npublish == 0)
+		return;
+	snap = GetLatestSnapshot();
+	for (int i = 0; i < npublish; i++)
+	{
+		CacheEntry *e = cache ? hash_search(cache, &to_publish[i].relid,
+											HASH_FIND, NULL) : NULL;
+		PublishedRuns pub;
+		ListCell   *lc;
+
+		/* stored again by a later commit step of the transaction: its */
+		if (e == NULL || e->xmin != to_publish[i].xmin ||
+			e->snapshot_id != to_publish[i].snapshot_id)
+			continue;
+		e->completions = snap->snapXactCompletionCount;
+		/* the rows of the runs the commit wrote */
+		foreach(lc, e->runs)
+		{
+			RunInfo    *r = lfirst(lc);
+			char		buf[HINTS_MAX_RUN_BYTES];
+			Size		len;
+
+			if (r->created_snapshot == e->snapshot_id &&
+				(len = pack_run(r, buf)) > 0)
+				hints_publish_run(&e->node, e->relid, r->run_id, buf, len);
+		}
+		if (list_length(e->runs) > HINTS_MAX_RUN_IDS || snap->suboverflowed ||
+			snap->subxcnt > 0 || snap->xcnt > HINTS_MAX_XIP)
+			continue;
+		pub.relid = to_publish[i].relid;
+		pub.node = e->node;
+		pub.xmin = e->xmin;
+		pub.snapshot_id = e->snapshot_id;
+		pub.snap_xmin = snap->xmin;
+		pub.snap_xmax = snap->xmax;
+		pub.snap_xcnt = snap->xcnt;
+		memcpy(pub.snap_xip, snap->xip, sizeof(TransactionId) * snap->xcnt);
+		pub.nruns = 0;
+		foreach(lc, e->runs)
+			pub.run_ids[pub.nruns++] = ((RunInfo *) lfirst(lc))->run_id;
+		hints_publish_runs(&pub);
+	}
+	npublish = 0;
+}
+
+/* the transaction ended: nothing of it to publish */
+void
+runcache_xact_end(void)
+{
+	npublish = 0;
 }
 

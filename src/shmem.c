@@ -12,7 +12,15 @@
  *		found between its runs, which new runs fill first (without them,
  *		new runs are appended);
  *	  - per backend: the tables its transaction has buffered writes to,
- *		which its parallel workers must not read without them.
+ *		which its parallel workers must not read without them;
+ *	  - per table: the data runs its latest commit left, with a snapshot
+ *		taken once that commit was visible (run_cache.c), so that other
+ *		backends need not read the table's catalog row to learn them;
+ *	  - for fewer tables (those committing often take the slots over): the
+ *		rows of the runs their latest commits wrote, so that the other
+ *		backends need not read them from pkchangelog.runs either.  A
+ *		committed run's row does not change while the run is in the same
+ *		file, and its id is never reused.
  *
  *-------------------------------------------------------------------------
  */
@@ -60,6 +68,37 @@ typedef struct BackendWrites
 
 static BackendWrites *writes = NULL;
 
+/* per table: the run list its latest commit published, under mutex */
+#define NRUNSLOTS 1024
+typedef struct RunListSlot
+{
+	slock_t		mutex;
+	PublishedRuns pub;
+} RunListSlot;
+
+static RunListSlot *run_lists = NULL;
+
+/* per table: the latest commits' run rows, a ring, under mutex */
+#define NRUNRINGS 64
+#define RUN_RING 16
+typedef struct PublishedRun
+{
+	int64		run_id;			/* 0: none */
+	Size		len;
+	char		bytes[HINTS_MAX_RUN_BYTES];
+} PublishedRun;
+
+typedef struct RunRing
+{
+	slock_t		mutex;
+	RelFileNode node;
+	Oid			relid;
+	int			next;
+	PublishedRun runs[RUN_RING];
+} RunRing;
+
+static RunRing *run_rings = NULL;
+
 static Size
 writes_size(void)
 {
@@ -75,6 +114,27 @@ hints_shmem_request(void)
 		prev_shmem_request();
 	RequestAddinShmemSpace(MAXALIGN(sizeof(FileEndSlot) * NSLOTS));
 	RequestAddinShmemSpace(MAXALIGN(writes_size()));
+	RequestAddinShmemSpace(MAXALIGN(sizeof(RunListSlot) * NRUNSLOTS));
+	RequestAddinShmemSpace(MAXALIGN(sizeof(RunRing) * NRUNRINGS));
+}
+
+/*
+ * An array of nslots slots of slotsize bytes, each starting with its
+ * spinlock, zeroed when first made.
+ */
+static void *
+slot_array(const char *name, int nslots, Size slotsize)
+{
+	bool		found;
+	char	   *slots = ShmemInitStruct(name, mul_size(nslots, slotsize), &found);
+
+	if (!found)
+	{
+		memset(slots, 0, mul_size(nslots, slotsize));
+		for (int i = 0; i < nslots; i++)
+			SpinLockInit((slock_t *) (slots + i * slotsize));
+	}
+	return slots;
 }
 
 static void
@@ -85,17 +145,14 @@ hints_shmem_startup(void)
 	if (prev_shmem_startup)
 		prev_shmem_startup();
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	file_end = ShmemInitStruct("pkchangelog file end hints",
-							   sizeof(FileEndSlot) * NSLOTS, &found);
-	if (!found)
-	{
-		memset(file_end, 0, sizeof(FileEndSlot) * NSLOTS);
-		for (int i = 0; i < NSLOTS; i++)
-			SpinLockInit(&file_end[i].mutex);
-	}
+	file_end = slot_array("pkchangelog file end hints", NSLOTS, sizeof(FileEndSlot));
 	writes = ShmemInitStruct("pkchangelog backend writes", writes_size(), &found);
 	if (!found)
 		memset(writes, 0, writes_size());
+	run_lists = slot_array("pkchangelog published run lists", NRUNSLOTS,
+						   sizeof(RunListSlot));
+	run_rings = slot_array("pkchangelog published run rows", NRUNRINGS,
+						   sizeof(RunRing));
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -250,3 +307,108 @@ hints_leader_writes(Oid relid)
 	return false;
 }
 
+/* where a table's slots are, in the per-table arrays */
+static uint32
+table_hash(const RelFileNode *node, Oid relid)
+{
+	return hash_combine(hash_bytes((const unsigned char *) node, sizeof(RelFileNode)),
+						relid);
+}
+
+/*
+ * Publish a table's run list as a commit left it.  A table sharing the
+ * slot takes it over.
+ */
+void
+hints_publish_runs(const PublishedRuns *p)
+{
+	RunListSlot *slot;
+
+	if (run_lists == NULL)
+		return;
+	slot = &run_lists[table_hash(&p->node, p->relid) % NRUNSLOTS];
+	SpinLockAcquire(&slot->mutex);
+	slot->pub = *p;
+	SpinLockRelease(&slot->mutex);
+}
+
+/* The run list last published for the table (node and relid), if any. */
+bool
+hints_published_runs(const RelFileNode *node, Oid relid, PublishedRuns *p)
+{
+	RunListSlot *slot;
+	bool		found = false;
+
+	if (run_lists == NULL)
+		return false;
+	slot = &run_lists[table_hash(node, relid) % NRUNSLOTS];
+	SpinLockAcquire(&slot->mutex);
+	if (slot->pub.relid == relid && RelFileNodeEquals(slot->pub.node, *node))
+	{
+		*p = slot->pub;
+		found = true;
+	}
+	SpinLockRelease(&slot->mutex);
+	return found;
+}
+
+/*
+ * Publish the row of a run a commit wrote (its bytes as run_cache.c packs
+ * them), once the commit is visible.  The table takes the ring over from
+ * another table that had it.
+ */
+void
+hints_publish_run(const RelFileNode *node, Oid relid, int64 run_id,
+				  const char *bytes, Size len)
+{
+	RunRing    *ring;
+	PublishedRun *pr;
+
+	if (run_rings == NULL || len > HINTS_MAX_RUN_BYTES)
+		return;
+	ring = &run_rings[table_hash(node, relid) % NRUNRINGS];
+	SpinLockAcquire(&ring->mutex);
+	if (ring->relid != relid || !RelFileNodeEquals(ring->node, *node))
+	{
+		ring->relid = relid;
+		ring->node = *node;
+		ring->next = 0;
+		for (int i = 0; i < RUN_RING; i++)
+			ring->runs[i].run_id = 0;
+	}
+	pr = &ring->runs[ring->next];
+	ring->next = (ring->next + 1) % RUN_RING;
+	pr->run_id = run_id;
+	pr->len = len;
+	memcpy(pr->bytes, bytes, len);
+	SpinLockRelease(&ring->mutex);
+}
+
+/*
+ * The published row of the table's run run_id into bytes (room for
+ * HINTS_MAX_RUN_BYTES): its length, 0 if it is not published.
+ */
+Size
+hints_published_run(const RelFileNode *node, Oid relid, int64 run_id,
+					char *bytes)
+{
+	RunRing    *ring;
+	Size		len = 0;
+
+	if (run_rings == NULL)
+		return 0;
+	ring = &run_rings[table_hash(node, relid) % NRUNRINGS];
+	SpinLockAcquire(&ring->mutex);
+	if (ring->relid == relid && RelFileNodeEquals(ring->node, *node))
+	{
+		for (int i = 0; i < RUN_RING; i++)
+			if (ring->runs[i].run_id == run_id)
+			{
+				len = ring->runs[i].len;
+				memcpy(bytes, ring->runs[i].bytes, len);
+				break;
+			}
+	}
+	SpinLockRelease(&ring->mutex);
+	return len;
+}

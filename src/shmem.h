@@ -4,7 +4,9 @@
  *	  Per-table hints in shared memory, keyed by the table's whole identity
  *	  (database and relid, RelFileNode): where a table file's used part
  *	  ends and the gaps VACUUM found in it that new runs can reuse;
- *	  per backend, which tables its transaction has buffered writes to.
+ *	  per backend, which tables its transaction has buffered writes to;
+ *	  per table, the data runs its latest commit left, and the rows of
+ *	  the runs its latest commits wrote.
  *
  *-------------------------------------------------------------------------
  */
@@ -24,6 +26,31 @@ typedef struct SpaceGap
 /* gaps kept per file: the first ones in block order */
 #define HINTS_MAX_GAPS 64
 
+/*
+ * A table's data runs as a commit left them: the version of its
+ * pkchangelog.tables row that commit wrote (xmin, snapshot_id), and a
+ * snapshot taken once the commit was visible (its xmin, xmax and running
+ * xids): a snapshot with the same contents sees that version.
+ */
+#define HINTS_MAX_RUN_IDS 64
+#define HINTS_MAX_XIP 32
+typedef struct PublishedRuns
+{
+	Oid			relid;
+	RelFileNode node;
+	TransactionId xmin;
+	int64		snapshot_id;
+	TransactionId snap_xmin;
+	TransactionId snap_xmax;
+	int			snap_xcnt;
+	TransactionId snap_xip[HINTS_MAX_XIP];
+	int			nruns;
+	int64		run_ids[HINTS_MAX_RUN_IDS];
+} PublishedRuns;
+
+/* the bytes of a run's catalog row a commit publishes (keys, stream) */
+#define HINTS_MAX_RUN_BYTES 2048
+
 /* shmem.c */
 extern void hints_init(void);
 extern BlockNumber hints_file_end(const RelFileNode *node);
@@ -34,5 +61,12 @@ extern bool hints_take_gap(const RelFileNode *node, BlockNumber nblocks,
 extern void hints_note_writes(Oid relid);
 extern void hints_clear_writes(void);
 extern bool hints_leader_writes(Oid relid);
+extern void hints_publish_runs(const PublishedRuns *p);
+extern bool hints_published_runs(const RelFileNode *node, Oid relid,
+								 PublishedRuns *p);
+extern void hints_publish_run(const RelFileNode *node, Oid relid, int64 run_id,
+							  const char *bytes, Size len);
+extern Size hints_published_run(const RelFileNode *node, Oid relid,
+								int64 run_id, char *bytes);
 
 #endif							/* PK_HINTS_H */

@@ -354,6 +354,8 @@ commit_xact_callback(XactEvent event, void *arg)
 				group_commit_prepare();
 			break;
 		case XACT_EVENT_COMMIT:
+			/* while the commit locks are held */
+			runcache_commit_visible();
 			group_commit_finish();
 			for (int i = 0; i < nrequests; i++)
 				worker_request(requests[i]);
@@ -363,6 +365,7 @@ commit_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			group_commit_forget();
+			runcache_xact_end();
 			nrequests = 0;
 			wbuf_forget_all();
 			spill_xact_end();
