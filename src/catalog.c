@@ -535,6 +535,7 @@ state_from_tuple(Relation crel, HeapTuple tup)
 	st.last_full_compaction = DatumGetInt64(values[Anum_tables_last_full_compaction - 1]);
 	run_ids_from_datum(values[Anum_tables_data_runs - 1], &st.data_runs, &st.ndata_runs);
 	st.commits = DatumGetInt64(values[Anum_tables_commits - 1]);
+	st.row = tup->t_self;
 	return st;
 }
 
@@ -600,23 +601,28 @@ cat_table_state(Oid relid)
 		values[Anum_tables_data_runs - 1] = run_ids_datum(NULL, 0);
 		tup = heap_form_tuple(RelationGetDescr(crel), values, nulls);
 		CatalogTupleInsert(crel, tup);
+		st.row = tup->t_self;
 		CommandCounterIncrement();
 	}
 	table_close(crel, RowExclusiveLock);
 	return st;
 }
 
+/*
+ * Write st as the table's new row version, over the version cat_table_state
+ * read it from (under the commit lock, still the latest: an update of any
+ * other fails).  st then names the new version.
+ */
 void
-cat_table_state_update(Oid relid, const TableState *st)
+cat_table_state_update(Oid relid, TableState *st)
 {
 	Relation	crel = cat_open(CAT_TABLES, RowExclusiveLock);
-	HeapTuple	tup = table_state_tuple(crel, relid);
 	Datum		values[Natts_tables];
 	bool		nulls[Natts_tables] = {0};
 	HeapTuple	newtup;
 
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "pkchangelog.tables has no row for relation %u", relid);
+	if (!ItemPointerIsValid(&st->row))
+		elog(ERROR, "pkchangelog.tables row of relation %u was not read", relid);
 	values[Anum_tables_relid - 1] = ObjectIdGetDatum(relid);
 	values[Anum_tables_last_snapshot_id - 1] = Int64GetDatum(st->last_snapshot_id);
 	values[Anum_tables_last_seq - 1] = Int64GetDatum(st->last_seq);
@@ -625,7 +631,8 @@ cat_table_state_update(Oid relid, const TableState *st)
 	values[Anum_tables_data_runs - 1] = run_ids_datum(st->data_runs, st->ndata_runs);
 	values[Anum_tables_commits - 1] = Int64GetDatum(st->commits);
 	newtup = heap_form_tuple(RelationGetDescr(crel), values, nulls);
-	CatalogTupleUpdate(crel, &tup->t_self, newtup);
+	CatalogTupleUpdate(crel, &st->row, newtup);
+	st->row = newtup->t_self;
 	table_close(crel, RowExclusiveLock);
 	/* later reads in this transaction (another commit step) see it */
 	CommandCounterIncrement();

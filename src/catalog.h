@@ -105,6 +105,7 @@ typedef struct TableState
 	int64	   *data_runs;		/* run ids of the data runs */
 	int			ndata_runs;
 	int64		commits;		/* APPEND and OVERWRITE snapshots ever */
+	ItemPointerData row;		/* the row version it was read from */
 } TableState;
 
 typedef enum CommitKind
@@ -139,7 +140,7 @@ extern bool cat_table_version(Oid relid, Snapshot snapshot, TransactionId *xmin,
 							  TableState *st);
 extern void cat_table_state_set_runs(TableState *st, List *runs);
 extern RunInfo *cat_run_get(Oid relid, int64 run_id, Snapshot snapshot);
-extern void cat_table_state_update(Oid relid, const TableState *state);
+extern void cat_table_state_update(Oid relid, TableState *state);
 extern void cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 								int64 total, int64 delta, int64 changelog,
 								const char *producer, double duration_ms);

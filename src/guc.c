@@ -18,6 +18,7 @@
 bool		pk_worker_enabled = true;
 bool		pk_group_commit = true;
 int			pk_worker_naptime = 1000;
+int			pk_worker_request_delay = 20;
 int			pk_run_memory_limit = 64 * 1024;	/* kB */
 int			pk_wal_rmgr_id = PK_WAL_RMGR_ID_DEFAULT;
 
@@ -38,6 +39,11 @@ pk_guc_init(void)
 							"Time between two rounds of a pkchangelog background worker over its database's tables.",
 							NULL,
 							&pk_worker_naptime, 1000, 10, 3600 * 1000, PGC_SIGHUP,
+							GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("pkchangelog.worker_request_delay",
+							"Time a pkchangelog background worker waits after compacting what writers asked for before it serves their next requests.",
+							"Requests that come meanwhile are served together: fewer, larger compactions. 0 serves each as it comes. Writers still compact themselves at num_sorted_run_stop_trigger.",
+							&pk_worker_request_delay, 20, 0, 10000, PGC_SIGHUP,
 							GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable("pkchangelog.run_memory_limit",
 							"Memory a run being written keeps its stream, block index and key hashes in before it moves them to a temporary file.",

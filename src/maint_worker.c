@@ -23,9 +23,11 @@
  *
  * Writers need not wait for the naptime: a commit that leaves a table at
  * the compaction trigger asks for its compaction (worker_request), which
- * wakes the database's worker, or the launcher to start one.  A worker
- * stays for more requests until a naptime (at most a second) passes
- * without any, then exits.
+ * wakes the database's worker, or the launcher to start one.  After
+ * serving requests a worker waits pkchangelog.worker_request_delay, so
+ * that those that come meanwhile are served together.  A worker stays for
+ * more requests until a naptime (at most a second) passes without any,
+ * then exits.
  *
  *-------------------------------------------------------------------------
  */
@@ -842,6 +844,19 @@ serve_requests(Oid db, MemoryContext round)
 			for (int i = 0; i < n; i++)
 				tables = lappend_oid(tables, requests[i]);
 		maintain_tables(tables, false, round);
+
+		/*
+		 * Requests that come meanwhile wait for the next round together:
+		 * compacting each small run as soon as one is due made many small
+		 * compactions (a transaction and catalog rows each) beside the
+		 * writers.  Not woken by them (no latch in the wait).
+		 */
+		if (pk_worker_request_delay > 0)
+		{
+			(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 pk_worker_request_delay, PG_WAIT_EXTENSION);
+			CHECK_FOR_INTERRUPTS();
+		}
 	}
 }
 

@@ -2,7 +2,8 @@
 # num_sorted_run_compaction_trigger, runs the full-compaction producer every
 # full_compaction_delta_commits commits, expires snapshots, picks up a
 # database where the extension is created later, lets DROP DATABASE through,
-# compacts at once when a commit asks for it, and stops when switched off.
+# compacts at once when a commit asks for it (after worker_request_delay
+# when it served others just before), and stops when switched off.
 use strict;
 use warnings;
 use FindBin;
@@ -126,6 +127,25 @@ ok($node->poll_query_until('early', q{SELECT count(*) = 1 FROM pk_runs('c') WHER
 # a worker waiting for requests leaves within a second: DROP DATABASE waits
 ($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE early');
 is($ret, 0, 'DROP DATABASE works right after the requests') or diag($err);
+
+# after serving requests a worker waits worker_request_delay before it
+# serves the next ones: a request made meanwhile waits, then is served
+PkWorker::set($node, 'worker_request_delay', '4s');
+$node->safe_psql('postgres', commits_sql('d', 3, 3));
+ok($node->poll_query_until('postgres',
+		q{SELECT count(*) = 1 FROM pk_runs('d') WHERE kind = 'data'}),
+	'with a request delay, a first request is served at once');
+$node->safe_psql('postgres',
+	join("\n", map { "INSERT INTO d VALUES ($_);" } (4 .. 6)));
+sleep(1);
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pk_runs('d') WHERE kind = 'data'}), '4',
+	'a request made during the delay is not served yet');
+ok($node->poll_query_until('postgres',
+		q{SELECT count(*) = 1 FROM pk_runs('d') WHERE kind = 'data'}),
+	'and is served after it');
+is($node->safe_psql('postgres', q{SELECT count(*), sum(id) FROM d}), '6|21',
+	'with every row');
+PkWorker::set($node, 'worker_request_delay', '20ms');
 
 # an idle table's run rows are not read again and again: a worker looks
 # for freed space after the table changed (or the worker expired some of
