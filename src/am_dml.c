@@ -685,10 +685,15 @@ dml_truncate(Relation rel)
 	append(rel, t, WB_TRUNCATE, NULL, GetCurrentCommandId(true), NULL, false, NULL);
 }
 
-/* the lost-update check of one read key: refuse if its key changed since */
+/*
+ * The lost-update check of one read key: refuse if its key changed since.
+ * added: committed holds only the runs committed since an earlier check
+ * that passed, and none it saw is gone, so that a key none of them holds
+ * kept its version.
+ */
 static void
-check_read(Relation rel, PkTable *t, List *committed, const Datum *keys,
-		   uint32 hash, const PkRead *read)
+check_read(Relation rel, PkTable *t, List *committed, bool added,
+		   const Datum *keys, uint32 hash, const PkRead *read)
 {
 	PkVersion	v;
 	bool		found = lookup_committed(rel, t, committed, keys, hash, &v);
@@ -697,7 +702,7 @@ check_read(Relation rel, PkTable *t, List *committed, const Datum *keys,
 	if (read->base_seq == 0)
 		changed = found && v.seq >= read->read_seq;
 	else
-		changed = !found || v.seq != read->base_seq;
+		changed = found ? v.seq != read->base_seq : !added;
 	if (changed)
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
@@ -707,32 +712,13 @@ check_read(Relation rel, PkTable *t, List *committed, const Datum *keys,
 				 errhint("Retry the transaction.")));
 }
 
-/*
- * At commit, under the commit lock: a read-modify-write whose key changed
- * after it was read would silently overwrite that change; refuse (SQLSTATE
- * 40001).  The key changed if its newest committed version now is not the
- * one read (base_seq; for a key read as absent: if a version committed after
- * the read exists).  A deletion counts even when a compaction into the
- * bottom has since dropped its tombstone: the version read is then gone.
- * Nothing can have changed if no commit created a run since the reads (in
- * snapshot ids, which commits take in commit order).  The reads are in the
- * buffer's entries and in the rows of the transaction's pending runs
- * (write_spill.c).
- */
-void
-dml_check_conflicts(Relation rel, WriteBuffer *wb, List *committed,
-					List *pending)
+/* check_read for each read of the transaction: its buffer's and its spills' */
+static void
+check_reads(Relation rel, PkTable *t, WriteBuffer *wb, List *committed,
+			bool added, List *pending)
 {
-	PkTable    *t = pk_table(rel);
 	ListCell   *lc;
-	bool		newer = false;
 
-	if (wb->rmw_snapshot == PG_INT64_MAX)
-		return;					/* no read-modify-write */
-	foreach(lc, committed)
-		newer |= ((RunInfo *) lfirst(lc))->created_snapshot > wb->rmw_snapshot;
-	if (!newer)
-		return;
 	for (uint32 p = 0; p < wb->n; p++)
 	{
 		WbEntry    *e = wbuf_entry(wb, p);
@@ -740,7 +726,7 @@ dml_check_conflicts(Relation rel, WriteBuffer *wb, List *committed,
 		if (e->read.read_seq == 0 || e->read.read_seq == PG_UINT64_MAX ||
 			(int64) p < wb->truncate_pos)
 			continue;
-		check_read(rel, t, committed, e->keys, e->hash, &e->read);
+		check_read(rel, t, committed, added, e->keys, e->hash, &e->read);
 	}
 	foreach(lc, pending)
 	{
@@ -760,8 +746,87 @@ dml_check_conflicts(Relation rel, WriteBuffer *wb, List *committed,
 			if (read.read_seq == 0)
 				continue;
 			pk_row_key(t, RUN_ROW_TUPLE(rh), keys);
-			check_read(rel, t, committed, keys, pk_key_hash(t, keys), &read);
+			check_read(rel, t, committed, added, keys, pk_key_hash(t, keys), &read);
 		}
 		run_cursor_close(&cur);
 	}
+}
+
+/*
+ * At commit (under the commit lock, or before it with
+ * dml_check_conflicts_since under it): a read-modify-write whose key changed
+ * after it was read would silently overwrite that change; refuse (SQLSTATE
+ * 40001).  The key changed if its newest committed version now is not the
+ * one read (base_seq; for a key read as absent: if a version committed after
+ * the read exists).  A deletion counts even when a compaction into the
+ * bottom has since dropped its tombstone: the version read is then gone.
+ * Nothing can have changed if no commit created a run since the reads (in
+ * snapshot ids, which commits take in commit order).  The reads are in the
+ * buffer's entries and in the rows of the transaction's pending runs
+ * (write_spill.c).
+ */
+void
+dml_check_conflicts(Relation rel, WriteBuffer *wb, List *committed,
+					List *pending)
+{
+	ListCell   *lc;
+	bool		newer = false;
+
+	if (wb->rmw_snapshot == PG_INT64_MAX)
+		return;					/* no read-modify-write */
+	foreach(lc, committed)
+		newer |= ((RunInfo *) lfirst(lc))->created_snapshot > wb->rmw_snapshot;
+	if (newer)
+		check_reads(rel, pk_table(rel), wb, committed, false, pending);
+}
+
+/*
+ * The runs of committed that before lacks, into *added; false if a run of
+ * before is not in committed any more (a compaction replaced it).
+ */
+static bool
+runs_added(List *before, List *committed, List **added)
+{
+	List	   *b = list_copy(before);
+	List	   *c = list_copy(committed);
+	int			i = 0;
+
+	cat_runs_sort(b);
+	cat_runs_sort(c);
+	*added = NIL;
+	for (int j = 0; j < list_length(c); j++)
+	{
+		RunInfo    *run = list_nth(c, j);
+
+		if (i < list_length(b) && ((RunInfo *) list_nth(b, i))->run_id < run->run_id)
+			return false;		/* gone */
+		if (i < list_length(b) && ((RunInfo *) list_nth(b, i))->run_id == run->run_id)
+			i++;
+		else
+			*added = lappend(*added, run);
+	}
+	return i == list_length(b);
+}
+
+/*
+ * Under the commit lock, after dml_check_conflicts passed against before
+ * (the runs committed when it ran, before the lock was taken): only what
+ * committed since can have changed a key read.  With every run of before
+ * still there (no compaction since), a key changed exactly if a run added
+ * since holds a version of it, which is newer than the reads; otherwise
+ * every read is checked again.  The commit lock, which serializes the
+ * table's commits, then covers the newest runs' checks alone.
+ */
+void
+dml_check_conflicts_since(Relation rel, WriteBuffer *wb, List *before,
+						  List *committed, List *pending)
+{
+	List	   *added;
+
+	if (wb->rmw_snapshot == PG_INT64_MAX)
+		return;
+	if (!runs_added(before, committed, &added))
+		dml_check_conflicts(rel, wb, committed, pending);
+	else if (added != NIL)
+		check_reads(rel, pk_table(rel), wb, added, true, pending);
 }

@@ -297,6 +297,22 @@ run_row(Relation crel, Oid relid, int64 run_id, HeapTuple *tup)
 
 static RunInfo *run_from_tuple(Relation crel, HeapTuple tup);
 
+static int
+run_id_cmp(const ListCell *a, const ListCell *b)
+{
+	int64		ra = ((RunInfo *) lfirst(a))->run_id;
+	int64		rb = ((RunInfo *) lfirst(b))->run_id;
+
+	return (ra > rb) - (ra < rb);
+}
+
+/* sort a list of runs in run id order */
+void
+cat_runs_sort(List *runs)
+{
+	list_sort(runs, run_id_cmp);
+}
+
 /* a run's row as snapshot sees it (it must see one) */
 RunInfo *
 cat_run_get(Oid relid, int64 run_id, Snapshot snapshot)

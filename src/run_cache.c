@@ -98,15 +98,6 @@ copy_run(const RunInfo *run)
 	return r;
 }
 
-static int
-run_id_cmp(const ListCell *a, const ListCell *b)
-{
-	int64		ra = ((RunInfo *) lfirst(a))->run_id;
-	int64		rb = ((RunInfo *) lfirst(b))->run_id;
-
-	return (ra > rb) - (ra < rb);
-}
-
 /* keep runs as the list of version (xmin, snapshot_id), in run id order */
 static void
 store(Relation rel, TransactionId xmin, int64 snapshot_id, uint64 completions,
@@ -134,7 +125,7 @@ store(Relation rel, TransactionId xmin, int64 snapshot_id, uint64 completions,
 	e->runs = NIL;
 	foreach(lc, runs)
 		e->runs = lappend(e->runs, copy_run(lfirst(lc)));
-	list_sort(e->runs, run_id_cmp);
+	cat_runs_sort(e->runs);
 	MemoryContextSwitchTo(old);
 	e->node = rel->rd_node;
 	e->xmin = xmin;
@@ -316,7 +307,7 @@ runcache_data_runs(Relation rel, Snapshot snapshot, bool committed_only,
 				if (r->relfilenode == rel->rd_node.relNode)
 					*runs = lappend(*runs, r);
 			}
-			list_sort(*runs, run_id_cmp);
+			cat_runs_sort(*runs);
 			store(rel, xmin, st.last_snapshot_id, completions, *runs);
 			return true;
 		}

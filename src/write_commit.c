@@ -4,7 +4,9 @@
  *	  The commit path.  At XACT_EVENT_PRE_COMMIT each table the transaction
  *	  wrote, in relid order (so committers take the commit locks in one
  *	  order), gets: a compaction first if the commit would reach the stop
- *	  trigger; then, under its commit lock, its buffer folded to one
+ *	  trigger; the lost-update checks against the runs committed so far;
+ *	  then, under its commit lock, the same checks against the runs
+ *	  committed since, its buffer folded to one
  *	  version per key, an L0 run holding them, an APPEND (or, after a
  *	  TRUNCATE, OVERWRITE) snapshot, and the table's row naming its data
  *	  runs.  Savepoint events are passed to the write buffer.  After the
@@ -95,6 +97,8 @@ commit_table(WriteBuffer *wb, bool preparing)
 	instr_time	start;
 	instr_time	duration;
 	LOCKTAG		tag;
+	List	   *before = NIL;
+	bool		prechecked = false;
 
 	if (wb->n == 0 && wb->spills == NIL)
 		return;					/* everything rolled back to a savepoint */
@@ -112,6 +116,20 @@ commit_table(WriteBuffer *wb, bool preparing)
 	 */
 	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
 
+	/*
+	 * The lost-update checks against the runs committed so far, before the
+	 * commit lock: under it, only the runs committed since are looked at
+	 * (dml_check_conflicts_since).  Not after a TRUNCATE of the transaction,
+	 * whose removals are written under the lock first.
+	 */
+	if (!truncated && wb->rmw_snapshot != PG_INT64_MAX)
+	{
+		if (!runcache_data_runs(rel, GetLatestSnapshot(), true, &before))
+			before = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()));
+		dml_check_conflicts(rel, wb, before, spill_runs(rel, wb));
+		prechecked = true;
+	}
+
 	/* one commit of this table at a time, until our commit record is out */
 	tag = cat_commit_lock(wb->relid);
 	if (nearly < MAX_EARLY)
@@ -124,7 +142,10 @@ commit_table(WriteBuffer *wb, bool preparing)
 	/* the rows a TRUNCATE of the transaction removed, first */
 	dml_truncate_finish(rel, wb);
 	pending = spill_runs(rel, wb);
-	dml_check_conflicts(rel, wb, committed, pending);
+	if (prechecked)
+		dml_check_conflicts_since(rel, wb, before, committed, pending);
+	else
+		dml_check_conflicts(rel, wb, committed, pending);
 	st = cat_table_state(wb->relid);
 	snapshot_id = st.last_snapshot_id + 1;
 
