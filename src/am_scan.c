@@ -571,7 +571,23 @@ fetch_visible(Relation rel, ItemPointer tid, Snapshot snapshot, PkVersion *v)
 	}
 	runs = lookup_visible_runs(rel, snapshot);
 	if (!lookup_tid(rel, t, runs, wb, tid, v))
-		return false;
+	{
+		/*
+		 * A TID from a newer list of runs (ON CONFLICT's arbiter looks at
+		 * the latest ones): a compaction committed since the snapshot may
+		 * have moved the version to new TIDs.  It is still the version the
+		 * snapshot sees if that is its key's newest there, by sequence
+		 * number (compaction keeps them).
+		 */
+		if (pk_tid_is_wbuf(tid) ||
+			!lookup_tid(rel, t, lookup_visible_runs(rel, GetLatestSnapshot()), wb, tid, v))
+			return false;
+		pk_row_key(t, v->tup, key);
+		hash = pk_key_hash(t, key);
+		return !lookup_buffered(wb, t, key, hash, snapshot_cid(snapshot), &newest) &&
+			lookup_committed(rel, t, runs, key, hash, &newest) &&
+			newest.seq == v->seq && PK_KIND_IS_ADD(newest.kind);
+	}
 	if (pk_tid_is_wbuf(tid) &&
 		!wbuf_visible(wb, (uint32) wbuf_find_tid(wb, tid), snapshot_cid(snapshot)))
 		return false;
