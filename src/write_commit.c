@@ -69,6 +69,17 @@ static int	nearly = 0;
 static bool early_overflow = false;
 static int	saved_synchronous_commit = -1;
 
+/* rel's committed data runs as of now (latest snapshot) */
+static List *
+committed_runs(Relation rel)
+{
+	List	   *runs;
+
+	if (!runcache_data_runs(rel, GetLatestSnapshot(), true, &runs))
+		runs = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()));
+	return runs;
+}
+
 /*
  * Flush one table's buffer.  Runs the buffer spilled (write_spill.c) take the
  * sequence numbers after the last commit's, in spill order; the buffer's
@@ -124,8 +135,7 @@ commit_table(WriteBuffer *wb, bool preparing)
 	 */
 	if (!truncated && wb->rmw_snapshot != PG_INT64_MAX)
 	{
-		if (!runcache_data_runs(rel, GetLatestSnapshot(), true, &before))
-			before = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()));
+		before = committed_runs(rel);
 		dml_check_conflicts(rel, wb, before, spill_runs(rel, wb));
 		prechecked = true;
 	}
@@ -136,9 +146,8 @@ commit_table(WriteBuffer *wb, bool preparing)
 		early[nearly++] = tag;
 	else
 		early_overflow = true;
-	/* the runs as the previous commit left them, and the spilled ones */
-	if (!runcache_data_runs(rel, GetLatestSnapshot(), true, &committed))
-		committed = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()));
+	/* the runs as the previous commit left them */
+	committed = committed_runs(rel);
 	/* the rows a TRUNCATE of the transaction removed, first */
 	dml_truncate_finish(rel, wb);
 	pending = spill_runs(rel, wb);
