@@ -393,8 +393,9 @@ cat_run_finalize(Oid relid, int64 run_id, int64 seq, int64 snapshot_id)
 /*
  * A commit's data run replaced by compaction, kept as its snapshot's delta:
  * readers whose MVCC snapshot predates the compaction still see it as data.
- * A new version of the row (never a HOT one: kind is indexed), so that the
- * old version is the one readers of data runs find through runs_kind.
+ * A new version of the row, a HOT one when its page has room (no column
+ * it changes is indexed): readers whose snapshot sees the tables row
+ * version naming the run find the old version by run id.
  */
 void
 cat_run_retire(Oid relid, const RunInfo *run)
@@ -734,10 +735,59 @@ inserter_aborted(HeapTuple tup)
 }
 
 /*
- * The runs of a table that a snapshot sees (data_only: its data runs,
- * through the index runs_kind).  SnapshotAny: every run whose pages
- * are still intact, i.e. whose row VACUUM has not removed (deleted ones
- * too), except runs of aborted transactions.
+ * The data runs an MVCC snapshot sees: those its version of the tables row
+ * names, and the runs the transaction itself added that no version names
+ * yet (pending ones, numbered snapshot 0, and those of a commit or
+ * compaction step before its row update, numbered past the row's last
+ * snapshot).  No other run row is visible without a version naming it: a
+ * transaction's runs and its tables row become visible together.  A named
+ * run the transaction has deleted or retired since (TRUNCATE, a
+ * compaction step) is left out.
+ */
+static List *
+data_runs_visible(Relation crel, Oid relid, Snapshot snapshot)
+{
+	TransactionId xmin;
+	TableState	st = {0};
+	List	   *runs = NIL;
+	Relation	irel;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	if (cat_table_version(relid, snapshot, &xmin, &st))
+	{
+		for (int i = 0; i < st.ndata_runs; i++)
+		{
+			ScanKeyData key[2];
+
+			ScanKeyInit(&key[0], Anum_runs_relid, BTEqualStrategyNumber, F_OIDEQ,
+						ObjectIdGetDatum(relid));
+			ScanKeyInit(&key[1], Anum_runs_run_id, BTEqualStrategyNumber, F_INT8EQ,
+						Int64GetDatum(st.data_runs[i]));
+			scan = systable_beginscan(crel, cat_index_oid("runs"), true, snapshot, 2, key);
+			if (HeapTupleIsValid(tup = systable_getnext(scan)))
+				runs = lappend(runs, run_from_tuple(crel, tup));
+			systable_endscan(scan);
+		}
+	}
+	for (int pass = 0; pass < 2; pass++)
+	{
+		scan = pass == 0 ?
+			begin_runs_of_snapshots(crel, &irel, relid, -1, 0, snapshot) :
+			begin_runs_of_snapshots(crel, &irel, relid, st.last_snapshot_id,
+									PG_INT64_MAX, snapshot);
+		while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
+			runs = lappend(runs, run_from_tuple(crel, tup));
+		end_runs_of_snapshots(scan, irel);
+	}
+	return runs;
+}
+
+/*
+ * The runs of a table that a snapshot sees (data_only: its data runs).
+ * SnapshotAny: every run whose pages are still intact, i.e. whose row
+ * VACUUM has not removed (deleted ones too), except runs of aborted
+ * transactions; with data_only, every version of a row that was a data run.
  */
 List *
 cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only)
@@ -746,27 +796,26 @@ cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only)
 	SysScanDesc scan;
 	HeapTuple	tup;
 	List	   *runs = NIL;
+	List	   *data = NIL;
+	ListCell   *lc;
 
-	if (data_only)
-	{
-		ScanKeyData keys[2];
-
-		ScanKeyInit(&keys[0], Anum_runs_relid, BTEqualStrategyNumber, F_OIDEQ,
-					ObjectIdGetDatum(relid));
-		ScanKeyEntryInitialize(&keys[1], 0, Anum_runs_kind, BTEqualStrategyNumber,
-							   InvalidOid, DEFAULT_COLLATION_OID, F_TEXTEQ,
-							   CStringGetTextDatum("data"));
-		scan = systable_beginscan(crel, cat_oid("runs_kind", false), true, snapshot, 2, keys);
-	}
+	if (data_only && snapshot != SnapshotAny)
+		runs = data_runs_visible(crel, relid, snapshot);
 	else
+	{
 		scan = cat_scan(crel, "runs", relid, snapshot);
-
-	while (HeapTupleIsValid(tup = systable_getnext(scan)))
-		if (snapshot != SnapshotAny || !inserter_aborted(tup))
-			runs = lappend(runs, run_from_tuple(crel, tup));
-	systable_endscan(scan);
+		while (HeapTupleIsValid(tup = systable_getnext(scan)))
+			if (snapshot != SnapshotAny || !inserter_aborted(tup))
+				runs = lappend(runs, run_from_tuple(crel, tup));
+		systable_endscan(scan);
+	}
 	table_close(crel, AccessShareLock);
-	return runs;
+	if (!data_only)
+		return runs;
+	foreach(lc, runs)
+		if (((RunInfo *) lfirst(lc))->kind == RUN_DATA)
+			data = lappend(data, lfirst(lc));
+	return data;
 }
 
 void
@@ -1440,7 +1489,7 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id)
  * library installs the base script and updates it; an older library, or
  * one with no path from that version, is refused there.
  */
-static const char *const catalog_versions[] = {"0.1", "0.2", "0.3", "0.4", "0.5", PKCHANGELOG_VERSION};
+static const char *const catalog_versions[] = {"0.1", "0.2", "0.3", "0.4", "0.5", "0.6", PKCHANGELOG_VERSION};
 
 /* does this library work with the catalog of version, once updated? */
 bool

@@ -8,6 +8,6 @@
 #ifndef PKCHANGELOG_H
 #define PKCHANGELOG_H
 
-#define PKCHANGELOG_VERSION "0.6"
+#define PKCHANGELOG_VERSION "0.7"
 
 #endif							/* PKCHANGELOG_H */

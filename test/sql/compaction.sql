@@ -145,3 +145,25 @@ SELECT check_changelog('sm');
 -- each table's row in pkchangelog.tables names exactly its data runs
 SELECT t, check_data_runs(t) FROM unnest('{c,tb,s,l0,sm}'::regclass[]) t;
 DROP TABLE c, s, tb, l0, sm;
+
+-- retiring a commit's run to a delta is a HOT update of its catalog row (no
+-- index covers a column it changes), and a transaction that compacted reads
+-- its data runs without the cache: those its version of the tables row
+-- names and the ones it added
+CREATE TABLE hr (id int PRIMARY KEY, v text) USING pkmerge
+  WITH (changelog_producer = 'none');
+INSERT INTO hr VALUES (1, 'a');
+INSERT INTO hr VALUES (2, 'b');
+BEGIN;
+INSERT INTO hr VALUES (3, 'c');
+SELECT pk_compact('hr', true) IS NOT NULL AS compacted;
+SELECT n_tup_hot_upd AS retired_by_hot_update
+  FROM pg_stat_xact_user_tables WHERE relid = 'pkchangelog.runs'::regclass;
+SELECT string_agg(id || v, ',' ORDER BY id) AS rows_in_compacting_xact FROM hr;
+UPDATE hr SET v = 'd' WHERE id = 1;
+SELECT string_agg(id || v, ',' ORDER BY id) AS rows_after_update FROM hr;
+COMMIT;
+SELECT string_agg(id || v, ',' ORDER BY id) AS rows_committed FROM hr;
+SELECT kind, record_count FROM pk_runs('hr') ORDER BY run_id;
+SELECT check_data_runs('hr');
+DROP TABLE hr;

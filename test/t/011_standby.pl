@@ -178,8 +178,8 @@ FROM pkchangelog.runs WHERE relid = '$tbl'::regclass AND kind = 'data'});
 
 	# B and C compacted away; an index scan of the primary kills their entries
 	$primary->safe_psql('postgres', qq{SELECT pk_compact('$tbl', true)});
-	# (in run_id order: runs_kind, whose entries cat_used_extents does not
-	# read, would need a sort)
+	# (in run_id order, so through runs_pkey, whose entries cat_used_extents
+	# reads)
 	my $kill = qq{SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off;
 SELECT nblocks FROM pkchangelog.runs WHERE relid = '$tbl'::regclass ORDER BY run_id};
 	like($primary->safe_psql('postgres', $kill =~ s/SELECT/EXPLAIN (COSTS OFF) SELECT/r),
