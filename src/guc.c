@@ -19,6 +19,7 @@ bool		pk_worker_enabled = true;
 bool		pk_group_commit = true;
 int			pk_worker_naptime = 1000;
 int			pk_worker_request_delay = 20;
+int			pk_run_index_cache_size = 4096;	/* kB */
 int			pk_run_memory_limit = 64 * 1024;	/* kB */
 int			pk_wal_rmgr_id = PK_WAL_RMGR_ID_DEFAULT;
 
@@ -50,6 +51,11 @@ pk_guc_init(void)
 							"A developer setting: tests lower it to write small runs through temporary files.",
 							&pk_run_memory_limit, 64 * 1024, 64, 1024 * 1024, PGC_USERSET,
 							GUC_UNIT_KB | GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	DefineCustomIntVariable("pkchangelog.run_index_cache_size",
+							"Run indexes a backend loads before it frees those of the runs it has not read since it last reached this size.",
+							"Each backend caches the block indexes and bloom filters of the runs it reads; runs that compaction replaced (one per small commit) are not read again. A backend keeps about twice this size, besides the indexes of the runs it reads.",
+							&pk_run_index_cache_size, 4096, 64, 1024 * 1024, PGC_USERSET,
+							GUC_UNIT_KB, NULL, NULL, NULL);
 	DefineCustomIntVariable("pkchangelog.wal_rmgr_id",
 							"The id of pkchangelog's custom WAL resource manager, whose records carry pkmerge changes for logical decoding.",
 							"Change it only if another extension uses the same id (ids 128 to 255 are for extensions); WAL written with one id is decoded only by a server started with the same id.",

@@ -13,6 +13,7 @@ extern bool pk_worker_enabled;
 extern bool pk_group_commit;
 extern int	pk_worker_naptime;
 extern int	pk_worker_request_delay;
+extern int	pk_run_index_cache_size;
 extern int	pk_run_memory_limit;
 extern int	pk_wal_rmgr_id;
 

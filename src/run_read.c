@@ -36,14 +36,13 @@
 #include "utils/memutils.h"
 
 #include "catalog.h"
+#include "guc.h"
 #include "relcache_hub.h"
 #include "run_cache_stats.h"
 #include "run_read.h"
 
 /* block cache capacity, bytes of decompressed blocks */
 #define BLOCK_CACHE_BYTES	(32 * 1024 * 1024)
-/* the index cache is emptied at transaction end when above this */
-#define INDEX_CACHE_BYTES	(64 * 1024 * 1024)
 /* a bloom filter this small is read with its run's index (about 52k keys) */
 #define BLOOM_EAGER_BYTES	(64 * 1024)
 /* ... a larger one once a backend has looked up this many keys in the run */
@@ -75,10 +74,14 @@ typedef struct IndexCacheEntry
 {
 	IndexKey	key;
 	RunIndex   *index;
+	uint64		generation;		/* its memory: index_gen[generation % 2] */
 } IndexCacheEntry;
 
 static MemoryContext reader_cxt = NULL;
 static MemoryContext index_cxt = NULL;
+static MemoryContext index_gen[2];	/* children of index_cxt */
+static uint64 index_generation = 0;
+static Size index_new_bytes = 0;	/* loaded into it, not taken from the last */
 static HTAB *block_cache = NULL;
 static HTAB *index_cache = NULL;
 static dlist_head block_lru = DLIST_STATIC_INIT(block_lru);
@@ -90,13 +93,44 @@ static ZSTD_DCtx *zstd_dctx = NULL;
 static Oid	cache_catalog = InvalidOid;
 static bool cache_catalog_checked = false;
 
+/* empty the index cache: its hash table and generations are made again */
+static void
+index_cache_reset(void)
+{
+	MemoryContextReset(index_cxt);
+	index_cache = NULL;
+	index_new_bytes = 0;
+}
+
+/* the previous generation goes: the entries in it were not used since */
+static void
+index_cache_next_generation(void)
+{
+	HASH_SEQ_STATUS status;
+	IndexCacheEntry *e;
+
+	hash_seq_init(&status, index_cache);
+	while ((e = hash_seq_search(&status)) != NULL)
+		if (e->generation != index_generation)
+			hash_search(index_cache, &e->key, HASH_REMOVE, NULL);
+	index_generation++;
+	MemoryContextReset(index_gen[index_generation % 2]);
+	index_new_bytes = 0;
+}
+
 /*
  * At transaction end no cursor or lookup holds a block any more, but an
  * error may have left pins behind (a cursor's close is not reached when
  * its scan fails); clearing them lets those blocks be evicted again.  The
  * index cache is kept across transactions (indexes of immutable runs stay
- * valid) unless it grew past INDEX_CACHE_BYTES, which only a session
- * reading very many runs reaches.
+ * valid), in generations: once pkchangelog.run_index_cache_size of indexes of runs
+ * it did not hold were loaded into the current one, the previous one goes
+ * with the entries still in it, and a new one begins.  An index used
+ * since moved to the current generation when it was used (read again: no
+ * pointer to it survives the transaction), so what goes are the runs
+ * compaction has replaced, one per small commit, which this backend will
+ * not read again.  Memory stays below two generations and what the live
+ * runs' indexes take, and the hash table holds about as many entries.
  */
 static void
 reader_xact_callback(XactEvent event, void *arg)
@@ -116,12 +150,8 @@ reader_xact_callback(XactEvent event, void *arg)
 			e->block->pins = 0;
 		block_pins = 0;
 	}
-	if (index_cxt && MemoryContextMemAllocated(index_cxt, true) > INDEX_CACHE_BYTES)
-	{
-		/* the hash table's own memory is a child of index_cxt: gone with it */
-		MemoryContextReset(index_cxt);
-		index_cache = NULL;
-	}
+	if (index_cache && index_new_bytes > (Size) pk_run_index_cache_size * 1024)
+		index_cache_next_generation();
 }
 
 /* pkchangelog.runs may have been dropped (or all caches are being reset) */
@@ -194,8 +224,7 @@ reader_check_catalog(void)
 		if (e->block->pins == 0)
 			drop_cached_block(e);
 	}
-	MemoryContextReset(index_cxt);
-	index_cache = NULL;
+	index_cache_reset();
 }
 
 /*
@@ -352,8 +381,8 @@ load_index(Relation rel, PkTable *t, const RunInfo *run)
 		(uint64) ih.nentries * RUN_INDEX_ENTRY_SIZE(0) > ih.len)
 		corrupt(rel, run, "index at offset", hdr.index_offset,
 				"The index header does not match the run header.");
-	old = MemoryContextSwitchTo(index_cxt);
-	entries = MemoryContextAllocHuge(index_cxt, Max(ih.len, 1));
+	old = MemoryContextSwitchTo(index_gen[index_generation % 2]);
+	entries = MemoryContextAllocHuge(CurrentMemoryContext, Max(ih.len, 1));
 	read_stream(rel, run, hdr.index_offset + sizeof(ih), ih.len, entries, NULL);
 	INIT_CRC32C(crc);
 	COMP_CRC32C(crc, entries, ih.len);
@@ -365,9 +394,9 @@ load_index(Relation rel, PkTable *t, const RunInfo *run)
 	idx = palloc0(sizeof(RunIndex));
 	idx->run_id = run->run_id;
 	idx->nblocks = ih.nentries;
-	idx->entries = MemoryContextAllocHuge(index_cxt,
+	idx->entries = MemoryContextAllocHuge(CurrentMemoryContext,
 										  sizeof(RunIndexEntry) * Max(ih.nentries, 1));
-	idx->first_keys = MemoryContextAllocHuge(index_cxt,
+	idx->first_keys = MemoryContextAllocHuge(CurrentMemoryContext,
 											 sizeof(Datum) * t->nkeys * Max(ih.nentries, 1));
 	for (uint32 i = 0; i < ih.nentries; i++)
 	{
@@ -416,7 +445,8 @@ static void
 load_bloom(Relation rel, const RunInfo *run, RunIndex *idx)
 {
 	RunBloomHeader bh;
-	uint8	   *bits = MemoryContextAllocHuge(index_cxt, idx->bloom_nbits / 8);
+	uint8	   *bits = MemoryContextAllocHuge(index_gen[index_generation % 2],
+											  idx->bloom_nbits / 8);
 	pg_crc32c	crc;
 
 	read_stream(rel, run, idx->bloom_offset, sizeof(bh), (char *) &bh, NULL);
@@ -453,7 +483,9 @@ bloom_may_contain(Relation rel, const RunInfo *run, RunIndex *idx, uint32 hash)
 }
 
 /*
- * The block index and bloom filter of a run, loaded on first use.
+ * The block index and bloom filter of a run, loaded on first use (and
+ * again when it is used in a new generation of the cache; a bloom filter
+ * read later goes to the current generation too: the index is in it).
  */
 RunIndex *
 run_index_get(Relation rel, PkTable *t, const RunInfo *run)
@@ -475,16 +507,29 @@ run_index_get(Relation rel, PkTable *t, const RunInfo *run)
 		ctl.hcxt = index_cxt;
 		index_cache = hash_create("pkmerge run index cache", 256, &ctl,
 								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		for (int i = 0; i < 2; i++)
+			index_gen[i] = AllocSetContextCreate(index_cxt, "pkmerge run index generation",
+												 0, 8 * 1024, 64 * 1024);
 	}
 	memset(&key, 0, sizeof(key));
 	key.run_id = run->run_id;
 	key.relfilenode = run->relfilenode;
 	e = hash_search(index_cache, &key, HASH_FIND, NULL);
-	if (e)
+	if (e && e->generation == index_generation)
 		return e->index;
-	idx = load_index(rel, t, run);
+	if (e == NULL)
+	{
+		MemoryContext gen = index_gen[index_generation % 2];
+		Size		before = MemoryContextMemAllocated(gen, false);
+
+		idx = load_index(rel, t, run);
+		index_new_bytes += MemoryContextMemAllocated(gen, false) - before;
+	}
+	else
+		idx = load_index(rel, t, run);
 	e = hash_search(index_cache, &key, HASH_ENTER, &found);
 	e->index = idx;
+	e->generation = index_generation;
 	return e->index;
 }
 

@@ -65,3 +65,32 @@ SELECT s.temp_files - b.temp_files AS temporary_files
 FROM pg_stat_database s, temp_files_before b WHERE s.datname = current_database();
 SELECT count(*), count(*) FILTER (WHERE v LIKE '%w') AS updated FROM lk;
 DROP TABLE h, lk, fc;
+
+-- a backend's cache of run indexes keeps those of runs compaction replaced
+-- (one per small commit) for at most two generations: 2,000 one-row
+-- commits, each read back, would leave ~1 MB of indexes; with generations
+-- of 64 kB a quarter of that at most remains, and every row reads back
+SET pkchangelog.run_index_cache_size = '64kB';
+CREATE TABLE ix (id int PRIMARY KEY, v int) USING pkmerge;
+CREATE PROCEDURE ix_commits(n int) LANGUAGE plpgsql AS $$
+DECLARE
+	x int;
+	wrong int := 0;
+BEGIN
+	FOR i IN 1..n LOOP
+		INSERT INTO ix VALUES (i, i * 2);
+		COMMIT;
+		SELECT v INTO x FROM ix WHERE id = i;
+		IF x IS DISTINCT FROM i * 2 THEN
+			wrong := wrong + 1;
+		END IF;
+	END LOOP;
+	RAISE NOTICE 'rows read back wrong: %', wrong;
+END $$;
+CALL ix_commits(2000);
+SELECT count(*) AS contexts, sum(total_bytes) < 256 * 1024 AS under_256kb
+FROM pg_backend_memory_contexts WHERE name ~ '^pkmerge run index';
+SELECT count(*), sum(v) = 2000 * 2001 AS values_right FROM ix;
+RESET pkchangelog.run_index_cache_size;
+DROP PROCEDURE ix_commits;
+DROP TABLE ix;
