@@ -78,6 +78,18 @@ SELECT * FROM pk_changes('dist');
 SELECT * FROM pk_consume('dist', 'c');
 SELECT pk_write('dist', '+I', ROW(1, 1)::dist);
 SELECT pk_current_snapshot('dist');
+-- whatever the plan: one that reads the table's (no) snapshots or
+-- consumers before anything else still checks the argument
+SET enable_nestloop = off;
+SET enable_mergejoin = off;
+SELECT * FROM pk_snapshots('dist');
+RESET enable_nestloop;
+RESET enable_mergejoin;
+SET enable_indexscan = off;
+SET enable_bitmapscan = off;
+SELECT * FROM pk_consumers('dist');
+RESET enable_indexscan;
+RESET enable_bitmapscan;
 -- a shard is not listed: its functions work
 INSERT INTO shard_102008 VALUES (1, 1);
 SELECT snapshot_id, rowkind, row FROM pk_changes('shard_102008');
