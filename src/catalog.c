@@ -626,6 +626,49 @@ cat_table_state(Oid relid)
 }
 
 /*
+ * Writes of tables rows by this backend, numbered from 1: each table's
+ * last one.  A cache that publishes the version a write made (run_cache.c,
+ * as the transaction's commit becomes visible) checks that no later write
+ * of the transaction replaced it.
+ */
+typedef struct TableWrite
+{
+	Oid			relid;
+	uint64		writeno;
+} TableWrite;
+
+static HTAB *table_writes = NULL;
+static uint64 table_writes_made = 0;
+
+static void
+note_table_write(Oid relid)
+{
+	TableWrite *w;
+
+	if (table_writes == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(TableWrite);
+		table_writes = hash_create("pkchangelog tables row writes", 64, &ctl,
+								   HASH_ELEM | HASH_BLOBS);
+	}
+	w = hash_search(table_writes, &relid, HASH_ENTER, NULL);
+	w->writeno = ++table_writes_made;
+}
+
+/* the number of this backend's last write of relid's tables row (0: none) */
+uint64
+cat_table_last_write(Oid relid)
+{
+	TableWrite *w = table_writes ?
+		hash_search(table_writes, &relid, HASH_FIND, NULL) : NULL;
+
+	return w ? w->writeno : 0;
+}
+
+/*
  * Write st as the table's new row version, over the version cat_table_state
  * read it from (under the commit lock, still the latest: an update of any
  * other fails).  st then names the new version.
@@ -650,6 +693,7 @@ cat_table_state_update(Oid relid, TableState *st)
 	newtup = heap_form_tuple(RelationGetDescr(crel), values, nulls);
 	CatalogTupleUpdate(crel, &st->row, newtup);
 	st->row = newtup->t_self;
+	note_table_write(relid);
 	table_close(crel, RowExclusiveLock);
 	/* later reads in this transaction (another commit step) see it */
 	CommandCounterIncrement();

@@ -42,6 +42,7 @@
 #include "maint_compaction.h"
 #include "mat.h"
 #include "read_point.h"
+#include "run_cache.h"
 #include "run_merge.h"
 #include "run_read.h"
 
@@ -342,6 +343,46 @@ switch_runs(TableState *st, List *inputs, List *outputs)
 	st->ndata_runs = n;
 }
 
+/* the run of id among runs, NULL if none */
+static RunInfo *
+find_run(List *runs, int64 id)
+{
+	ListCell   *lc;
+
+	foreach(lc, runs)
+		if (((RunInfo *) lfirst(lc))->run_id == id)
+			return lfirst(lc);
+	return NULL;
+}
+
+/*
+ * The switch's version of the table's row names st's runs: hand their list
+ * to the run cache (this backend's, and once the compaction is visible the
+ * other backends'), so that they need not read the outputs' rows from the
+ * catalog.  The list is that of the version the commit lock found (before)
+ * less the inputs, plus the outputs; if a run is unknown (before is not
+ * cached), the readers take the catalog as before.
+ */
+static void
+store_switched(Relation rel, const TableState *st, List *before, List *outputs,
+			   int64 snapshot_id)
+{
+	List	   *runs = NIL;
+
+	for (int i = 0; i < st->ndata_runs; i++)
+	{
+		RunInfo    *r = find_run(outputs, st->data_runs[i]);
+
+		if (r == NULL)
+			r = find_run(before, st->data_runs[i]);
+		if (r == NULL)
+			return;
+		runs = lappend(runs, r);
+	}
+	cat_runs_sort(runs);
+	runcache_store_commit(rel, snapshot_id, runs);
+}
+
 /*
  * The oldest retained snapshot of relid (PG_INT64_MAX if none).  Under the
  * compaction lock: no expiration runs meanwhile.
@@ -380,6 +421,7 @@ compact_table(Relation rel, bool full)
 	List	   *srs;
 	List	   *inputs = NIL;
 	List	   *outputs = NIL;
+	List	   *before;
 	int			count;
 	int			outlevel = 0;
 	MergeIter  *m;
@@ -466,6 +508,9 @@ compact_table(Relation rel, bool full)
 	/* commit: inputs out, outputs in, one COMPACT snapshot */
 	(void) cat_commit_lock(relid);
 	st = cat_table_state(relid);
+	/* the runs of that version, unless this transaction rewrote them already */
+	if (!runcache_data_runs(rel, GetLatestSnapshot(), true, &before))
+		before = NIL;
 	snapshot_id = st.last_snapshot_id + 1;
 	oldest = oldest_snapshot(relid);
 	/* catalog updates of thousands of runs: their memory goes run by run */
@@ -477,11 +522,9 @@ compact_table(Relation rel, bool full)
 		RunInfo    *r = lfirst(lc);
 
 		/* an output in its catalog row gets the row now (run_writer_finish) */
+		r->created_snapshot = snapshot_id;
 		if (r->stream)
-		{
-			r->created_snapshot = snapshot_id;
 			cat_run_insert(relid, r);
-		}
 		else
 			cat_run_set_snapshot(relid, r->run_id, snapshot_id);
 		MemoryContextReset(itemcxt);
@@ -532,6 +575,7 @@ compact_table(Relation rel, bool full)
 						prod_name(t->opts.changelog_producer),
 						INSTR_TIME_GET_MILLISEC(duration));
 	cat_table_state_update(relid, &st);
+	store_switched(rel, &st, before, outputs, snapshot_id);
 	/* wal_level = logical: full-compaction's changes, for decoding */
 	if (changelog)
 		changelog_wal_log_snapshot(rel, snapshot_id);

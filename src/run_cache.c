@@ -68,9 +68,10 @@ typedef struct CacheEntry
 static HTAB *cache = NULL;
 
 /*
- * The tables whose run lists this transaction's commit steps stored, with
- * the version they wrote, to publish once the commit is visible
- * (runcache_commit_visible).
+ * The tables whose run lists this transaction's commit and compaction
+ * steps stored, with the last version they wrote (the catalog's number of
+ * that write, and the first snapshot id the transaction made for the
+ * table), to publish once the commit is visible (runcache_commit_visible).
  */
 #define MAX_PUBLISH 8
 static struct
@@ -78,6 +79,8 @@ static struct
 	Oid			relid;
 	TransactionId xmin;
 	int64		snapshot_id;
+	int64		first_snapshot_id;
+	uint64		writeno;
 }			to_publish[MAX_PUBLISH];
 static int	npublish = 0;
 
@@ -350,24 +353,32 @@ runcache_recent_runs(Relation rel, List **runs)
 }
 
 /*
- * A commit, under the commit lock, has written the tables row version that
- * names its snapshot_id: runs (the data runs committed before it, and its
- * own) are that version's list, unless the transaction also changed runs
- * committed before (compacted them, or truncated the table).
+ * A commit or compaction step, under the commit lock, has written the
+ * tables row version that names its snapshot_id: runs is that version's
+ * list.  Kept for this backend, and published for the others once the
+ * transaction is visible, unless a later write of the row replaced it.
  */
 void
 runcache_store_commit(Relation rel, int64 snapshot_id, List *runs)
 {
-	if (cat_runs_changed(rel->rd_id, true) || IsParallelWorker())
+	int			i;
+
+	if (IsParallelWorker())
 		return;
 	store(rel, GetTopTransactionId(), snapshot_id, 0, runs);
-	if (npublish < MAX_PUBLISH)
+	for (i = 0; i < npublish && to_publish[i].relid != rel->rd_id; i++)
+		;
+	if (i == MAX_PUBLISH)
+		return;
+	if (i == npublish)
 	{
-		to_publish[npublish].relid = rel->rd_id;
-		to_publish[npublish].xmin = GetTopTransactionId();
-		to_publish[npublish].snapshot_id = snapshot_id;
+		to_publish[i].relid = rel->rd_id;
+		to_publish[i].first_snapshot_id = snapshot_id;
 		npublish++;
 	}
+	to_publish[i].xmin = GetTopTransactionId();
+	to_publish[i].snapshot_id = snapshot_id;
+	to_publish[i].writeno = cat_table_last_write(rel->rd_id);
 }
 
 /*
@@ -391,19 +402,32 @@ runcache_commit_visible(void)
 		PublishedRuns pub;
 		ListCell   *lc;
 
-		/* stored again by a later commit step of the transaction: its */
 		if (e == NULL || e->xmin != to_publish[i].xmin ||
 			e->snapshot_id != to_publish[i].snapshot_id)
 			continue;
+
+		/*
+		 * A later write of the table's row that stored no list replaced
+		 * the version, keeping its snapshot id: the list is not that of
+		 * the committed version.  (VACUUM FULL writes the row again after
+		 * its compaction stored a list, but for a new file: lists are kept
+		 * and published per file, so readers of the new one would not
+		 * take it anyway.)
+		 */
+		if (cat_table_last_write(to_publish[i].relid) != to_publish[i].writeno)
+		{
+			hash_search(cache, &to_publish[i].relid, HASH_REMOVE, NULL);
+			continue;
+		}
 		e->completions = snap->snapXactCompletionCount;
-		/* the rows of the runs the commit wrote */
+		/* the rows of the runs the transaction wrote */
 		foreach(lc, e->runs)
 		{
 			RunInfo    *r = lfirst(lc);
 			char		buf[HINTS_MAX_RUN_BYTES];
 			Size		len;
 
-			if (r->created_snapshot == e->snapshot_id &&
+			if (r->created_snapshot >= to_publish[i].first_snapshot_id &&
 				(len = pack_run(r, buf)) > 0)
 				hints_publish_run(&e->node, e->relid, r->run_id, buf, len);
 		}
