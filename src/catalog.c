@@ -849,8 +849,19 @@ cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only)
 	{
 		scan = cat_scan(crel, "runs", relid, snapshot);
 		while (HeapTupleIsValid(tup = systable_getnext(scan)))
-			if (snapshot != SnapshotAny || !inserter_aborted(tup))
-				runs = lappend(runs, run_from_tuple(crel, tup));
+		{
+			bool		isnull;
+
+			if (snapshot == SnapshotAny && inserter_aborted(tup))
+				continue;
+			/* (a retained delta's bytes are not copied to be dropped) */
+			if (data_only &&
+				strcmp(TextDatumGetCString(heap_getattr(tup, Anum_runs_kind,
+														RelationGetDescr(crel), &isnull)),
+					   run_kinds[RUN_DATA]) != 0)
+				continue;
+			runs = lappend(runs, run_from_tuple(crel, tup));
+		}
 		systable_endscan(scan);
 	}
 	table_close(crel, AccessShareLock);
