@@ -699,7 +699,8 @@ cat_table_state_update(Oid relid, TableState *st)
 	CommandCounterIncrement();
 }
 
-void
+/* a snapshot's row; what the change stream reads of it, for its writer */
+SnapshotInfo *
 cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 					int64 total, int64 delta, int64 changelog,
 					const char *producer, double duration_ms)
@@ -709,12 +710,17 @@ cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 	bool		nulls[Natts_snapshots] = {0};
 	static const char *const kinds[] = {"APPEND", "COMPACT", "OVERWRITE"};
 	NameData	user;
+	SnapshotInfo *si = palloc(sizeof(SnapshotInfo));
 
+	si->snapshot_id = snapshot_id;
+	si->kind = kind;
+	si->producer = pstrdup(producer);
+	si->commit_time = GetCurrentTimestamp();
 	namestrcpy(&user, GetUserNameFromId(GetUserId(), false));
 	values[Anum_snapshots_relid - 1] = ObjectIdGetDatum(relid);
 	values[Anum_snapshots_snapshot_id - 1] = Int64GetDatum(snapshot_id);
 	values[Anum_snapshots_commit_kind - 1] = CStringGetTextDatum(kinds[kind]);
-	values[Anum_snapshots_commit_time - 1] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[Anum_snapshots_commit_time - 1] = TimestampTzGetDatum(si->commit_time);
 	values[Anum_snapshots_commit_user - 1] = NameGetDatum(&user);
 	values[Anum_snapshots_commit_xid - 1] = FullTransactionIdGetDatum(GetTopFullTransactionId());
 	values[Anum_snapshots_total_record_count - 1] = Int64GetDatum(total);
@@ -724,6 +730,7 @@ cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 	values[Anum_snapshots_duration_ms - 1] = Float8GetDatum(duration_ms);
 	CatalogTupleInsert(crel, heap_form_tuple(RelationGetDescr(crel), values, nulls));
 	table_close(crel, RowExclusiveLock);
+	return si;
 }
 
 static RunInfo *

@@ -143,7 +143,7 @@ extern RunInfo *cat_run_get(Oid relid, int64 run_id, Snapshot snapshot);
 extern void cat_runs_sort(List *runs);
 extern void cat_table_state_update(Oid relid, TableState *state);
 extern uint64 cat_table_last_write(Oid relid);
-extern void cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
+extern SnapshotInfo *cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 								int64 total, int64 delta, int64 changelog,
 								const char *producer, double duration_ms);
 extern void cat_run_retire(Oid relid, const RunInfo *run);

@@ -194,6 +194,9 @@ changes_range(Relation rel, bool from_null, int64 *from, bool to_null, int64 *to
  * commit gave them (a TRUNCATE's removals first, then the runs spilled
  * after it, then the commit's own), then as written.
  */
+static void scan_snapshots(Relation rel, List *snaps, int64 from, int64 to,
+						   Snapshot snapshot, ChangeCallback cb, void *arg);
+
 static int
 run_order_cmp(const ListCell *a, const ListCell *b)
 {
@@ -219,9 +222,28 @@ void
 changelog_scan(Relation rel, int64 from, int64 to, Snapshot snapshot,
 			   ChangeCallback cb, void *arg)
 {
-	Oid			relid = RelationGetRelid(rel);
+	scan_snapshots(rel, cat_snapshots_range(RelationGetRelid(rel), from, to, snapshot),
+				   from, to, snapshot, cb, arg);
+}
+
+/*
+ * The same for the one snapshot si describes, which the caller has just
+ * written (a commit or compaction step): its row is not read again.
+ */
+void
+changelog_scan_snapshot(Relation rel, const SnapshotInfo *si, Snapshot snapshot,
+						ChangeCallback cb, void *arg)
+{
+	scan_snapshots(rel, list_make1((SnapshotInfo *) si), si->snapshot_id - 1,
+				   si->snapshot_id, snapshot, cb, arg);
+}
+
+/* changelog_scan of snaps, the snapshots in (from, to] */
+static void
+scan_snapshots(Relation rel, List *snaps, int64 from, int64 to, Snapshot snapshot,
+			   ChangeCallback cb, void *arg)
+{
 	PkTable    *t = pk_table(rel);
-	List	   *snaps;
 	List	   *runs;
 	ListCell   *rc;
 	ListCell   *sc;
@@ -230,8 +252,7 @@ changelog_scan(Relation rel, int64 from, int64 to, Snapshot snapshot,
 
 	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "pkmerge change",
 								   ALLOCSET_DEFAULT_SIZES);
-	snaps = cat_snapshots_range(relid, from, to, snapshot);
-	runs = cat_runs_of_snapshots(relid, from, to, snapshot);
+	runs = cat_runs_of_snapshots(RelationGetRelid(rel), from, to, snapshot);
 	list_sort(runs, run_order_cmp);
 	rc = list_head(runs);
 	foreach(sc, snaps)

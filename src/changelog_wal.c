@@ -122,13 +122,13 @@ batch_add(void *arg, const SnapshotInfo *si, int kind, MinimalTuple tup)
 }
 
 /*
- * Writes the changes of rel's snapshot snapshot_id, which the current
- * transaction has just made (its catalog rows and runs are written), as
+ * Writes the changes of rel's snapshot si, which the current transaction
+ * has just made (its catalog rows and runs are written), as
  * records of this resource manager.  Nothing unless wal_level is logical
  * and the table is logically logged (not temporary or unlogged).
  */
 void
-changelog_wal_log_snapshot(Relation rel, int64 snapshot_id)
+changelog_wal_log_snapshot(Relation rel, const SnapshotInfo *si)
 {
 	WalBatch	b;
 	Snapshot	snapshot;
@@ -140,10 +140,10 @@ changelog_wal_log_snapshot(Relation rel, int64 snapshot_id)
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	b.rel = rel;
 	b.hdr.node = rel->rd_node;
-	b.hdr.snapshot_id = snapshot_id;
+	b.hdr.snapshot_id = si->snapshot_id;
 	b.hdr.nchanges = 0;
 	initStringInfo(&b.buf);
-	changelog_scan(rel, snapshot_id - 1, snapshot_id, snapshot, batch_add, &b);
+	changelog_scan_snapshot(rel, si, snapshot, batch_add, &b);
 	batch_flush(&b);
 	pfree(b.buf.data);
 	UnregisterSnapshot(snapshot);

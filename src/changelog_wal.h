@@ -12,9 +12,11 @@
 #include "access/htup.h"
 #include "utils/relcache.h"
 
+#include "catalog.h"
+
 /* changelog_wal.c */
 extern void changelog_wal_init(void);
-extern void changelog_wal_log_snapshot(Relation rel, int64 snapshot_id);
+extern void changelog_wal_log_snapshot(Relation rel, const SnapshotInfo *si);
 extern int64 changelog_wal_snapshot_of(HeapTuple tuple);
 
 #endif							/* PK_CHANGELOG_WAL_H */

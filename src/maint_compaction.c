@@ -422,6 +422,7 @@ compact_table(Relation rel, bool full)
 	List	   *inputs = NIL;
 	List	   *outputs = NIL;
 	List	   *before;
+	SnapshotInfo *si;
 	int			count;
 	int			outlevel = 0;
 	MergeIter  *m;
@@ -569,7 +570,7 @@ compact_table(Relation rel, bool full)
 	switch_runs(&st, inputs, outputs);
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
-	cat_snapshot_insert(relid, snapshot_id, COMMIT_COMPACT,
+	si = cat_snapshot_insert(relid, snapshot_id, COMMIT_COMPACT,
 						st.total_record_count, out_records,
 						changelog ? changelog->record_count : 0,
 						prod_name(t->opts.changelog_producer),
@@ -578,7 +579,7 @@ compact_table(Relation rel, bool full)
 	store_switched(rel, &st, before, outputs, snapshot_id);
 	/* wal_level = logical: full-compaction's changes, for decoding */
 	if (changelog)
-		changelog_wal_log_snapshot(rel, snapshot_id);
+		changelog_wal_log_snapshot(rel, si);
 	/* and its materialized aggregates */
 	if (changelog)
 		mat_maintain(rel, snapshot_id);

@@ -108,6 +108,7 @@ commit_table(WriteBuffer *wb, bool preparing)
 	instr_time	start;
 	instr_time	duration;
 	LOCKTAG		tag;
+	SnapshotInfo *si;
 	List	   *before = NIL;
 	bool		prechecked = false;
 
@@ -208,7 +209,7 @@ commit_table(WriteBuffer *wb, bool preparing)
 	st.total_record_count = (truncated ? 0 : st.total_record_count) + nrows;
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
-	cat_snapshot_insert(wb->relid, snapshot_id,
+	si = cat_snapshot_insert(wb->relid, snapshot_id,
 						truncated ? COMMIT_OVERWRITE : COMMIT_APPEND,
 						st.total_record_count, nrows,
 						(changelog ? changelog->record_count : 0) + spilled_changelog,
@@ -222,7 +223,7 @@ commit_table(WriteBuffer *wb, bool preparing)
 	cat_table_state_update(wb->relid, &st);
 	runcache_store_commit(rel, snapshot_id, after);
 	/* wal_level = logical: the snapshot's changes, for decoding */
-	changelog_wal_log_snapshot(rel, snapshot_id);
+	changelog_wal_log_snapshot(rel, si);
 	/* materialized aggregates (full-compaction's: at its compactions) */
 	if (t->opts.changelog_producer != PK_PRODUCER_FULL_COMPACTION)
 		mat_maintain(rel, snapshot_id);
