@@ -523,13 +523,47 @@ cat_table_state_set_runs(TableState *st, List *runs)
 		st->data_runs[st->ndata_runs++] = ((RunInfo *) lfirst(lc))->run_id;
 }
 
+/*
+ * The version of relid's tables row at hint, if snapshot sees that one
+ * there (a copy), else NULL.  The hint is a TID another backend published
+ * for the version it wrote (run_cache.c): checked, not trusted.  A snapshot
+ * sees one version of the row at most, so a visible tuple of relid is it,
+ * whatever happened to the page since (pruning, VACUUM FULL); the fetch
+ * skips the index and the row's chain of earlier versions, which every
+ * commit lengthens.
+ */
 static HeapTuple
-table_state_tuple(Relation crel, Oid relid)
+table_row_at(Relation crel, Oid relid, const ItemPointerData *hint,
+			 Snapshot snapshot)
+{
+	HeapTupleData tuple;
+	Buffer		buf;
+	HeapTuple	copy = NULL;
+	bool		isnull;
+
+	if (hint == NULL || !ItemPointerIsValid(hint) ||
+		ItemPointerGetBlockNumber(hint) >= RelationGetNumberOfBlocks(crel))
+		return NULL;
+	tuple.t_self = *hint;
+	if (heap_fetch(crel, snapshot, &tuple, &buf, true) &&
+		DatumGetObjectId(heap_getattr(&tuple, Anum_tables_relid,
+									  RelationGetDescr(crel), &isnull)) == relid)
+		copy = heap_copytuple(&tuple);
+	if (BufferIsValid(buf))
+		ReleaseBuffer(buf);
+	return copy;
+}
+
+static HeapTuple
+table_state_tuple(Relation crel, Oid relid, const ItemPointerData *hint)
 {
 	SysScanDesc scan;
 	HeapTuple	tup;
 
 	/* latest snapshot: the commit lock makes the latest committed row final */
+	tup = table_row_at(crel, relid, hint, GetLatestSnapshot());
+	if (tup)
+		return tup;
 	scan = cat_scan(crel, "tables", relid, GetLatestSnapshot());
 	tup = systable_getnext(scan);
 	if (HeapTupleIsValid(tup))
@@ -561,7 +595,7 @@ TableState
 cat_table_state_peek(Oid relid)
 {
 	Relation	crel = cat_open(CAT_TABLES, AccessShareLock);
-	HeapTuple	tup = table_state_tuple(crel, relid);
+	HeapTuple	tup = table_state_tuple(crel, relid, NULL);
 	TableState	st = {0};
 
 	if (HeapTupleIsValid(tup))
@@ -576,35 +610,41 @@ cat_table_state_peek(Oid relid)
  * changes the table's runs writes a new version under the commit lock, so
  * the version names the data runs the snapshot sees (run_cache.c).  False
  * if the snapshot sees no row (the table has never committed a run).
+ * hint (NULL: none): where a version was published (table_row_at).
  */
 bool
-cat_table_version(Oid relid, Snapshot snapshot, TransactionId *xmin,
-				  TableState *st)
+cat_table_version(Oid relid, Snapshot snapshot, const ItemPointerData *hint,
+				  TransactionId *xmin, TableState *st)
 {
 	Relation	crel = cat_open(CAT_TABLES, AccessShareLock);
-	SysScanDesc scan = cat_scan(crel, "tables", relid, snapshot);
-	HeapTuple	tup = systable_getnext(scan);
-	bool		found = HeapTupleIsValid(tup);
+	HeapTuple	tup = table_row_at(crel, relid, hint, snapshot);
+	SysScanDesc scan = NULL;
 
-	if (found)
+	if (tup == NULL)
+	{
+		scan = cat_scan(crel, "tables", relid, snapshot);
+		tup = systable_getnext(scan);
+	}
+	if (HeapTupleIsValid(tup))
 	{
 		*xmin = HeapTupleHeaderGetRawXmin(tup->t_data);
 		*st = state_from_tuple(crel, tup);
 	}
-	systable_endscan(scan);
+	if (scan)
+		systable_endscan(scan);
 	table_close(crel, AccessShareLock);
-	return found;
+	return HeapTupleIsValid(tup);
 }
 
 /*
  * The counters of a table, creating its row on first use.  Caller holds the
- * commit lock.
+ * commit lock.  hint (NULL: none): where a version was published.
  */
 TableState
-cat_table_state(Oid relid)
+cat_table_state(Oid relid, const ItemPointerData *hint)
 {
 	Relation	crel = cat_open(CAT_TABLES, RowExclusiveLock);
-	HeapTuple	tup = table_state_tuple(crel, relid);
+	HeapTuple	tup = table_state_tuple(crel, relid, hint);
 	TableState	st = {0};
 
 	if (HeapTupleIsValid(tup))
@@ -805,7 +845,7 @@ data_runs_visible(Relation crel, Oid relid, Snapshot snapshot)
 	SysScanDesc scan;
 	HeapTuple	tup;
 
-	if (cat_table_version(relid, snapshot, &xmin, &st))
+	if (cat_table_version(relid, snapshot, NULL, &xmin, &st))
 	{
 		for (int i = 0; i < st.ndata_runs; i++)
 		{

@@ -134,9 +134,10 @@ extern List *cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only);
 extern void cat_run_insert(Oid relid, const RunInfo *run);
 extern void cat_truncate(Oid relid);
 extern void cat_run_delete(Oid relid, int64 run_id);
-extern TableState cat_table_state(Oid relid);
+extern TableState cat_table_state(Oid relid, const ItemPointerData *hint);
 extern TableState cat_table_state_peek(Oid relid);
-extern bool cat_table_version(Oid relid, Snapshot snapshot, TransactionId *xmin,
+extern bool cat_table_version(Oid relid, Snapshot snapshot,
+							  const ItemPointerData *hint, TransactionId *xmin,
 							  TableState *st);
 extern void cat_table_state_set_runs(TableState *st, List *runs);
 extern RunInfo *cat_run_get(Oid relid, int64 run_id, Snapshot snapshot);

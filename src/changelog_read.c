@@ -118,7 +118,7 @@ latest_snapshot(Oid relid, Snapshot snapshot)
 	TransactionId xmin;
 	TableState	st;
 
-	return cat_table_version(relid, snapshot, &xmin, &st) ? st.last_snapshot_id : 0;
+	return cat_table_version(relid, snapshot, NULL, &xmin, &st) ? st.last_snapshot_id : 0;
 }
 
 /*

@@ -380,7 +380,7 @@ store_switched(Relation rel, const TableState *st, List *before, List *outputs,
 		runs = lappend(runs, r);
 	}
 	cat_runs_sort(runs);
-	runcache_store_commit(rel, snapshot_id, runs);
+	runcache_store_commit(rel, snapshot_id, &st->row, runs);
 }
 
 /*
@@ -422,6 +422,7 @@ compact_table(Relation rel, bool full)
 	List	   *inputs = NIL;
 	List	   *outputs = NIL;
 	List	   *before;
+	ItemPointerData hint;
 	SnapshotInfo *si;
 	int			count;
 	int			outlevel = 0;
@@ -508,7 +509,7 @@ compact_table(Relation rel, bool full)
 
 	/* commit: inputs out, outputs in, one COMPACT snapshot */
 	(void) cat_commit_lock(relid);
-	st = cat_table_state(relid);
+	st = cat_table_state(relid, runcache_published_row(rel, &hint) ? &hint : NULL);
 	/* the runs of that version, unless this transaction rewrote them already */
 	if (!runcache_data_runs(rel, GetLatestSnapshot(), true, &before))
 		before = NIL;

@@ -657,7 +657,7 @@ maintain_step(Oid relid, MaintainStep step)
 		TransactionId version = InvalidTransactionId;
 		TableState	st;
 
-		(void) cat_table_version(relid, GetActiveSnapshot(), &version, &st);
+		(void) cat_table_version(relid, GetActiveSnapshot(), NULL, &version, &st);
 		if (slot->pending || version != slot->version)
 		{
 			slot->pending = cat_prune_runs(relid);

@@ -81,6 +81,7 @@ static struct
 	int64		snapshot_id;
 	int64		first_snapshot_id;
 	uint64		writeno;
+	ItemPointerData row;
 }			to_publish[MAX_PUBLISH];
 static int	npublish = 0;
 
@@ -227,15 +228,14 @@ published_run(Relation rel, int64 run_id)
 }
 
 /*
- * The version of rel's tables row that a commit published (shmem.c), if
- * snapshot sees exactly the transactions the commit's snapshot saw.
+ * Does snapshot see exactly the transactions that the snapshot of pub's
+ * commit saw (shmem.c), and so the version of the tables row pub names?
  */
 static bool
-published_version(Relation rel, Snapshot snapshot, PublishedRuns *pub)
+published_version(Snapshot snapshot, const PublishedRuns *pub)
 {
 	if (snapshot->suboverflowed || snapshot->subxcnt > 0 ||
-		snapshot->xcnt > HINTS_MAX_XIP ||
-		!hints_published_runs(&rel->rd_node, rel->rd_id, pub))
+		snapshot->xcnt > HINTS_MAX_XIP)
 		return false;
 	return pub->snap_xmin == snapshot->xmin && pub->snap_xmax == snapshot->xmax &&
 		pub->snap_xcnt == (int) snapshot->xcnt &&
@@ -285,15 +285,17 @@ runcache_data_runs(Relation rel, Snapshot snapshot, bool committed_only,
 	if (e == NULL || completions == 0 || completions != e->completions)
 	{
 		PublishedRuns pub;
+		bool		published = hints_published_runs(&rel->rd_node, rel->rd_id, &pub);
 
-		if (published_version(rel, snapshot, &pub))
+		if (published && published_version(snapshot, &pub))
 		{
 			xmin = pub.xmin;
 			st.last_snapshot_id = pub.snapshot_id;
 			st.ndata_runs = pub.nruns;
 			st.data_runs = pub.run_ids;
 		}
-		else if (!cat_table_version(rel->rd_id, snapshot, &xmin, &st))
+		else if (!cat_table_version(rel->rd_id, snapshot, published ? &pub.row : NULL,
+									&xmin, &st))
 			return false;		/* nothing committed yet */
 		if (e == NULL || e->xmin != xmin || e->snapshot_id != st.last_snapshot_id)
 		{
@@ -354,12 +356,13 @@ runcache_recent_runs(Relation rel, List **runs)
 
 /*
  * A commit or compaction step, under the commit lock, has written the
- * tables row version that names its snapshot_id: runs is that version's
- * list.  Kept for this backend, and published for the others once the
+ * tables row version (at row) that names its snapshot_id: runs is that
+ * version's list.  Kept for this backend, and published for the others once the
  * transaction is visible, unless a later write of the row replaced it.
  */
 void
-runcache_store_commit(Relation rel, int64 snapshot_id, List *runs)
+runcache_store_commit(Relation rel, int64 snapshot_id, const ItemPointerData *row,
+					  List *runs)
 {
 	int			i;
 
@@ -379,6 +382,23 @@ runcache_store_commit(Relation rel, int64 snapshot_id, List *runs)
 	to_publish[i].xmin = GetTopTransactionId();
 	to_publish[i].snapshot_id = snapshot_id;
 	to_publish[i].writeno = cat_table_last_write(rel->rd_id);
+	to_publish[i].row = *row;
+}
+
+/*
+ * Where the version of rel's tables row last published is (a hint for
+ * cat_table_state under the commit lock: the version the last commit or
+ * compaction wrote, if it published).  False if none was published.
+ */
+bool
+runcache_published_row(Relation rel, ItemPointerData *row)
+{
+	PublishedRuns pub;
+
+	if (!hints_published_runs(&rel->rd_node, rel->rd_id, &pub))
+		return false;
+	*row = pub.row;
+	return true;
 }
 
 /*
@@ -438,6 +458,7 @@ runcache_commit_visible(void)
 		pub.node = e->node;
 		pub.xmin = e->xmin;
 		pub.snapshot_id = e->snapshot_id;
+		pub.row = to_publish[i].row;
 		pub.snap_xmin = snap->xmin;
 		pub.snap_xmax = snap->xmax;
 		pub.snap_xcnt = snap->xcnt;

@@ -18,7 +18,9 @@
 extern bool runcache_data_runs(Relation rel, Snapshot snapshot,
 							   bool committed_only, List **runs);
 extern bool runcache_recent_runs(Relation rel, List **runs);
-extern void runcache_store_commit(Relation rel, int64 snapshot_id, List *runs);
+extern void runcache_store_commit(Relation rel, int64 snapshot_id,
+								  const ItemPointerData *row, List *runs);
+extern bool runcache_published_row(Relation rel, ItemPointerData *row);
 extern void runcache_commit_visible(void);
 extern void runcache_xact_end(void);
 

@@ -248,7 +248,7 @@ space_rewrite(Relation rel, Relation dst, int *nruns, BlockNumber *npages)
 	 * the runs' places, which are in the old file.
 	 */
 	(void) cat_commit_lock(relid);
-	state = cat_table_state(relid);
+	state = cat_table_state(relid, NULL);
 	cat_table_state_update(relid, &state);
 
 	/* the new file has no gaps, and ends after its last run */

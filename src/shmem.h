@@ -14,6 +14,7 @@
 #define PK_HINTS_H
 
 #include "storage/block.h"
+#include "storage/itemptr.h"
 #include "storage/relfilenode.h"
 
 /* a run of free blocks in a table's file */
@@ -40,6 +41,7 @@ typedef struct PublishedRuns
 	RelFileNode node;
 	TransactionId xmin;
 	int64		snapshot_id;
+	ItemPointerData row;		/* where the version is in pkchangelog.tables */
 	TransactionId snap_xmin;
 	TransactionId snap_xmax;
 	int			snap_xcnt;

@@ -108,6 +108,7 @@ commit_table(WriteBuffer *wb, bool preparing)
 	instr_time	start;
 	instr_time	duration;
 	LOCKTAG		tag;
+	ItemPointerData hint;
 	SnapshotInfo *si;
 	List	   *before = NIL;
 	bool		prechecked = false;
@@ -156,7 +157,7 @@ commit_table(WriteBuffer *wb, bool preparing)
 		dml_check_conflicts_since(rel, wb, before, committed, pending);
 	else
 		dml_check_conflicts(rel, wb, committed, pending);
-	st = cat_table_state(wb->relid);
+	st = cat_table_state(wb->relid, runcache_published_row(rel, &hint) ? &hint : NULL);
 	snapshot_id = st.last_snapshot_id + 1;
 
 	/* the spilled runs come first */
@@ -221,7 +222,7 @@ commit_table(WriteBuffer *wb, bool preparing)
 		after = lappend(after, final);
 	cat_table_state_set_runs(&st, after);
 	cat_table_state_update(wb->relid, &st);
-	runcache_store_commit(rel, snapshot_id, after);
+	runcache_store_commit(rel, snapshot_id, &st.row, after);
 	/* wal_level = logical: the snapshot's changes, for decoding */
 	changelog_wal_log_snapshot(rel, si);
 	/* materialized aggregates (full-compaction's: at its compactions) */
