@@ -267,11 +267,11 @@ cat_runs_hold_streams(void)
 }
 
 /*
- * Scan positioned on the version of a run's row that snapshot sees (there
- * must be one); end it with systable_endscan.
+ * Scan positioned on the version of a run's row that snapshot sees (*tup
+ * invalid if none); end it with systable_endscan.
  */
 static SysScanDesc
-run_row_as(Relation crel, Oid relid, int64 run_id, Snapshot snapshot, HeapTuple *tup)
+run_row_find(Relation crel, Oid relid, int64 run_id, Snapshot snapshot, HeapTuple *tup)
 {
 	ScanKeyData key[2];
 	SysScanDesc scan;
@@ -280,6 +280,15 @@ run_row_as(Relation crel, Oid relid, int64 run_id, Snapshot snapshot, HeapTuple 
 	ScanKeyInit(&key[1], Anum_runs_run_id, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(run_id));
 	scan = systable_beginscan(crel, cat_index_oid("runs"), true, snapshot, 2, key);
 	*tup = systable_getnext(scan);
+	return scan;
+}
+
+/* the same, for a row snapshot must see */
+static SysScanDesc
+run_row_as(Relation crel, Oid relid, int64 run_id, Snapshot snapshot, HeapTuple *tup)
+{
+	SysScanDesc scan = run_row_find(crel, relid, run_id, snapshot, tup);
+
 	if (!HeapTupleIsValid(*tup))
 		elog(ERROR, "run %lld of relation %u is gone", (long long) run_id, relid);
 	return scan;
@@ -833,7 +842,8 @@ inserter_aborted(HeapTuple tup)
  * snapshot).  No other run row is visible without a version naming it: a
  * transaction's runs and its tables row become visible together.  A named
  * run the transaction has deleted or retired since (TRUNCATE, a
- * compaction step) is left out.
+ * compaction step) is left out, and so are the changelog and delta runs
+ * the transaction's own steps made.
  */
 static List *
 data_runs_visible(Relation crel, Oid relid, Snapshot snapshot)
@@ -841,6 +851,8 @@ data_runs_visible(Relation crel, Oid relid, Snapshot snapshot)
 	TransactionId xmin;
 	TableState	st = {0};
 	List	   *runs = NIL;
+	List	   *data = NIL;
+	ListCell   *lc;
 	Relation	irel;
 	SysScanDesc scan;
 	HeapTuple	tup;
@@ -849,14 +861,8 @@ data_runs_visible(Relation crel, Oid relid, Snapshot snapshot)
 	{
 		for (int i = 0; i < st.ndata_runs; i++)
 		{
-			ScanKeyData key[2];
-
-			ScanKeyInit(&key[0], Anum_runs_relid, BTEqualStrategyNumber, F_OIDEQ,
-						ObjectIdGetDatum(relid));
-			ScanKeyInit(&key[1], Anum_runs_run_id, BTEqualStrategyNumber, F_INT8EQ,
-						Int64GetDatum(st.data_runs[i]));
-			scan = systable_beginscan(crel, cat_index_oid("runs"), true, snapshot, 2, key);
-			if (HeapTupleIsValid(tup = systable_getnext(scan)))
+			scan = run_row_find(crel, relid, st.data_runs[i], snapshot, &tup);
+			if (HeapTupleIsValid(tup))
 				runs = lappend(runs, run_from_tuple(crel, tup));
 			systable_endscan(scan);
 		}
@@ -871,7 +877,10 @@ data_runs_visible(Relation crel, Oid relid, Snapshot snapshot)
 			runs = lappend(runs, run_from_tuple(crel, tup));
 		end_runs_of_snapshots(scan, irel);
 	}
-	return runs;
+	foreach(lc, runs)
+		if (((RunInfo *) lfirst(lc))->kind == RUN_DATA)
+			data = lappend(data, lfirst(lc));
+	return data;
 }
 
 /*
@@ -887,8 +896,6 @@ cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only)
 	SysScanDesc scan;
 	HeapTuple	tup;
 	List	   *runs = NIL;
-	List	   *data = NIL;
-	ListCell   *lc;
 
 	if (data_only && snapshot != SnapshotAny)
 		runs = data_runs_visible(crel, relid, snapshot);
@@ -912,12 +919,7 @@ cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only)
 		systable_endscan(scan);
 	}
 	table_close(crel, AccessShareLock);
-	if (!data_only)
-		return runs;
-	foreach(lc, runs)
-		if (((RunInfo *) lfirst(lc))->kind == RUN_DATA)
-			data = lappend(data, lfirst(lc));
-	return data;
+	return runs;
 }
 
 void

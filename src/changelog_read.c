@@ -189,14 +189,14 @@ changes_range(Relation rel, bool from_null, int64 *from, bool to_null, int64 *to
 						 (long long) oldest - 1)));
 }
 
+static void scan_snapshots(Relation rel, List *snaps, int64 from, int64 to,
+						   Snapshot snapshot, ChangeCallback cb, void *arg);
+
 /*
  * Runs in stream order: by snapshot, then by the sequence numbers their
  * commit gave them (a TRUNCATE's removals first, then the runs spilled
  * after it, then the commit's own), then as written.
  */
-static void scan_snapshots(Relation rel, List *snaps, int64 from, int64 to,
-						   Snapshot snapshot, ChangeCallback cb, void *arg);
-
 static int
 run_order_cmp(const ListCell *a, const ListCell *b)
 {
