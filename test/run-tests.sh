@@ -94,6 +94,10 @@ for t in "$work"/test/t/*.pl; do
 	else
 		failed=$((failed + 1))
 		failed_names+=("tap/$name")
+		# the failed assertions with their diagnostics, for the summary
+		for f in "$tdir"/tmp_check/log/regress_log_*; do
+			[ -f "$f" ] && grep -E -A8 '^(\[[^]]*\]\([^)]*\) )?not ok' "$f" | head -n 40 >>"$work/tap-failures"
+		done
 		for f in "$tdir"/tmp_check/log/*; do
 			[ -f "$f" ] || continue
 			echo "---- $f (last 40 lines)"; tail -n 40 "$f"
@@ -108,6 +112,10 @@ else
 	echo "outputs kept in $work (results in $work/regress/results)"
 fi
 # The summary's last lines name what failed: a CI log often keeps only its tail
+if [ -s "$work/tap-failures" ]; then
+	echo "failed TAP assertions:"
+	cat "$work/tap-failures"
+fi
 [ "$failed" -eq 0 ] || echo "failed: ${failed_names[*]}"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -81,7 +81,10 @@ PREPARE TRANSACTION 'tx_$t';
 }
 like(decoded('twophase'), qr/PREPARE TRANSACTION 'tx_t_none'.*PREPARE TRANSACTION 'tx_t_lookup'/s,
 	'the two_phase slot decodes the transactions at PREPARE');
-is(decoded('plain'), '', 'the plain slot decodes nothing before COMMIT PREPARED');
+# (the worker's full compaction of t_full_compaction may commit its first
+# changes, ids 1 to 100, at any time: the prepared changes are these)
+unlike(decoded('plain'), qr/DELETE|id\[integer\]:500 |v\[integer\]:1001/,
+	'the plain slot decodes nothing prepared before COMMIT PREPARED');
 
 # --- a writer of the same table waits for the prepared transaction
 my $writer = $node->background_psql('postgres', on_error_stop => 0);
