@@ -39,6 +39,20 @@
  * builds of 0.1) left the index header and the block header's lengths out
  * of its CRCs; it is not read (run_read.c says so).
  *
+ * A run kept in its catalog row with a single data block (every small
+ * commit's run) may be stored compact instead: no run header, block index
+ * or bloom filter, which would be most of a 1-row run's bytes and of the
+ * WAL that logs its row (and, at wal_level = logical, every update of it):
+ *
+ *   stream offset 0     uint32 RUN_MAGIC_COMPACT ("KMRC")
+ *                       RunBlockHeader, then its payload
+ *
+ * The catalog row tells it apart (index_offset and bloom_offset 0; a
+ * format 2 stream's index follows its RunHeader); its row says what the
+ * header would (run id, nrows).  The reader makes the one-entry index
+ * from the block and answers "may hold" for every key, the block being
+ * in memory.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef PK_RUN_FORMAT_H
@@ -52,6 +66,10 @@
 #define RUN_PAGE_PAYLOAD	(BLCKSZ - SizeOfPageHeaderData)
 #define RUN_MAGIC			UINT64CONST(0x324E555247524D4B)	/* "KMRGRUN2" */
 #define RUN_MAGIC_V1		UINT64CONST(0x314E555247524D4B)	/* "KMRGRUN1" */
+#define RUN_MAGIC_COMPACT	0x43524D4B	/* "KMRC" */
+
+/* a run stored compact (in its catalog row, one data block) */
+#define RUN_IS_COMPACT(run) ((run)->stream != NULL && (run)->index_offset == 0)
 
 /*
  * Runs whose stream is at most this long may live in their catalog row
@@ -160,6 +178,18 @@ run_bloom_bit(uint32 hash, uint32 i, uint32 nbits)
 	uint32		h2 = (hash >> 17) | (hash << 15);
 
 	return (hash + i * (h2 | 1)) % nbits;
+}
+
+/* set the bits of a key's hash in a filter of nbits bits */
+static inline void
+run_bloom_add(uint8 *bits, uint32 nbits, uint32 hash)
+{
+	for (uint32 h = 0; h < RUN_BLOOM_NHASHES; h++)
+	{
+		uint32		bit = run_bloom_bit(hash, h, nbits);
+
+		bits[bit / 8] |= 1 << (bit % 8);
+	}
 }
 
 typedef enum RunKind

@@ -334,7 +334,75 @@ old_format(Relation rel, const RunInfo *run)
 }
 
 static void load_bloom(Relation rel, const RunInfo *run, RunIndex *idx);
+static RunBlock *decode_block(Relation rel, const RunInfo *run, RunIndex *idx,
+							  uint32 blockno, BufferAccessStrategy strategy,
+							  MemoryContext cxt, RunBlock *reuse);
 static bool run_bloom_may_contain(RunIndex *idx, uint32 hash);
+
+/*
+ * The index of a run stored compact (run_format.h): one entry for its one
+ * block, whose first row gives the entry's key, and a bloom filter made
+ * from its rows' keys, as the writer would have (a changelog run's lets
+ * every key pass).  Only the key is kept: the block is read through the
+ * block cache when a row is.
+ */
+static RunIndex *
+load_compact_index(Relation rel, PkTable *t, const RunInfo *run)
+{
+	uint32		magic;
+	RunBlockHeader bh;
+	RunIndex   *idx;
+	RunBlock   *b;
+	uint32		nbits;
+	MemoryContext gen = index_gen[index_generation % 2];
+
+	read_stream(rel, run, 0, sizeof(magic), (char *) &magic, NULL);
+	if (magic != RUN_MAGIC_COMPACT)
+		corrupt(rel, run, "header at offset", 0, "Not a compact run's magic number.");
+	read_stream(rel, run, sizeof(magic), sizeof(bh), (char *) &bh, NULL);
+	if (bh.nrows == 0 || bh.nrows != (uint64) run->record_count)
+		corrupt(rel, run, "block", 0, "The block's row count does not match the catalog.");
+
+	idx = MemoryContextAllocZero(gen, sizeof(RunIndex));
+	idx->run_id = run->run_id;
+	idx->nblocks = 1;
+	idx->entries = MemoryContextAllocZero(gen, sizeof(RunIndexEntry));
+	idx->entries[0].offset = sizeof(magic);
+	idx->entries[0].size = run->stream_len - sizeof(magic);
+	idx->entries[0].nrows = bh.nrows;
+	/* checks the block against the entry, its CRC and its rows */
+	b = decode_block(rel, run, idx, 0, NULL, CurrentMemoryContext, NULL);
+	{
+		Datum		first[INDEX_MAX_KEYS];
+		MemoryContext old;
+
+		pk_row_key(t, RUN_ROW_TUPLE((RunRowHeader *) (b->raw + b->offsets[0])), first);
+		old = MemoryContextSwitchTo(gen);
+		idx->first_keys = palloc(sizeof(Datum) * t->nkeys);
+		pk_key_deform(t, pk_key_form(t, first), idx->first_keys);
+		MemoryContextSwitchTo(old);
+	}
+
+	nbits = Max(64, (b->nrows * RUN_BLOOM_BITS_PER_KEY + 7) & ~7);
+	idx->bloom_nbits = nbits;
+	idx->bloom = MemoryContextAllocZero(gen, nbits / 8);
+	if (run->kind == RUN_CHANGELOG)
+		memset(idx->bloom, 0xFF, nbits / 8);
+	else
+	{
+		for (uint32 i = 0; i < b->nrows; i++)
+		{
+			Datum		key[INDEX_MAX_KEYS];
+
+			pk_row_key(t, RUN_ROW_TUPLE((RunRowHeader *) (b->raw + b->offsets[i])), key);
+			run_bloom_add(idx->bloom, nbits, pk_key_hash(t, key));
+		}
+	}
+	pfree(b->raw);
+	pfree(b->offsets);
+	pfree(b);
+	return idx;
+}
 
 /*
  * Read and check a run's header, block index and (when small) bloom
@@ -355,6 +423,8 @@ load_index(Relation rel, PkTable *t, const RunInfo *run)
 	pg_crc32c	crc;
 	MemoryContext old;
 
+	if (RUN_IS_COMPACT(run))
+		return load_compact_index(rel, t, run);
 	read_stream(rel, run, 0, sizeof(hdr), (char *) &hdr, NULL);
 	if (hdr.crc != crc_of(&hdr, offsetof(RunHeader, crc)))
 		corrupt(rel, run, "header at block", run->start_block, "CRC32C mismatch.");

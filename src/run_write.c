@@ -500,12 +500,7 @@ append_bloom(RunWriter *w)
 			const uint32 *hashes = (const uint32 *) spool_read(&w->hashes, n, buf.data);
 
 			for (Size r = 0; r < n / sizeof(uint32); r++)
-				for (uint32 h = 0; h < RUN_BLOOM_NHASHES; h++)
-				{
-					uint32		bit = run_bloom_bit(hashes[r], h, (uint32) nbits);
-
-					bits[bit / 8] |= 1 << (bit % 8);
-				}
+				run_bloom_add(bits, (uint32) nbits, hashes[r]);
 		}
 	}
 	memset(&bh, 0, sizeof(bh));
@@ -518,6 +513,23 @@ append_bloom(RunWriter *w)
 	spool_append(&w->stream, &bh, sizeof(bh));
 	spool_append(&w->stream, bits, nbits / 8);
 	pfree(bits);
+}
+
+/*
+ * A run in its catalog row with one data block: its stream becomes the
+ * compact form (run_format.h), the block alone after a magic number.
+ */
+static void
+compact_stream(RunInfo *run, const RunHeader *hdr)
+{
+	uint32		magic = RUN_MAGIC_COMPACT;
+	uint32		block_len = (uint32) (hdr->index_offset - sizeof(RunHeader));
+
+	memmove(run->stream + sizeof(magic), run->stream + sizeof(RunHeader), block_len);
+	memcpy(run->stream, &magic, sizeof(magic));
+	run->stream_len = sizeof(magic) + block_len;
+	run->index_offset = 0;
+	run->bloom_offset = 0;
 }
 
 /*
@@ -602,6 +614,8 @@ run_writer_finish(RunWriter *w, int64 created_snapshot)
 		if (bytes != run->stream)
 			memcpy(run->stream, bytes, run->stream_len);
 		memcpy(run->stream, &hdr, sizeof(RunHeader));
+		if (w->nblocks == 1)
+			compact_stream(run, &hdr);
 		run->nblocks = 0;
 		run->size_bytes = run->stream_len;
 		if (w->kind != RUN_DATA || created_snapshot != 0)

@@ -49,6 +49,24 @@ SELECT pg_relation_size('s') AS file_bytes,
 SELECT id, (ctid::text::point)[0] >= 3221225472 AS own_block,
 	   (ctid::text::point)[1] AS item FROM s ORDER BY id;
 SELECT count(DISTINCT (ctid::text::point)[0]) AS tid_blocks FROM s;
+-- stored compact: the one block after a magic number, no run header,
+-- index or bloom filter (index_offset and bloom_offset 0); a 1-row
+-- changelog run too.  A point lookup of a key the run lacks (id 4) and of
+-- one it holds read them
+SELECT record_count, index_offset, bloom_offset,
+	   convert_from(substr(stream, 1, 4), 'SQL_ASCII') AS magic,
+	   length(stream) < 100 AS under_100_bytes
+  FROM pkchangelog.runs WHERE relid = 's'::regclass ORDER BY run_id;
+SELECT * FROM s WHERE id = 4;
+SELECT * FROM s WHERE id = 3;
+CREATE TABLE sl (id int PRIMARY KEY, v text) USING pkmerge
+	WITH (changelog_producer = 'lookup');
+INSERT INTO sl VALUES (1, 'one');
+UPDATE sl SET v = 'uno' WHERE id = 1;
+SELECT kind, record_count, index_offset, convert_from(substr(stream, 1, 4), 'SQL_ASCII') AS magic
+  FROM pkchangelog.runs WHERE relid = 'sl'::regclass ORDER BY run_id;
+SELECT snapshot_id, rowkind, "row" FROM pk_changes('sl');
+DROP TABLE sl;
 SELECT ctid AS tid3 FROM s WHERE id = 3 \gset
 SELECT * FROM s WHERE ctid = :'tid3';
 UPDATE s SET v = v || '!' WHERE ctid = :'tid3';

@@ -17,7 +17,8 @@
 # damaged length would fail as "out of memory" instead).  The same with
 # the CRCs recomputed (a consistent lie: the cross-checks between the
 # parts must still see it), and a run in the earlier run format gets an
-# error that says so.
+# error that says so.  Last, damage to runs stored compact in their
+# catalog rows.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -466,6 +467,64 @@ INSERT INTO w SELECT g, g::text FROM generate_series(1, 1000) g;
 });
 is($node->safe_psql('postgres', 'SELECT count(*), sum(id) FROM w'), '1000|500500',
 	'other pkmerge tables keep working');
+
+# --- runs stored compact in their catalog rows (a small commit's): the
+# magic number, a payload byte, the stream cut short, the catalog's row
+# count, the block's row count with its CRC recomputed (alone, and with
+# the catalog's raised to match: more rows than the block can hold).  The
+# catalog rows are edited, then the server restarted (backends and shared
+# memory keep copies of run lists).
+my %compact_damage = (
+	magic => q{stream = set_byte(stream, 0, 0)},
+	payload => q{stream = set_byte(stream, 30, get_byte(stream, 30) # 255)},
+	short => q{stream = substr(stream, 1, 10)},
+	count => q{record_count = 3},
+	nrows_crc => undef,
+	nrows_both => undef);
+for my $f (sort keys %compact_damage)
+{
+	$node->safe_psql('postgres', qq{
+CREATE TABLE c_$f (id int PRIMARY KEY, v text) USING pkmerge;
+INSERT INTO c_$f VALUES (1, 'one'), (2, 'two');});
+	my $hex = $node->safe_psql('postgres', qq{
+SELECT encode(stream, 'hex') || '|' || index_offset FROM pkchangelog.runs WHERE relid = 'c_$f'::regclass});
+	my ($stream_hex, $index_offset) = split /\|/, $hex;
+	my $stream = pack('H*', $stream_hex);
+	is(substr($stream, 0, 4) . " $index_offset", 'KMRC 0', "c_$f: a 2-row commit's run is stored compact");
+	my $set = $compact_damage{$f};
+	if (!defined $set)
+	{
+		# RunBlockHeader after the magic: crc, stored_len, raw_len, nrows, method
+		my ($crc, $stored, $raw, $nrows, $method) = unpack('V5', substr($stream, 4, 20));
+		my $fields = pack('V4', $stored, $raw, 1000, $method);
+		substr($stream, 4, 20) = pack('V', crc32c($fields, substr($stream, 24, $stored))) . $fields;
+		$set = "stream = '\\x" . unpack('H*', $stream) . "'::bytea";
+		$set .= ', record_count = 1000' if $f eq 'nrows_both';
+	}
+	$node->safe_psql('postgres', "UPDATE pkchangelog.runs SET $set WHERE relid = 'c_$f'::regclass");
+}
+$node->restart;
+my %compact_detail = (
+	magic => qr/Not a compact run's magic number/,
+	payload => qr/CRC32C mismatch/,
+	short => qr/beyond the run's bytes/,
+	count => qr/row count does not match the catalog/,
+	nrows_crc => qr/row count does not match the catalog/,
+	nrows_both => qr/more rows than fit in it/);
+for my $f (sort keys %compact_damage)
+{
+	for my $q ("SELECT count(*), string_agg(v, ',') FROM c_$f",
+		"SET enable_seqscan = off;\nSELECT v FROM c_$f WHERE id = 2")
+	{
+		($ret, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\n$q");
+		is($out, '', "c_$f: no rows from a damaged compact run ($q)");
+		like($err, qr/ERROR:  XX001: corrupt .* of run \d+ in pkmerge table "c_$f"/,
+			"c_$f: XX001 naming the run and the table ($q)");
+		like($err, $compact_detail{$f}, "c_$f: the detail says what is wrong ($q)");
+	}
+}
+unlike(slurp_file($node->logfile), qr/PANIC|TRAP:|terminated by signal|out of memory/,
+	'compact runs: no crash and no allocation by a damaged length');
 
 $node->stop;
 done_testing();

@@ -82,6 +82,10 @@ $node->safe_psql('upgraded', qq{TRUNCATE $table{input}});
 $node->safe_psql('upgraded', qq{INSERT INTO $table{input} SELECT g, 0, g, NULL FROM generate_series(1, 50) g});
 $node->safe_psql('upgraded', qq{SELECT pk_compact('$table{'full-compaction'}', true)});
 
+# a 1-row commit of t_none left uncompacted: the base catalog has no room
+# for runs in their rows, so its run is on pages
+$node->safe_psql('upgraded', qq{UPDATE $table{none} SET amount = 81 WHERE id = 1001});
+
 # everything a table holds that the update must keep, as text
 sub table_state
 {
@@ -134,6 +138,27 @@ for my $p (@producers)
 	is($node->safe_psql('upgraded', qq{SELECT check_data_runs('$t')}), 'ok',
 		"$p: the catalog names exactly the table's data runs");
 }
+
+# --- both forms of a run in its catalog row are read: a full compaction
+# moves the 1-row commit's run written on pages before the update into its
+# row as it was written (run format 2, index_offset > 0), beside the
+# retained commits' runs written compact since (index_offset 0); the
+# stream of producer none reads both
+$node->safe_psql('upgraded', qq{INSERT INTO $table{none} VALUES (3001, 3, 3, 'compact')});
+$node->safe_psql('upgraded', qq{SELECT pk_compact('$table{none}', true)});
+is($node->safe_psql('upgraded', qq{
+SELECT string_agg(DISTINCT CASE WHEN index_offset = 0 THEN 'compact' ELSE 'format 2' END, ',')
+  FROM pkchangelog.runs WHERE relid = '$table{none}'::regclass AND kind = 'delta'
+   AND stream IS NOT NULL}), 'compact,format 2',
+	'none: retained commits\' runs in their catalog rows in both forms');
+is($node->safe_psql('upgraded', qq{
+SELECT string_agg(rowkind || ("row"->>'id') || '=' || ("row"->>'amount'), ' ' ORDER BY ord)
+  FROM pk_changes('$table{none}') WITH ORDINALITY c(s, rowkind, "row", p, ord)
+ WHERE "row"->>'id' IN ('1001', '3001')}),
+	'+I1001=100.00 +U1001=80.00 +U1001=81.00 +I3001=3.00',
+	'none: the stream reads the runs of both forms');
+is($node->safe_psql('upgraded', qq{SELECT check_data_runs('$table{none}')}), 'ok',
+	'none: the catalog names exactly the data runs after the compaction');
 
 # --- the updated extension is the one CREATE EXTENSION makes --------------
 $node->safe_psql('fresh', 'CREATE EXTENSION pkchangelog');
