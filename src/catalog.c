@@ -178,7 +178,7 @@ static const Oid tables_types[Natts_tables] = {
 };
 static const Oid snapshots_types[Natts_snapshots] = {
 	OIDOID, INT8OID, TEXTOID, TIMESTAMPTZOID, NAMEOID, XID8OID, INT8OID,
-	INT8OID, INT8OID, TEXTOID, FLOAT8OID
+	INT8OID, INT8OID, TEXTOID, FLOAT8OID, INT8OID, BYTEAOID
 };
 static const Oid runs_types[Natts_runs] = {
 	OIDOID, INT8OID, OIDOID, INT4OID, TEXTOID, BOOLOID, INT8OID, INT4OID,
@@ -217,7 +217,9 @@ cat_open(CatTable which, LOCKMODE lockmode)
 	TupleDesc	desc = RelationGetDescr(crel);
 	bool		match = desc->natts == cat_shapes[which].natts ||
 		/* before catalog 0.5, runs has no stream column */
-		(which == CAT_RUNS && desc->natts == Anum_runs_stream - 1);
+		(which == CAT_RUNS && desc->natts == Anum_runs_stream - 1) ||
+		/* before catalog 0.8, snapshots has no changelog columns */
+		(which == CAT_SNAPSHOTS && desc->natts == Anum_snapshots_changelog_run_id - 1);
 
 	for (int i = 0; match && i < desc->natts; i++)
 		match = !TupleDescAttr(desc, i)->attisdropped &&
@@ -264,6 +266,53 @@ cat_runs_hold_streams(void)
 
 	table_close(crel, AccessShareLock);
 	return result;
+}
+
+/*
+ * Can a snapshot's row hold its changelog run (catalog 0.8)?  Before the
+ * update, every changelog run has a row of its own.
+ */
+bool
+cat_snapshots_hold_changelogs(void)
+{
+	Relation	crel = cat_open(CAT_SNAPSHOTS, AccessShareLock);
+	bool		result = RelationGetDescr(crel)->natts >= Anum_snapshots_changelog;
+
+	table_close(crel, AccessShareLock);
+	return result;
+}
+
+/*
+ * The changelog run a snapshot's row holds (v, n: the deformed row), or
+ * NULL.  It is stored compact (run_format.h): its row count is its block
+ * header's, which the block's CRC covers when the run is read.  It has no
+ * pages, so no storage: the reader gives it its table's relfilenode.
+ */
+static RunInfo *
+snapshot_changelog(Relation crel, const Datum *v, const bool *n)
+{
+	RunInfo    *r;
+	bytea	   *b;
+	RunBlockHeader bh;
+
+	if (RelationGetDescr(crel)->natts < Anum_snapshots_changelog ||
+		n[Anum_snapshots_changelog_run_id - 1] || n[Anum_snapshots_changelog - 1])
+		return NULL;
+	b = DatumGetByteaPCopy(v[Anum_snapshots_changelog - 1]);
+	r = palloc0(sizeof(RunInfo));
+	r->run_id = DatumGetInt64(v[Anum_snapshots_changelog_run_id - 1]);
+	r->kind = RUN_CHANGELOG;
+	r->in_snapshot_row = true;
+	r->created_snapshot = DatumGetInt64(v[Anum_snapshots_snapshot_id - 1]);
+	r->stream = VARDATA(b);
+	r->stream_len = VARSIZE(b) - VARHDRSZ;
+	r->size_bytes = r->stream_len;
+	if (r->stream_len >= sizeof(uint32) + sizeof(bh))
+	{
+		memcpy(&bh, r->stream + sizeof(uint32), sizeof(bh));
+		r->record_count = bh.nrows;
+	}
+	return r;
 }
 
 /*
@@ -752,7 +801,8 @@ cat_table_state_update(Oid relid, TableState *st)
 SnapshotInfo *
 cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 					int64 total, int64 delta, int64 changelog,
-					const char *producer, double duration_ms)
+					const char *producer, double duration_ms,
+					RunInfo *changelog_run)
 {
 	Relation	crel = cat_open(CAT_SNAPSHOTS, RowExclusiveLock);
 	Datum		values[Natts_snapshots];
@@ -765,6 +815,7 @@ cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 	si->kind = kind;
 	si->producer = pstrdup(producer);
 	si->commit_time = GetCurrentTimestamp();
+	si->changelog = NULL;
 	namestrcpy(&user, GetUserNameFromId(GetUserId(), false));
 	values[Anum_snapshots_relid - 1] = ObjectIdGetDatum(relid);
 	values[Anum_snapshots_snapshot_id - 1] = Int64GetDatum(snapshot_id);
@@ -777,6 +828,17 @@ cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 	values[Anum_snapshots_changelog_record_count - 1] = Int64GetDatum(changelog);
 	values[Anum_snapshots_producer - 1] = CStringGetTextDatum(producer);
 	values[Anum_snapshots_duration_ms - 1] = Float8GetDatum(duration_ms);
+	nulls[Anum_snapshots_changelog_run_id - 1] = nulls[Anum_snapshots_changelog - 1] = true;
+	/* a commit's small changelog run (run_writer_allow_snapshot_row) */
+	if (changelog_run && changelog_run->in_snapshot_row)
+	{
+		Assert(RelationGetDescr(crel)->natts >= Anum_snapshots_changelog);
+		values[Anum_snapshots_changelog_run_id - 1] = Int64GetDatum(changelog_run->run_id);
+		values[Anum_snapshots_changelog - 1] = PointerGetDatum(stream_bytea(changelog_run));
+		nulls[Anum_snapshots_changelog_run_id - 1] = nulls[Anum_snapshots_changelog - 1] = false;
+		changelog_run->created_snapshot = snapshot_id;
+		si->changelog = changelog_run;
+	}
 	CatalogTupleInsert(crel, heap_form_tuple(RelationGetDescr(crel), values, nulls));
 	table_close(crel, RowExclusiveLock);
 	return si;
@@ -1531,6 +1593,7 @@ cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit, Snapshot snapsh
 			strcmp(TextDatumGetCString(v[Anum_snapshots_commit_kind - 1]), "COMPACT") == 0 ? COMMIT_COMPACT : COMMIT_OVERWRITE;
 		si->producer = TextDatumGetCString(v[Anum_snapshots_producer - 1]);
 		si->commit_time = DatumGetTimestampTz(v[Anum_snapshots_commit_time - 1]);
+		si->changelog = snapshot_changelog(crel, v, n);
 		result = lappend(result, si);
 		if (limit > 0)
 			limit--;
@@ -1593,7 +1656,7 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id)
  * library installs the base script and updates it; an older library, or
  * one with no path from that version, is refused there.
  */
-static const char *const catalog_versions[] = {"0.1", "0.2", "0.3", "0.4", "0.5", "0.6", PKCHANGELOG_VERSION};
+static const char *const catalog_versions[] = {"0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", PKCHANGELOG_VERSION};
 
 /* does this library work with the catalog of version, once updated? */
 bool

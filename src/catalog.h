@@ -35,7 +35,7 @@
 #define Anum_tables_commits 7
 
 /* pkchangelog.snapshots */
-#define Natts_snapshots 11
+#define Natts_snapshots 13
 #define Anum_snapshots_relid 1
 #define Anum_snapshots_snapshot_id 2
 #define Anum_snapshots_commit_kind 3
@@ -47,6 +47,8 @@
 #define Anum_snapshots_changelog_record_count 9
 #define Anum_snapshots_producer 10
 #define Anum_snapshots_duration_ms 11
+#define Anum_snapshots_changelog_run_id 12	/* catalog 0.8 */
+#define Anum_snapshots_changelog 13
 
 /* pkchangelog.runs */
 #define Natts_runs 19
@@ -122,6 +124,7 @@ typedef struct SnapshotInfo
 	CommitKind	kind;
 	char	   *producer;
 	TimestampTz commit_time;
+	RunInfo    *changelog;		/* its changelog run kept in its row, or NULL */
 } SnapshotInfo;
 
 /* catalog.c */
@@ -144,9 +147,11 @@ extern RunInfo *cat_run_get(Oid relid, int64 run_id, Snapshot snapshot);
 extern void cat_runs_sort(List *runs);
 extern void cat_table_state_update(Oid relid, TableState *state);
 extern uint64 cat_table_last_write(Oid relid);
+extern bool cat_snapshots_hold_changelogs(void);
 extern SnapshotInfo *cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 								int64 total, int64 delta, int64 changelog,
-								const char *producer, double duration_ms);
+								const char *producer, double duration_ms,
+								RunInfo *changelog_run);
 extern void cat_run_retire(Oid relid, const RunInfo *run);
 extern bool cat_prune_runs(Oid relid);
 extern void cat_row_bytes(Oid relid, Snapshot snapshot, int64 *all, int64 *history);

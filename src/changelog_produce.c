@@ -90,7 +90,8 @@ finish(RunWriter *w, int64 snapshot_id)
  * producer writes none at commit or there is nothing to say.  prev_runs:
  * the data runs committed before this commit; pending: the data runs the
  * transaction spilled (whose input records are in their own changelog
- * runs already).
+ * runs already).  A small one has no row of its own (in_snapshot_row): the
+ * caller hands it to cat_snapshot_insert.
  */
 RunInfo *
 prod_commit(Relation rel, PkTable *t, WriteBuffer *wb, List *prev_runs,
@@ -142,6 +143,8 @@ prod_commit(Relation rel, PkTable *t, WriteBuffer *wb, List *prev_runs,
 		}
 		merge_end(m);
 	}
+	if (w)
+		run_writer_allow_snapshot_row(w);
 	return finish(w, snapshot_id);
 }
 

@@ -238,6 +238,28 @@ changelog_scan_snapshot(Relation rel, const SnapshotInfo *si, Snapshot snapshot,
 				   si->snapshot_id, snapshot, cb, arg);
 }
 
+/* every record of run r, as a change of snapshot si */
+static void
+scan_run(Relation rel, PkTable *t, const SnapshotInfo *si, const RunInfo *r,
+		 MemoryContext rowcxt, ChangeCallback cb, void *arg)
+{
+	RunCursor	cur;
+
+	run_cursor_open(&cur, rel, t, r, NULL);
+	for (run_cursor_start(&cur); !cur.done; run_cursor_next(&cur))
+	{
+		RunRowHeader *rh = run_cursor_row(&cur);
+		MemoryContext old;
+
+		CHECK_FOR_INTERRUPTS();
+		old = MemoryContextSwitchTo(rowcxt);
+		cb(arg, si, RUN_ROW_KIND(rh), RUN_ROW_TUPLE(rh));
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(rowcxt);
+	}
+	run_cursor_close(&cur);
+}
+
 /* changelog_scan of snaps, the snapshots in (from, to] */
 static void
 scan_snapshots(Relation rel, List *snaps, int64 from, int64 to, Snapshot snapshot,
@@ -271,7 +293,6 @@ scan_snapshots(Relation rel, List *snaps, int64 from, int64 to, Snapshot snapsho
 			 rc = lnext(runs, rc))
 		{
 			RunInfo    *r = lfirst(rc);
-			RunCursor	cur;
 
 			if (r->created_snapshot != si->snapshot_id || !snapshot_uses(si, r))
 				continue;
@@ -289,18 +310,18 @@ scan_snapshots(Relation rel, List *snaps, int64 from, int64 to, Snapshot snapsho
 								RelationGetRelationName(rel)),
 						 errdetail("A TRUNCATE or VACUUM FULL of the table committed after the snapshot was taken."),
 						 errhint("Run pk_changes again in a new transaction.")));
-			run_cursor_open(&cur, rel, t, r, NULL);
-			for (run_cursor_start(&cur); !cur.done; run_cursor_next(&cur))
-			{
-				RunRowHeader *rh = run_cursor_row(&cur);
+			scan_run(rel, t, si, r, rowcxt, cb, arg);
+		}
 
-				CHECK_FOR_INTERRUPTS();
-				old = MemoryContextSwitchTo(rowcxt);
-				cb(arg, si, RUN_ROW_KIND(rh), RUN_ROW_TUPLE(rh));
-				MemoryContextSwitchTo(old);
-				MemoryContextReset(rowcxt);
-			}
-			run_cursor_close(&cur);
+		/*
+		 * The commit's changelog run kept in the snapshot's row comes after
+		 * the runs its spills wrote.  It has no pages: whatever storage the
+		 * table has now, it is readable.
+		 */
+		if (si->changelog && snapshot_uses(si, si->changelog))
+		{
+			si->changelog->relfilenode = rel->rd_node.relNode;
+			scan_run(rel, t, si, si->changelog, rowcxt, cb, arg);
 		}
 	}
 	MemoryContextDelete(rowcxt);

@@ -575,7 +575,7 @@ compact_table(Relation rel, bool full)
 						st.total_record_count, out_records,
 						changelog ? changelog->record_count : 0,
 						prod_name(t->opts.changelog_producer),
-						INSTR_TIME_GET_MILLISEC(duration));
+						INSTR_TIME_GET_MILLISEC(duration), NULL);
 	cat_table_state_update(relid, &st);
 	store_switched(rel, &st, before, outputs, snapshot_id);
 	/* wal_level = logical: full-compaction's changes, for decoding */

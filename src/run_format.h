@@ -224,6 +224,8 @@ typedef struct RunInfo
 	char	   *max_key;
 	char	   *stream;			/* kept in its catalog row: the whole stream */
 	uint32		stream_len;
+	bool		in_snapshot_row;	/* that row is its snapshot's (a commit's
+									 * changelog run, catalog 0.8) */
 } RunInfo;
 
 #endif							/* PK_RUN_FORMAT_H */

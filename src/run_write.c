@@ -87,6 +87,7 @@ struct RunWriter
 	uint32		blk_last_off;	/* offset in raw of the block's last row */
 	MinimalTuple last_keytup;	/* key of the last closed block's last row */
 	bool		inline_ok;		/* a small data run may go in its row */
+	bool		snapshot_row_ok;	/* a small changelog run: in its snapshot's */
 	List	   *live;			/* the table's live data runs, then */
 };
 
@@ -244,6 +245,18 @@ run_writer_allow_inline(RunWriter *w, List *live)
 	Assert(w->kind == RUN_DATA);
 	w->inline_ok = true;
 	w->live = live;
+}
+
+/*
+ * A small changelog run of this writer (a commit's) may be kept in the row
+ * of its snapshot rather than in a row of its own (catalog 0.8): it lives
+ * exactly as long.  The caller passes it to cat_snapshot_insert.
+ */
+void
+run_writer_allow_snapshot_row(RunWriter *w)
+{
+	Assert(w->kind == RUN_CHANGELOG);
+	w->snapshot_row_ok = cat_snapshots_hold_changelogs();
 }
 
 /*
@@ -618,7 +631,9 @@ run_writer_finish(RunWriter *w, int64 created_snapshot)
 			compact_stream(run, &hdr);
 		run->nblocks = 0;
 		run->size_bytes = run->stream_len;
-		if (w->kind != RUN_DATA || created_snapshot != 0)
+		if (w->snapshot_row_ok && RUN_IS_COMPACT(run))
+			run->in_snapshot_row = true;
+		else if (w->kind != RUN_DATA || created_snapshot != 0)
 			cat_run_insert(RelationGetRelid(w->rel), run);
 	}
 	else

@@ -25,6 +25,7 @@ extern void run_writer_add(RunWriter *w, uint64 seq, PkRowKind kind,
 						   MinimalTuple tup, const Datum *keys, uint32 hash);
 extern void run_writer_set_seq(RunWriter *w, uint64 seq);
 extern void run_writer_allow_inline(RunWriter *w, List *live);
+extern void run_writer_allow_snapshot_row(RunWriter *w);
 extern uint64 run_writer_nrows(RunWriter *w);
 extern uint64 run_writer_stream_size(RunWriter *w);
 extern RunInfo *run_writer_finish(RunWriter *w, int64 created_snapshot);

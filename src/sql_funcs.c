@@ -140,6 +140,14 @@ pk_runs(PG_FUNCTION_ARGS)
 	pk_check_table(relid);
 	keys = pk_may_read_keys(relid);
 	runs = cat_runs_visible(relid, GetActiveSnapshot(), false);
+	/* and the commits' changelog runs kept in their snapshots' rows */
+	foreach(lc, cat_snapshots_range(relid, 0, PG_INT64_MAX, GetActiveSnapshot()))
+	{
+		SnapshotInfo *si = lfirst(lc);
+
+		if (si->changelog)
+			runs = lappend(runs, si->changelog);
+	}
 	list_sort(runs, run_level_cmp);
 	foreach(lc, runs)
 	{

@@ -215,7 +215,7 @@ commit_table(WriteBuffer *wb, bool preparing)
 						st.total_record_count, nrows,
 						(changelog ? changelog->record_count : 0) + spilled_changelog,
 						prod_name(t->opts.changelog_producer),
-						INSTR_TIME_GET_MILLISEC(duration));
+						INSTR_TIME_GET_MILLISEC(duration), changelog);
 	/* the data runs now: those read under the commit lock, and ours */
 	after = list_concat(list_copy(committed), pending);
 	if (final)

@@ -11,10 +11,14 @@ UPDATE e SET v = 3;
 UPDATE e SET v = 4;
 UPDATE e SET v = 5;
 UPDATE e SET v = 6;
-SELECT count(*) AS changelog_runs FROM pkchangelog.runs WHERE relid = 'e'::regclass AND kind = 'changelog';
+SELECT count(*) AS changelog_runs,
+	   (SELECT count(changelog) FROM pkchangelog.snapshots WHERE relid = 'e'::regclass) AS in_snapshot_rows
+  FROM pk_runs('e') WHERE kind = 'changelog';
 SELECT pk_expire_snapshots('e') AS expired;
 SELECT snapshot_id FROM pk_snapshots('e');
-SELECT count(*) AS changelog_runs FROM pkchangelog.runs WHERE relid = 'e'::regclass AND kind = 'changelog';
+SELECT count(*) AS changelog_runs,
+	   (SELECT count(changelog) FROM pkchangelog.snapshots WHERE relid = 'e'::regclass) AS in_snapshot_rows
+  FROM pk_runs('e') WHERE kind = 'changelog';
 -- the stream now starts at the first retained snapshot
 SELECT snapshot_id, rowkind, "row" FROM pk_changes('e');
 SELECT pk_expire_snapshots('e') AS expired_again;

@@ -51,8 +51,8 @@ SELECT id, (ctid::text::point)[0] >= 3221225472 AS own_block,
 SELECT count(DISTINCT (ctid::text::point)[0]) AS tid_blocks FROM s;
 -- stored compact: the one block after a magic number, no run header,
 -- index or bloom filter (index_offset and bloom_offset 0); a 1-row
--- changelog run too.  A point lookup of a key the run lacks (id 4) and of
--- one it holds read them
+-- changelog run too (kept in its snapshot's row).  A point lookup of a
+-- key the run lacks (id 4) and of one it holds read them
 SELECT record_count, index_offset, bloom_offset,
 	   convert_from(substr(stream, 1, 4), 'SQL_ASCII') AS magic,
 	   length(stream) < 100 AS under_100_bytes
@@ -65,6 +65,11 @@ INSERT INTO sl VALUES (1, 'one');
 UPDATE sl SET v = 'uno' WHERE id = 1;
 SELECT kind, record_count, index_offset, convert_from(substr(stream, 1, 4), 'SQL_ASCII') AS magic
   FROM pkchangelog.runs WHERE relid = 'sl'::regclass ORDER BY run_id;
+-- (a commit's changelog run is kept in its snapshot's row: no row of its own)
+SELECT snapshot_id, changelog_record_count, changelog_run_id IS NOT NULL AS has_run_id,
+	   convert_from(substr(changelog, 1, 4), 'SQL_ASCII') AS magic
+  FROM pkchangelog.snapshots WHERE relid = 'sl'::regclass ORDER BY snapshot_id;
+SELECT level, kind, record_count, created_snapshot FROM pk_runs('sl') ORDER BY run_id;
 SELECT snapshot_id, rowkind, "row" FROM pk_changes('sl');
 DROP TABLE sl;
 SELECT ctid AS tid3 FROM s WHERE id = 3 \gset

@@ -99,14 +99,16 @@ SELECT snapshot_id, rowkind, count(*) FROM pk_changes('vf_full') GROUP BY 1, 2 O
 (SELECT * FROM pk_changes('vf_full') EXCEPT ALL SELECT * FROM pk_changes('vf_full_twin'))
 UNION ALL (SELECT * FROM pk_changes('vf_full_twin') EXCEPT ALL SELECT * FROM pk_changes('vf_full'));
 -- rows, and files that are exactly the pages of their runs (delta and
--- changelog runs too; small ones have no pages: their catalog row holds them)
+-- changelog runs too; small ones have no pages: their catalog row holds
+-- them, a commit's changelog run its snapshot's row)
 SELECT count(*), sum(v) FROM vf_lookup UNION ALL SELECT count(*), sum(v) FROM vf_input
 UNION ALL SELECT count(*), sum(v) FROM vf_none UNION ALL SELECT count(*), sum(v) FROM vf_full;
 SELECT c.relname, pg_relation_size(c.oid) =
 		 (SELECT sum(nblocks) * 8192 FROM pkchangelog.runs WHERE relid = c.oid) AS file_is_runs,
 	   (SELECT string_agg(kind || ':' || n, ' ' ORDER BY kind)
 		  FROM (SELECT kind, count(*) AS n FROM pk_runs(c.oid) GROUP BY kind) k) AS runs,
-	   (SELECT count(*) FROM pkchangelog.runs WHERE relid = c.oid AND stream IS NOT NULL) AS in_catalog
+	   (SELECT count(*) FROM pkchangelog.runs WHERE relid = c.oid AND stream IS NOT NULL) AS in_catalog,
+	   (SELECT count(changelog) FROM pkchangelog.snapshots WHERE relid = c.oid) AS in_snapshot_rows
   FROM pg_class c WHERE c.relname IN ('vf_lookup', 'vf_input', 'vf_none', 'vf_full') ORDER BY 1;
 
 -- an empty table, a temporary table

@@ -139,6 +139,17 @@ for my $p (@producers)
 		"$p: the catalog names exactly the table's data runs");
 }
 
+# --- the commits since the update keep their small changelog runs in their
+# snapshots' rows; those from before are rows of pkchangelog.runs; the
+# streams (checked above) read both
+for my $p ('input', 'lookup')
+{
+	is($node->safe_psql('upgraded', qq{
+SELECT (SELECT count(*) > 0 FROM pkchangelog.runs WHERE relid = '$table{$p}'::regclass AND kind = 'changelog')
+   AND (SELECT count(changelog) > 0 FROM pkchangelog.snapshots WHERE relid = '$table{$p}'::regclass)}),
+		't', "$p: changelog runs in rows of their own (before) and in snapshot rows (since)");
+}
+
 # --- both forms of a run in its catalog row are read: a full compaction
 # moves the 1-row commit's run written on pages before the update into its
 # row as it was written (run format 2, index_offset > 0), beside the
