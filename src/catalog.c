@@ -1552,22 +1552,10 @@ cat_tables_relid(void)
 	return cat_oid("tables", false);
 }
 
-/*
- * The snapshots (id, commit kind, producer) in (from, to] that snapshot
- * sees, ascending.
- */
-List *
-cat_snapshots_range(Oid relid, int64 from, int64 to, Snapshot snapshot)
-{
-	return cat_snapshots_oldest(relid, from, to, -1, snapshot);
-}
-
-/*
- * The snapshots in (from, to] in id order, at most limit of them (-1: all),
- * read in index order: the oldest first, without reading the rest.
- */
-List *
-cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit, Snapshot snapshot)
+/* the snapshots in (from, to], as cat_snapshots_oldest and cat_snapshots_range say */
+static List *
+snapshots_scan(Oid relid, int64 from, int64 to, int limit, Snapshot snapshot,
+			   bool with_changelog)
 {
 	Relation	crel = cat_open(CAT_SNAPSHOTS, AccessShareLock);
 	Relation	irel = index_open(cat_index_oid("snapshots"), AccessShareLock);
@@ -1593,7 +1581,7 @@ cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit, Snapshot snapsh
 			strcmp(TextDatumGetCString(v[Anum_snapshots_commit_kind - 1]), "COMPACT") == 0 ? COMMIT_COMPACT : COMMIT_OVERWRITE;
 		si->producer = TextDatumGetCString(v[Anum_snapshots_producer - 1]);
 		si->commit_time = DatumGetTimestampTz(v[Anum_snapshots_commit_time - 1]);
-		si->changelog = snapshot_changelog(crel, v, n);
+		si->changelog = with_changelog ? snapshot_changelog(crel, v, n) : NULL;
 		result = lappend(result, si);
 		if (limit > 0)
 			limit--;
@@ -1602,6 +1590,28 @@ cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit, Snapshot snapsh
 	index_close(irel, AccessShareLock);
 	table_close(crel, AccessShareLock);
 	return result;
+}
+
+/*
+ * The snapshots (id, commit kind, producer, changelog run kept in the
+ * row) in (from, to] that snapshot sees, ascending.
+ */
+List *
+cat_snapshots_range(Oid relid, int64 from, int64 to, Snapshot snapshot)
+{
+	return snapshots_scan(relid, from, to, -1, snapshot, true);
+}
+
+/*
+ * The snapshots in (from, to] in id order, at most limit of them (-1: all),
+ * read in index order: the oldest first, without reading the rest.  Their
+ * changelog runs are left out (changelog NULL): expiration and counting
+ * read many snapshots and none of their changes.
+ */
+List *
+cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit, Snapshot snapshot)
+{
+	return snapshots_scan(relid, from, to, limit, snapshot, false);
 }
 
 /*

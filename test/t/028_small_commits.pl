@@ -167,13 +167,17 @@ SELECT count(*) FROM pk_snapshots('$t') WHERE commit_kind = 'COMPACT'}), '>=', 1
 SELECT count(*) FROM pk_runs('$t') WHERE kind = 'data' AND level = 5}), '1',
 		"$t: the loaded run stayed at the bottom, beside the small runs' merges");
 }
-# deltas and small changelog runs are in their catalog rows
+# deltas are in their catalog rows, small changelog runs in their
+# snapshots' rows
 cmp_ok($node->safe_psql('postgres', q{
 SELECT count(*) FROM pkchangelog.runs WHERE stream IS NOT NULL AND relid = 't_none'::regclass}),
 	'>', 100, 't_none: retained deltas are kept in their catalog rows');
 cmp_ok($node->safe_psql('postgres', q{
-SELECT count(*) FROM pkchangelog.runs WHERE stream IS NOT NULL AND relid = 't_lookup'::regclass
-   AND kind = 'changelog'}), '>', 100, 't_lookup: small changelog runs are in their catalog rows');
+SELECT count(changelog) FROM pkchangelog.snapshots WHERE relid = 't_lookup'::regclass}),
+	'>', 100, 't_lookup: small changelog runs are in their snapshots\' rows');
+is($node->safe_psql('postgres', q{
+SELECT count(*) FROM pkchangelog.runs WHERE relid = 't_lookup'::regclass AND kind = 'changelog'
+   AND nblocks = 0}), '0', 't_lookup: no small changelog run has a row of its own');
 
 my $log = slurp_file($node->logfile);
 my @bad = grep { /PANIC|TRAP:|terminated by signal|ERROR:.*pkchangelog/ } split /\n/, $log;
