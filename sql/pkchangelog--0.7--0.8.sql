@@ -1,5 +1,5 @@
 /* pkchangelog 0.7 -> 0.8: a commit's small changelog run is kept in its
- * snapshot's row */
+ * snapshot's row; a small delta is not retired */
 
 \echo Use "ALTER EXTENSION pkchangelog UPDATE TO '0.8'" to load this file. \quit
 
@@ -32,8 +32,12 @@ GRANT SELECT (relid, snapshot_id, commit_kind, commit_time, commit_user, commit_
 	total_record_count, delta_record_count, changelog_record_count, producer,
 	duration_ms, changelog_run_id) ON pkchangelog.snapshots TO PUBLIC;
 
--- pk_stats names the columns it reads, and counts the changelog runs kept
--- in snapshot rows among the live runs by kind
+-- A compacted commit's run kept for producer none's stream (a delta) in
+-- its catalog row is no longer retired: its row keeps saying data, and no
+-- version of the table's row names it from the compaction on, which makes
+-- it a delta (pk_runs shows it so).  pk_stats works the kind out the same
+-- way, names the columns it reads, and counts the changelog runs kept in
+-- snapshot rows among the live runs by kind.
 CREATE OR REPLACE FUNCTION pk_stats(rel regclass,
 	OUT commits bigint, OUT commit_latency_p50_ms numeric,
 	OUT commit_latency_p95_ms numeric, OUT commit_latency_p99_ms numeric,
@@ -47,13 +51,19 @@ CREATE OR REPLACE FUNCTION pk_stats(rel regclass,
 	SET search_path = pg_catalog, pg_temp
 AS $$
 	WITH t AS MATERIALIZED (SELECT pkchangelog.pkmerge_relid(rel) AS relid),
-	tb AS (SELECT tb.commits, tb.last_snapshot_id FROM pkchangelog.tables tb JOIN t USING (relid)),
+	tb AS (SELECT tb.commits, tb.last_snapshot_id, tb.data_runs
+		   FROM pkchangelog.tables tb JOIN t USING (relid)),
 	s AS (SELECT s.commit_kind, s.duration_ms, s.changelog_record_count,
 				 s.delta_record_count, s.changelog_run_id
 		  FROM pkchangelog.snapshots s JOIN t USING (relid)),
 	c AS (SELECT * FROM s WHERE commit_kind <> 'COMPACT'),
 	k AS (SELECT * FROM s WHERE commit_kind = 'COMPACT'),
-	r AS (SELECT r.level, r.kind FROM pkchangelog.runs r JOIN t USING (relid))
+	r AS (SELECT r.level,
+				 CASE WHEN r.kind = 'data' AND r.from_commit
+						   AND r.created_snapshot BETWEEN 1 AND tb.last_snapshot_id
+						   AND r.run_id <> ALL (tb.data_runs)
+					  THEN 'delta' ELSE r.kind END AS kind
+		  FROM pkchangelog.runs r JOIN t USING (relid) LEFT JOIN tb ON true)
 	SELECT coalesce((SELECT commits FROM tb), 0),
 		   (SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms)::numeric, 3) FROM c),
 		   (SELECT round(percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms)::numeric, 3) FROM c),

@@ -78,6 +78,18 @@ note_change(Oid relid, bool own_run)
 }
 
 /*
+ * A compaction step of this transaction replaces relid's committed runs,
+ * whether or not it writes their rows (a delta kept in its row is not
+ * written): from now on the transaction reads the table's runs from the
+ * catalog, never from a list cached or published before.
+ */
+void
+cat_runs_replaced(Oid relid)
+{
+	note_change(relid, false);
+}
+
+/*
  * Has this transaction changed relid's runs rows (committed_only: other
  * than by adding runs of its own)?
  */
@@ -946,6 +958,25 @@ data_runs_visible(Relation crel, Oid relid, Snapshot snapshot)
 }
 
 /*
+ * Is a run whose row says data (from_commit, created_snapshot: of that
+ * row) a delta: a commit's run that compaction replaced and kept for
+ * producer none's stream without touching its row?  It is when the
+ * version st of the table's row, at or after the run's snapshot, does not
+ * name it.
+ */
+static bool
+data_run_is_delta(const TableState *st, int64 run_id, bool from_commit,
+				  int64 created_snapshot)
+{
+	if (!from_commit || created_snapshot <= 0 || created_snapshot > st->last_snapshot_id)
+		return false;
+	for (int i = 0; i < st->ndata_runs; i++)
+		if (st->data_runs[i] == run_id)
+			return false;
+	return true;
+}
+
+/*
  * The runs of a table that a snapshot sees (data_only: its data runs).
  * SnapshotAny: every run whose pages are still intact, i.e. whose row
  * VACUUM has not removed (deleted ones too), except runs of aborted
@@ -979,6 +1010,23 @@ cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only)
 			runs = lappend(runs, run_from_tuple(crel, tup));
 		}
 		systable_endscan(scan);
+	}
+	/* an MVCC snapshot's runs with their kinds: deltas told apart */
+	if (!data_only && IsMVCCSnapshot(snapshot))
+	{
+		TransactionId xmin;
+		TableState	st = {0};
+		ListCell   *lc;
+
+		(void) cat_table_version(relid, snapshot, NULL, &xmin, &st);
+		foreach(lc, runs)
+		{
+			RunInfo    *r = lfirst(lc);
+
+			if (r->kind == RUN_DATA &&
+				data_run_is_delta(&st, r->run_id, r->from_commit, r->created_snapshot))
+				r->kind = RUN_DELTA;
+		}
 	}
 	table_close(crel, AccessShareLock);
 	return runs;
@@ -1509,8 +1557,12 @@ void
 cat_row_bytes(Oid relid, Snapshot snapshot, int64 *all, int64 *history)
 {
 	const CatTable which[] = {CAT_RUNS, CAT_SNAPSHOTS};
+	TransactionId xmin;
+	TableState	st = {0};
 
 	*all = *history = 0;
+	/* the data runs it names (deltas are history) */
+	(void) cat_table_version(relid, snapshot, NULL, &xmin, &st);
 	for (int i = 0; i < lengthof(which); i++)
 	{
 		Relation	crel = cat_open(which[i], AccessShareLock);
@@ -1530,7 +1582,14 @@ cat_row_bytes(Oid relid, Snapshot snapshot, int64 *all, int64 *history)
 			}
 			kind = TextDatumGetCString(heap_getattr(tup, Anum_runs_kind,
 													RelationGetDescr(crel), &isnull));
-			if (strcmp(kind, "data") != 0)
+			if (strcmp(kind, "data") != 0 ||
+				data_run_is_delta(&st,
+								  DatumGetInt64(heap_getattr(tup, Anum_runs_run_id,
+															 RelationGetDescr(crel), &isnull)),
+								  DatumGetBool(heap_getattr(tup, Anum_runs_from_commit,
+															RelationGetDescr(crel), &isnull)),
+								  DatumGetInt64(heap_getattr(tup, Anum_runs_created_snapshot,
+															 RelationGetDescr(crel), &isnull))))
 				*history += tup->t_len + (int64) BLCKSZ *
 					DatumGetInt32(heap_getattr(tup, Anum_runs_nblocks,
 											   RelationGetDescr(crel), &isnull));
@@ -1619,10 +1678,11 @@ cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit, Snapshot snapsh
  * blocks are freed once VACUUM removes the rows).  Only that snapshot's
  * catalog rows are read.  The caller holds the compaction lock, so no
  * compaction retires or deletes runs meanwhile; commits only add runs of
- * newer snapshots.
+ * newer snapshots: st, the table's row as the caller read it under that
+ * lock, names every live data run of older snapshots.
  */
 void
-cat_snapshot_expire(Oid relid, int64 snapshot_id)
+cat_snapshot_expire(Oid relid, int64 snapshot_id, const TableState *st)
 {
 	Relation	crel = cat_open(CAT_SNAPSHOTS, RowExclusiveLock);
 	Relation	irel;
@@ -1648,8 +1708,14 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id)
 		char	   *kind = TextDatumGetCString(heap_getattr(tup, Anum_runs_kind,
 															RelationGetDescr(crel), &isnull));
 
-		/* a commit's data run is still read by queries */
-		if (strcmp(kind, run_kinds[RUN_DATA]) != 0)
+		/* a commit's data run is still read by queries, unless a delta */
+		if (strcmp(kind, run_kinds[RUN_DATA]) != 0 ||
+			data_run_is_delta(st,
+							  DatumGetInt64(heap_getattr(tup, Anum_runs_run_id,
+														 RelationGetDescr(crel), &isnull)),
+							  DatumGetBool(heap_getattr(tup, Anum_runs_from_commit,
+														RelationGetDescr(crel), &isnull)),
+							  snapshot_id))
 			CatalogTupleDelete(crel, &tup->t_self);
 		pfree(kind);
 	}

@@ -132,6 +132,7 @@ extern void catalog_init(void);
 extern bool cat_version_accepted(const char *version);
 extern char *cat_version_to_update(void);
 extern bool cat_runs_changed(Oid relid, bool committed_only);
+extern void cat_runs_replaced(Oid relid);
 extern uint64 cat_runs_rewrites(void);
 extern List *cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only);
 extern void cat_run_insert(Oid relid, const RunInfo *run);
@@ -160,7 +161,7 @@ extern List *cat_runs_of_snapshots(Oid relid, int64 from, int64 to, Snapshot sna
 extern List *cat_snapshots_range(Oid relid, int64 from, int64 to, Snapshot snapshot);
 extern List *cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit,
 								  Snapshot snapshot);
-extern void cat_snapshot_expire(Oid relid, int64 snapshot_id);
+extern void cat_snapshot_expire(Oid relid, int64 snapshot_id, const TableState *st);
 extern void cat_drop_table(Oid relid);
 extern bool cat_consumer_get(Oid relid, const char *consumer_id, Snapshot snapshot,
 							 int64 *next_snapshot_id);

@@ -431,6 +431,7 @@ compact_table(Relation rel, bool full)
 	RunWriter  *w = NULL;
 	TableState	st;
 	int64		in_records = 0;
+	bool		kinds_derived;
 	int64		out_records = 0;
 	int64		snapshot_id = 0;
 	ListCell   *lc;
@@ -531,6 +532,8 @@ compact_table(Relation rel, bool full)
 			cat_run_set_snapshot(relid, r->run_id, snapshot_id);
 		MemoryContextReset(itemcxt);
 	}
+	cat_runs_replaced(relid);
+	kinds_derived = cat_snapshots_hold_changelogs();
 	foreach(lc, inputs)
 	{
 		RunInfo    *r = lfirst(lc);
@@ -542,19 +545,28 @@ compact_table(Relation rel, bool full)
 		 * kept as a delta while its snapshot is retained, if that snapshot
 		 * was made under none (the producer may have changed since).  A
 		 * delta of an expired snapshot would never be expired (expiration
-		 * removes a snapshot's runs with its row).
+		 * removes a snapshot's runs with its row).  One in its catalog row
+		 * is left as it is: no version of the table's row names it from
+		 * now on, which makes it a delta (data_run_is_delta); one on pages
+		 * is retired, moving into its row if small (its pages freed).  A
+		 * catalog before 0.8, whose pk_stats goes by the rows' kinds, has
+		 * every one retired.
 		 */
 		if (r->from_commit && r->created_snapshot >= oldest &&
 			made_under_none(relid, r->created_snapshot))
 		{
 			RunInfo		delta = *r;
 
-			/* a small one moves into its catalog row, its page freed */
 			if (r->stream == NULL)
+			{
 				delta.stream = run_stream_read(rel, r, RUN_INLINE_MAX, &delta.stream_len);
-			else
-				delta.stream = NULL;	/* there already */
-			cat_run_retire(relid, &delta);
+				cat_run_retire(relid, &delta);
+			}
+			else if (!kinds_derived)
+			{
+				delta.stream = NULL;	/* in its row already */
+				cat_run_retire(relid, &delta);
+			}
 		}
 		else
 			cat_run_delete(relid, r->run_id);

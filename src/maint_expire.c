@@ -53,6 +53,7 @@ expire_snapshots(Relation rel, int64 max_snapshots)
 	MemoryContext batchcxt;
 	MemoryContext itemcxt;
 	MemoryContext old;
+	TableState	st;
 	int64		last;
 	int64		floor;
 	int64		upto;
@@ -62,7 +63,8 @@ expire_snapshots(Relation rel, int64 max_snapshots)
 
 	/* one maintainer of a table at a time; commits go on meanwhile */
 	cat_compaction_lock(relid);
-	last = cat_table_state_peek(relid).last_snapshot_id;
+	st = cat_table_state_peek(relid);
+	last = st.last_snapshot_id;
 	/* consumers keep what they have yet to read (idle ones do not) */
 	floor = cat_consumers_floor(relid, o->consumer_expiration_time > 0 ?
 								TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
@@ -99,7 +101,7 @@ expire_snapshots(Relation rel, int64 max_snapshots)
 				break;
 			}
 			MemoryContextSwitchTo(itemcxt);
-			cat_snapshot_expire(relid, si->snapshot_id);
+			cat_snapshot_expire(relid, si->snapshot_id, &st);
 			MemoryContextSwitchTo(batchcxt);
 			MemoryContextReset(itemcxt);
 			from = si->snapshot_id;

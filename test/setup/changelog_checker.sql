@@ -101,13 +101,23 @@ BEGIN
 END $$;
 
 -- The data runs a table's pkchangelog.tables row names (readers list them
--- from it) must be exactly its data runs in pkchangelog.runs.
+-- from it) must be exactly its data runs in pkchangelog.runs: those whose
+-- row says data, but a commit's run kept as a delta in its row (producer
+-- none: its snapshot made under none, a compaction since, no page).
 CREATE OR REPLACE FUNCTION check_data_runs(rel regclass) RETURNS text
 LANGUAGE sql AS $$
 	WITH named AS (SELECT unnest(data_runs) AS run_id FROM pkchangelog.tables WHERE relid = rel),
 		 listed AS (SELECT run_id FROM pkchangelog.runs r
 					JOIN pg_class c ON c.oid = r.relid AND c.relfilenode = r.relfilenode
-					WHERE r.relid = rel AND r.kind = 'data'),
+					WHERE r.relid = rel AND r.kind = 'data'
+					  AND NOT (r.from_commit AND r.nblocks = 0
+							   AND r.run_id NOT IN (SELECT run_id FROM named)
+							   AND EXISTS (SELECT FROM pkchangelog.snapshots s
+										   WHERE s.relid = rel AND s.snapshot_id = r.created_snapshot
+											 AND s.producer = 'none')
+							   AND EXISTS (SELECT FROM pkchangelog.snapshots s
+										   WHERE s.relid = rel AND s.commit_kind = 'COMPACT'
+											 AND s.snapshot_id > r.created_snapshot))),
 		 extra AS (SELECT string_agg(run_id::text, ',' ORDER BY run_id) AS ids
 				   FROM (SELECT * FROM named EXCEPT SELECT * FROM listed) x),
 		 missing AS (SELECT string_agg(run_id::text, ',' ORDER BY run_id) AS ids

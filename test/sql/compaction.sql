@@ -146,22 +146,27 @@ SELECT check_changelog('sm');
 SELECT t, check_data_runs(t) FROM unnest('{c,tb,s,l0,sm}'::regclass[]) t;
 DROP TABLE c, s, tb, l0, sm;
 
--- retiring a commit's run to a delta is a HOT update of its catalog row (no
--- index covers a column it changes), and a transaction that compacted reads
--- its data runs without the cache: those its version of the tables row
--- names and the ones it added
+-- a commit's run that compaction keeps as a delta (producer none) is left
+-- as it is when it is in its catalog row (no version of the tables row
+-- names it any more, which makes it a delta); one on pages is retired, a
+-- HOT update of its catalog row (no index covers a column it changes).
+-- A transaction that compacted reads its data runs without the cache:
+-- those its version of the tables row names and the ones it added
 CREATE TABLE hr (id int PRIMARY KEY, v text) USING pkmerge
   WITH (changelog_producer = 'none');
 INSERT INTO hr VALUES (1, 'a');
-INSERT INTO hr VALUES (2, 'b');
+INSERT INTO hr SELECT g, 'b' FROM generate_series(2, 400) g;
+SELECT count(*) FILTER (WHERE nblocks = 0) AS in_row, count(*) FILTER (WHERE nblocks > 0) AS on_pages
+  FROM pkchangelog.runs WHERE relid = 'hr'::regclass;
+DELETE FROM hr WHERE id > 2;
 BEGIN;
 INSERT INTO hr VALUES (3, 'c');
 -- (the pending counts are flushed between transactions only, so they hold
 -- earlier transactions' too: the compaction's are the difference)
-SELECT n_tup_hot_upd AS hot_before
+SELECT n_tup_upd AS upd_before, n_tup_hot_upd AS hot_before
   FROM pg_stat_xact_user_tables WHERE relid = 'pkchangelog.runs'::regclass \gset
 SELECT pk_compact('hr', true) IS NOT NULL AS compacted;
-SELECT n_tup_hot_upd - :hot_before AS retired_by_hot_update
+SELECT n_tup_upd - :upd_before AS runs_updated, n_tup_hot_upd - :hot_before AS by_hot_update
   FROM pg_stat_xact_user_tables WHERE relid = 'pkchangelog.runs'::regclass;
 SELECT string_agg(id || v, ',' ORDER BY id) AS rows_in_compacting_xact FROM hr;
 UPDATE hr SET v = 'd' WHERE id = 1;
@@ -169,5 +174,21 @@ SELECT string_agg(id || v, ',' ORDER BY id) AS rows_after_update FROM hr;
 COMMIT;
 SELECT string_agg(id || v, ',' ORDER BY id) AS rows_committed FROM hr;
 SELECT kind, record_count FROM pk_runs('hr') ORDER BY run_id;
+SELECT runs_per_kind, runs_per_level FROM pk_stats('hr');
 SELECT check_data_runs('hr');
 DROP TABLE hr;
+-- ... and when every run it replaces is such a delta (no run row written),
+-- the transaction's commit still names the compaction's output, not the
+-- runs it replaced
+CREATE TABLE hr2 (id int PRIMARY KEY, v text) USING pkmerge
+  WITH (changelog_producer = 'none');
+INSERT INTO hr2 VALUES (1, 'a');
+INSERT INTO hr2 VALUES (2, 'b');
+BEGIN;
+INSERT INTO hr2 VALUES (3, 'c');
+SELECT pk_compact('hr2', true) IS NOT NULL AS compacted;
+COMMIT;
+SELECT level, kind, record_count FROM pk_runs('hr2') ORDER BY run_id;
+SELECT check_data_runs('hr2');
+SELECT string_agg(id || v, ',' ORDER BY id) AS rows_committed FROM hr2;
+DROP TABLE hr2;

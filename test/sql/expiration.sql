@@ -38,10 +38,12 @@ CREATE TABLE d (id int PRIMARY KEY, v int) USING pkmerge WITH (snapshot_num_reta
 INSERT INTO d VALUES (1, 1);
 INSERT INTO d VALUES (2, 2);
 SELECT pk_compact('d', true);
-SELECT kind, count(*) FROM pkchangelog.runs WHERE relid = 'd'::regclass GROUP BY kind ORDER BY kind;
+SELECT kind, count(*) FROM pk_runs('d') GROUP BY kind ORDER BY kind;
+SELECT count(*) AS run_rows FROM pkchangelog.runs WHERE relid = 'd'::regclass;
 SELECT snapshot_id, rowkind, "row" FROM pk_changes('d');
 SELECT pk_expire_snapshots('d') AS expired;
-SELECT kind, count(*) FROM pkchangelog.runs WHERE relid = 'd'::regclass GROUP BY kind ORDER BY kind;
+SELECT kind, count(*) FROM pk_runs('d') GROUP BY kind ORDER BY kind;
+SELECT count(*) AS run_rows FROM pkchangelog.runs WHERE relid = 'd'::regclass;
 SELECT * FROM d ORDER BY id;
 -- a commit whose snapshot expired while its run was still a data run: the
 -- compaction that replaces the run deletes it rather than keeping a delta

@@ -84,12 +84,15 @@ SELECT record_count, nblocks > 0 AS has_pages FROM pkchangelog.runs
 -- a small merge stays in its catalog row, through VACUUM FULL too
 DELETE FROM s WHERE id >= 10;
 SELECT pk_compact('s', true) > 0 AS compacted;
-SELECT level, record_count, nblocks FROM pkchangelog.runs
- WHERE relid = 's'::regclass AND kind = 'data';
+-- (the commits' runs it replaced stay as deltas: pk_runs tells them apart)
+SELECT p.level, p.record_count, r.nblocks
+  FROM pkchangelog.runs r JOIN pk_runs('s') p USING (run_id)
+ WHERE r.relid = 's'::regclass AND p.kind = 'data';
 INSERT INTO s VALUES (4, 'four');
 VACUUM FULL s;
-SELECT level, record_count, nblocks FROM pkchangelog.runs
- WHERE relid = 's'::regclass AND kind = 'data' ORDER BY level;
+SELECT p.level, p.record_count, r.nblocks
+  FROM pkchangelog.runs r JOIN pk_runs('s') p USING (run_id)
+ WHERE r.relid = 's'::regclass AND p.kind = 'data' ORDER BY p.level;
 SELECT * FROM s ORDER BY id;
 SELECT pg_relation_size('s') AS file_bytes;
 

@@ -158,9 +158,9 @@ SELECT (SELECT count(*) > 0 FROM pkchangelog.runs WHERE relid = '$table{$p}'::re
 $node->safe_psql('upgraded', qq{INSERT INTO $table{none} VALUES (3001, 3, 3, 'compact')});
 $node->safe_psql('upgraded', qq{SELECT pk_compact('$table{none}', true)});
 is($node->safe_psql('upgraded', qq{
-SELECT string_agg(DISTINCT CASE WHEN index_offset = 0 THEN 'compact' ELSE 'format 2' END, ',')
-  FROM pkchangelog.runs WHERE relid = '$table{none}'::regclass AND kind = 'delta'
-   AND stream IS NOT NULL}), 'compact,format 2',
+SELECT string_agg(DISTINCT CASE WHEN r.index_offset = 0 THEN 'compact' ELSE 'format 2' END, ',')
+  FROM pkchangelog.runs r JOIN pk_runs('$table{none}') p USING (run_id)
+ WHERE r.relid = '$table{none}'::regclass AND p.kind = 'delta' AND r.stream IS NOT NULL}), 'compact,format 2',
 	'none: retained commits\' runs in their catalog rows in both forms');
 is($node->safe_psql('upgraded', qq{
 SELECT string_agg(rowkind || ("row"->>'id') || '=' || ("row"->>'amount'), ' ' ORDER BY ord)
@@ -204,6 +204,43 @@ ok($fresh =~ /column runs\.\d+ run_id bigint/ && $fresh =~ /function CREATE OR R
 	'the comparison sees the catalog columns and the functions');
 is($node->safe_psql('upgraded', $shape), $fresh,
 	"the updated extension has the objects, columns and definitions of a fresh $default");
+
+# --- a catalog at 0.7 (runs in their rows, no changelog columns in
+# snapshot rows): the library retires none's deltas there, as pk_stats of
+# that version counts kinds from the rows; after the update the deltas
+# retired before and those kept without a write since are told apart the
+# same way, and expiration deletes both
+$node->safe_psql('postgres', 'CREATE DATABASE mid');
+$node->safe_psql('mid', "CREATE EXTENSION pkchangelog VERSION '0.7'");
+$node->safe_psql('mid', q{
+CREATE TABLE d (id int PRIMARY KEY, v int) USING pkmerge;
+INSERT INTO d VALUES (1, 1);});
+$node->safe_psql('mid', 'INSERT INTO d VALUES (2, 2)');
+$node->safe_psql('mid', q{SELECT pk_compact('d', true)});
+# the kinds the rows of d's runs say, and pk_stats' count of its runs
+sub mid_kinds
+{
+	return $node->safe_psql('mid', q{
+SELECT string_agg(kind || ':' || n, ' ' ORDER BY kind)
+  FROM (SELECT kind, count(*) AS n FROM pkchangelog.runs WHERE relid = 'd'::regclass GROUP BY kind) k}) . ' / ' . $node->safe_psql('mid', q{SELECT runs_per_kind FROM pk_stats('d')});
+}
+is(mid_kinds(), 'data:1 delta:2 / {"data": 1, "delta": 2, "changelog": 0}',
+	'catalog 0.7: the deltas are retired in their rows, and pk_stats counts them');
+$node->safe_psql('mid', 'ALTER EXTENSION pkchangelog UPDATE');
+$node->safe_psql('mid', 'INSERT INTO d VALUES (3, 3)');
+$node->safe_psql('mid', q{SELECT pk_compact('d', true)});
+is(mid_kinds(), 'data:2 delta:2 / {"data": 1, "delta": 3, "changelog": 0}',
+	"$default: the new delta keeps its row as it was; pk_stats tells the three deltas apart");
+is($node->safe_psql('mid', q{SELECT string_agg(kind, ',' ORDER BY run_id) FROM pk_runs('d')}),
+	'delta,delta,delta,data', "$default: and so does pk_runs");
+$node->safe_psql('mid', q{
+ALTER TABLE d SET (snapshot_num_retained_min = 1, snapshot_time_retained = '0ms');
+SELECT pk_expire_snapshots('d');});
+is($node->safe_psql('mid', q{
+SELECT string_agg(kind, ',' ORDER BY run_id) FROM pkchangelog.runs WHERE relid = 'd'::regclass}),
+	'data', 'expiration deletes the deltas of both kinds');
+is($node->safe_psql('mid', q{SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM d}),
+	'1:1,2:2,3:3', 'the rows are all there');
 
 # --- a catalog of another shape is refused -------------------------------
 # The library reads the catalog of its own version only.  A catalog table
