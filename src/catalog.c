@@ -977,6 +977,25 @@ data_run_is_delta(const TableState *st, int64 run_id, bool from_commit,
 }
 
 /*
+ * Is a row of pkchangelog.runs a live data run, by what it says and by st,
+ * a version of the table's row at or after the run's snapshot (not a
+ * changelog run, not a delta retired or told by data_run_is_delta)?
+ */
+static bool
+row_is_live_data(Relation crel, HeapTuple tup, const TableState *st)
+{
+	TupleDesc	desc = RelationGetDescr(crel);
+	bool		isnull;
+
+	return strcmp(TextDatumGetCString(heap_getattr(tup, Anum_runs_kind, desc, &isnull)),
+				  run_kinds[RUN_DATA]) == 0 &&
+		!data_run_is_delta(st,
+						   DatumGetInt64(heap_getattr(tup, Anum_runs_run_id, desc, &isnull)),
+						   DatumGetBool(heap_getattr(tup, Anum_runs_from_commit, desc, &isnull)),
+						   DatumGetInt64(heap_getattr(tup, Anum_runs_created_snapshot, desc, &isnull)));
+}
+
+/*
  * The runs of a table that a snapshot sees (data_only: its data runs).
  * SnapshotAny: every run whose pages are still intact, i.e. whose row
  * VACUUM has not removed (deleted ones too), except runs of aborted
@@ -1572,7 +1591,6 @@ cat_row_bytes(Oid relid, Snapshot snapshot, int64 *all, int64 *history)
 		while (HeapTupleIsValid(tup = systable_getnext(scan)))
 		{
 			bool		isnull;
-			char	   *kind;
 
 			*all += tup->t_len;
 			if (which[i] == CAT_SNAPSHOTS)
@@ -1580,16 +1598,7 @@ cat_row_bytes(Oid relid, Snapshot snapshot, int64 *all, int64 *history)
 				*history += tup->t_len;
 				continue;
 			}
-			kind = TextDatumGetCString(heap_getattr(tup, Anum_runs_kind,
-													RelationGetDescr(crel), &isnull));
-			if (strcmp(kind, "data") != 0 ||
-				data_run_is_delta(&st,
-								  DatumGetInt64(heap_getattr(tup, Anum_runs_run_id,
-															 RelationGetDescr(crel), &isnull)),
-								  DatumGetBool(heap_getattr(tup, Anum_runs_from_commit,
-															RelationGetDescr(crel), &isnull)),
-								  DatumGetInt64(heap_getattr(tup, Anum_runs_created_snapshot,
-															 RelationGetDescr(crel), &isnull))))
+			if (!row_is_live_data(crel, tup, &st))
 				*history += tup->t_len + (int64) BLCKSZ *
 					DatumGetInt32(heap_getattr(tup, Anum_runs_nblocks,
 											   RelationGetDescr(crel), &isnull));
@@ -1704,20 +1713,9 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id, const TableState *st)
 								   GetLatestSnapshot());
 	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
 	{
-		bool		isnull;
-		char	   *kind = TextDatumGetCString(heap_getattr(tup, Anum_runs_kind,
-															RelationGetDescr(crel), &isnull));
-
 		/* a commit's data run is still read by queries, unless a delta */
-		if (strcmp(kind, run_kinds[RUN_DATA]) != 0 ||
-			data_run_is_delta(st,
-							  DatumGetInt64(heap_getattr(tup, Anum_runs_run_id,
-														 RelationGetDescr(crel), &isnull)),
-							  DatumGetBool(heap_getattr(tup, Anum_runs_from_commit,
-														RelationGetDescr(crel), &isnull)),
-							  snapshot_id))
+		if (!row_is_live_data(crel, tup, st))
 			CatalogTupleDelete(crel, &tup->t_self);
-		pfree(kind);
 	}
 	end_runs_of_snapshots(scan, irel);
 	table_close(crel, RowExclusiveLock);

@@ -50,8 +50,7 @@
  * The catalog row tells it apart (index_offset and bloom_offset 0; a
  * format 2 stream's index follows its RunHeader); its row says what the
  * header would (run id, nrows).  The reader makes the one-entry index
- * from the block and answers "may hold" for every key, the block being
- * in memory.
+ * and the bloom filter from the block when it loads the run.
  *
  *-------------------------------------------------------------------------
  */
