@@ -32,6 +32,8 @@ GRANT SELECT (relid, snapshot_id, commit_kind, commit_time, commit_user, commit_
 	total_record_count, delta_record_count, changelog_record_count, producer,
 	duration_ms, changelog_run_id) ON pkchangelog.snapshots TO PUBLIC;
 
+COMMENT ON COLUMN pkchangelog.runs.kind IS 'data: rows read by queries; changelog: the change records of one snapshot, in production order; delta: a commit''s data run that compaction replaced, kept as producer none''s change stream while its snapshot is retained (one kept in its row still says data here: the table''s row no longer naming it makes it a delta, as pk_runs shows)';
+
 -- A compacted commit's run kept for producer none's stream (a delta) in
 -- its catalog row is no longer retired: its row keeps saying data, and no
 -- version of the table's row names it from the compaction on, which makes
