@@ -189,8 +189,8 @@ changes_range(Relation rel, bool from_null, int64 *from, bool to_null, int64 *to
 						 (long long) oldest - 1)));
 }
 
-static void scan_snapshots(Relation rel, List *snaps, int64 from, int64 to,
-						   Snapshot snapshot, ChangeCallback cb, void *arg);
+static void scan_snapshots(Relation rel, List *snaps, List *runs,
+						   ChangeCallback cb, void *arg);
 
 /*
  * Runs in stream order: by snapshot, then by the sequence numbers their
@@ -222,20 +222,27 @@ void
 changelog_scan(Relation rel, int64 from, int64 to, Snapshot snapshot,
 			   ChangeCallback cb, void *arg)
 {
-	scan_snapshots(rel, cat_snapshots_range(RelationGetRelid(rel), from, to, snapshot),
-				   from, to, snapshot, cb, arg);
+	Oid			relid = RelationGetRelid(rel);
+
+	scan_snapshots(rel, cat_snapshots_range(relid, from, to, snapshot),
+				   cat_runs_of_snapshots(relid, from, to, snapshot), cb, arg);
 }
 
 /*
  * The same for the one snapshot si describes, which the caller has just
- * written (a commit or compaction step): its row is not read again.
+ * written (a commit or compaction step): its row is not read again, nor
+ * are the rows of its runs when the caller has them (runs: every run the
+ * step made that is in a row of pkchangelog.runs; NIL: read them), and
+ * snapshot sees them all (the step's own writes).
  */
 void
-changelog_scan_snapshot(Relation rel, const SnapshotInfo *si, Snapshot snapshot,
-						ChangeCallback cb, void *arg)
+changelog_scan_snapshot(Relation rel, const SnapshotInfo *si, List *runs,
+						Snapshot snapshot, ChangeCallback cb, void *arg)
 {
-	scan_snapshots(rel, list_make1((SnapshotInfo *) si), si->snapshot_id - 1,
-				   si->snapshot_id, snapshot, cb, arg);
+	if (runs == NIL)
+		runs = cat_runs_of_snapshots(RelationGetRelid(rel), si->snapshot_id - 1,
+									 si->snapshot_id, snapshot);
+	scan_snapshots(rel, list_make1((SnapshotInfo *) si), runs, cb, arg);
 }
 
 /* every record of run r, as a change of snapshot si */
@@ -260,13 +267,11 @@ scan_run(Relation rel, PkTable *t, const SnapshotInfo *si, const RunInfo *r,
 	run_cursor_close(&cur);
 }
 
-/* changelog_scan of snaps, the snapshots in (from, to] */
+/* changelog_scan of snaps, the snapshots runs were read for (in any order) */
 static void
-scan_snapshots(Relation rel, List *snaps, int64 from, int64 to, Snapshot snapshot,
-			   ChangeCallback cb, void *arg)
+scan_snapshots(Relation rel, List *snaps, List *runs, ChangeCallback cb, void *arg)
 {
 	PkTable    *t = pk_table(rel);
-	List	   *runs;
 	ListCell   *rc;
 	ListCell   *sc;
 	MemoryContext rowcxt;
@@ -274,7 +279,6 @@ scan_snapshots(Relation rel, List *snaps, int64 from, int64 to, Snapshot snapsho
 
 	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "pkmerge change",
 								   ALLOCSET_DEFAULT_SIZES);
-	runs = cat_runs_of_snapshots(RelationGetRelid(rel), from, to, snapshot);
 	list_sort(runs, run_order_cmp);
 	rc = list_head(runs);
 	foreach(sc, snaps)

@@ -23,7 +23,7 @@ extern bool changelog_truncate_is_record(const SnapshotInfo *si);
 extern void changelog_scan(Relation rel, int64 from, int64 to,
 						   Snapshot snapshot, ChangeCallback cb, void *arg);
 extern void changelog_scan_snapshot(Relation rel, const SnapshotInfo *si,
-									Snapshot snapshot, ChangeCallback cb,
-									void *arg);
+									List *runs, Snapshot snapshot,
+									ChangeCallback cb, void *arg);
 
 #endif							/* PK_CHANGELOG_READ_H */

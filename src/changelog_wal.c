@@ -124,29 +124,35 @@ batch_add(void *arg, const SnapshotInfo *si, int kind, MinimalTuple tup)
 /*
  * Writes the changes of rel's snapshot si, which the current transaction
  * has just made (its catalog rows and runs are written), as
- * records of this resource manager.  Nothing unless wal_level is logical
- * and the table is logically logged (not temporary or unlogged).
+ * records of this resource manager.  runs: the step's runs kept in rows of
+ * pkchangelog.runs, as it wrote them (a small commit's: no catalog read);
+ * NIL to read them back.  Nothing unless wal_level is logical and the
+ * table is logically logged (not temporary or unlogged).
  */
 void
-changelog_wal_log_snapshot(Relation rel, const SnapshotInfo *si)
+changelog_wal_log_snapshot(Relation rel, const SnapshotInfo *si, List *runs)
 {
 	WalBatch	b;
-	Snapshot	snapshot;
+	Snapshot	snapshot = NULL;
 
 	if (!RelationIsLogicallyLogged(rel))
 		return;
-	/* the snapshot's catalog rows, written by this very command */
-	CommandCounterIncrement();
-	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	if (runs == NIL)
+	{
+		/* the snapshot's catalog rows, written by this very command */
+		CommandCounterIncrement();
+		snapshot = RegisterSnapshot(GetLatestSnapshot());
+	}
 	b.rel = rel;
 	b.hdr.node = rel->rd_node;
 	b.hdr.snapshot_id = si->snapshot_id;
 	b.hdr.nchanges = 0;
 	initStringInfo(&b.buf);
-	changelog_scan_snapshot(rel, si, snapshot, batch_add, &b);
+	changelog_scan_snapshot(rel, si, runs, snapshot, batch_add, &b);
 	batch_flush(&b);
 	pfree(b.buf.data);
-	UnregisterSnapshot(snapshot);
+	if (snapshot)
+		UnregisterSnapshot(snapshot);
 }
 
 /* ---- redo, description ------------------------------------------------ */

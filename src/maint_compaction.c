@@ -592,7 +592,7 @@ compact_table(Relation rel, bool full)
 	store_switched(rel, &st, before, outputs, snapshot_id);
 	/* wal_level = logical: full-compaction's changes, for decoding */
 	if (changelog)
-		changelog_wal_log_snapshot(rel, si);
+		changelog_wal_log_snapshot(rel, si, NIL);
 	/* and its materialized aggregates */
 	if (changelog)
 		mat_maintain(rel, snapshot_id);

@@ -103,6 +103,7 @@ commit_table(WriteBuffer *wb, bool preparing)
 	List	   *pending;
 	RunInfo    *final = NULL;
 	List	   *after = NIL;
+	List	   *written;
 	CompactDue	due;
 	RunInfo    *changelog;
 	instr_time	start;
@@ -223,8 +224,20 @@ commit_table(WriteBuffer *wb, bool preparing)
 	cat_table_state_set_runs(&st, after);
 	cat_table_state_update(wb->relid, &st);
 	runcache_store_commit(rel, snapshot_id, &st.row, after);
-	/* wal_level = logical: the snapshot's changes, for decoding */
-	changelog_wal_log_snapshot(rel, si);
+
+	/*
+	 * wal_level = logical: the snapshot's changes, for decoding; a commit
+	 * without spills or a TRUNCATE made no runs but these two
+	 */
+	written = NIL;
+	if (pending == NIL && !truncated)
+	{
+		if (final)
+			written = lappend(written, final);
+		if (changelog && !changelog->in_snapshot_row)
+			written = lappend(written, changelog);
+	}
+	changelog_wal_log_snapshot(rel, si, written);
 	/* materialized aggregates (full-compaction's: at its compactions) */
 	if (t->opts.changelog_producer != PK_PRODUCER_FULL_COMPACTION)
 		mat_maintain(rel, snapshot_id);
