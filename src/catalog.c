@@ -47,6 +47,7 @@
 #include "utils/xid8.h"
 
 #include "catalog.h"
+#include "catalog_lock.h"
 #include "pkchangelog.h"
 
 static const char *const run_kinds[] = {"data", "changelog", "delta"};
@@ -367,6 +368,7 @@ run_row(Relation crel, Oid relid, int64 run_id, HeapTuple *tup)
 }
 
 static RunInfo *run_from_tuple(Relation crel, HeapTuple tup);
+static char *extension_version(void);
 
 static int
 run_id_cmp(const ListCell *a, const ListCell *b)
@@ -684,7 +686,103 @@ state_from_tuple(Relation crel, HeapTuple tup)
 	run_ids_from_datum(values[Anum_tables_data_runs - 1], &st.data_runs, &st.ndata_runs);
 	st.commits = DatumGetInt64(values[Anum_tables_commits - 1]);
 	st.row = tup->t_self;
+	st.row_snapshot_id = st.last_snapshot_id;
 	return st;
+}
+
+/*
+ * st, read from a version of relid's tables row, with the commits made
+ * since that snapshot sees.  A commit that adds one data run and nothing
+ * else does not write the row (cat_table_state_folds): its run's row,
+ * numbered past the row's last snapshot, says all it changed (its id and
+ * sequence number, its rows, one more commit).  Every other write of the
+ * row (a compaction, a TRUNCATE, a spilling commit) writes the folded
+ * state, so at most CAT_TABLE_FOLD_MAX runs are read here.  A compaction
+ * step's new runs are not a commit's; the current step's own run, in the
+ * catalog before its row version is, would be, so a step reads its state
+ * before it writes a run.
+ */
+static void
+fold_commits(Oid relid, Snapshot snapshot, TableState *st)
+{
+	Relation	crel = cat_open(CAT_RUNS, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(crel);
+	Relation	irel;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	int			nalloc = 0;
+
+	scan = begin_runs_of_snapshots(crel, &irel, relid, st->last_snapshot_id,
+								   PG_INT64_MAX, snapshot);
+	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
+	{
+		bool		isnull;
+
+		if (!DatumGetBool(heap_getattr(tup, Anum_runs_from_commit, desc, &isnull)) ||
+			strcmp(TextDatumGetCString(heap_getattr(tup, Anum_runs_kind, desc, &isnull)),
+				   run_kinds[RUN_DATA]) != 0)
+			continue;
+		if (nalloc == 0)
+		{
+			int64	   *ids;
+
+			nalloc = st->ndata_runs + CAT_TABLE_FOLD_MAX;
+			ids = palloc(sizeof(int64) * nalloc);
+			memcpy(ids, st->data_runs, sizeof(int64) * st->ndata_runs);
+			st->data_runs = ids;
+		}
+		else if (st->ndata_runs == nalloc)
+		{
+			nalloc *= 2;
+			st->data_runs = repalloc(st->data_runs, sizeof(int64) * nalloc);
+		}
+		st->data_runs[st->ndata_runs++] =
+			DatumGetInt64(heap_getattr(tup, Anum_runs_run_id, desc, &isnull));
+		st->last_snapshot_id =
+			DatumGetInt64(heap_getattr(tup, Anum_runs_created_snapshot, desc, &isnull));
+		st->last_seq = Max(st->last_seq,
+						   DatumGetInt64(heap_getattr(tup, Anum_runs_max_seq, desc, &isnull)));
+		st->total_record_count +=
+			DatumGetInt64(heap_getattr(tup, Anum_runs_record_count, desc, &isnull));
+		st->commits++;
+	}
+	end_runs_of_snapshots(scan, irel);
+	table_close(crel, AccessShareLock);
+}
+
+/*
+ * Does the catalog count the commits folded after a table's row (catalog
+ * 0.9: its pk_stats adds them)?  Before, every commit writes the row.
+ * Looked up once per catalog in a backend; a backend that saw an older
+ * version goes on writing the row, which is always right.
+ */
+static bool
+catalog_folds_commits(void)
+{
+	static Oid	checked = InvalidOid;
+	static bool folds = false;
+	Oid			tables = cat_tables_relid();
+
+	if (tables != checked)
+	{
+		char	   *version = extension_version();
+
+		folds = version != NULL && strcmp(version, PKCHANGELOG_VERSION) == 0;
+		checked = tables;
+	}
+	return folds;
+}
+
+/*
+ * May st, the state after a commit step that added one data run and
+ * nothing else, stay out of the table's row (fold_commits)?  While fewer
+ * than CAT_TABLE_FOLD_MAX commits are folded.
+ */
+bool
+cat_table_state_folds(const TableState *st)
+{
+	return st->last_snapshot_id - st->row_snapshot_id < CAT_TABLE_FOLD_MAX &&
+		catalog_folds_commits();
 }
 
 /* the counters as last committed, without the commit lock (zero if none) */
@@ -696,7 +794,10 @@ cat_table_state_peek(Oid relid)
 	TableState	st = {0};
 
 	if (HeapTupleIsValid(tup))
+	{
 		st = state_from_tuple(crel, tup);
+		fold_commits(relid, GetLatestSnapshot(), &st);
+	}
 	table_close(crel, AccessShareLock);
 	return st;
 }
@@ -730,7 +831,10 @@ cat_table_version(Oid relid, Snapshot snapshot, const ItemPointerData *hint,
 	if (scan)
 		systable_endscan(scan);
 	table_close(crel, AccessShareLock);
-	return HeapTupleIsValid(tup);
+	if (!HeapTupleIsValid(tup))
+		return false;
+	fold_commits(relid, snapshot, st);
+	return true;
 }
 
 /*
@@ -745,7 +849,10 @@ cat_table_state(Oid relid, const ItemPointerData *hint)
 	TableState	st = {0};
 
 	if (HeapTupleIsValid(tup))
+	{
 		st = state_from_tuple(crel, tup);
+		fold_commits(relid, GetLatestSnapshot(), &st);
+	}
 	else
 	{
 		Datum		values[Natts_tables] = {0};
@@ -830,6 +937,7 @@ cat_table_state_update(Oid relid, TableState *st)
 	newtup = heap_form_tuple(RelationGetDescr(crel), values, nulls);
 	CatalogTupleUpdate(crel, &st->row, newtup);
 	st->row = newtup->t_self;
+	st->row_snapshot_id = st->last_snapshot_id;
 	note_table_write(relid);
 	table_close(crel, RowExclusiveLock);
 	/* later reads in this transaction (another commit step) see it */
@@ -1169,6 +1277,17 @@ cat_run_delete(Oid relid, int64 run_id)
 void
 cat_truncate(Oid relid)
 {
+	TableState	st;
+
+	/*
+	 * The commits folded into the table's state (fold_commits) are told by
+	 * run rows about to go: the row takes them first, so that snapshot ids
+	 * and commit counts go on from them.
+	 */
+	(void) cat_commit_lock(relid);
+	st = cat_table_state_peek(relid);
+	if (ItemPointerIsValid(&st.row) && st.last_snapshot_id != st.row_snapshot_id)
+		cat_table_state_update(relid, &st);
 	note_change(relid, false);
 	delete_rows("runs", relid, false);
 	delete_rows("snapshots", relid, false);
@@ -1757,7 +1876,7 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id, const TableState *st)
  * library installs the base script and updates it; an older library, or
  * one with no path from that version, is refused there.
  */
-static const char *const catalog_versions[] = {"0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", PKCHANGELOG_VERSION};
+static const char *const catalog_versions[] = {"0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", PKCHANGELOG_VERSION};
 
 /* does this library work with the catalog of version, once updated? */
 bool
@@ -1769,14 +1888,9 @@ cat_version_accepted(const char *version)
 	return false;
 }
 
-/*
- * The installed extension's version (pg_extension.extversion) when it is
- * not this library's but one the library can be updated from: the catalog
- * an ALTER EXTENSION pkchangelog UPDATE has yet to bring to this library's
- * shape.  NULL otherwise.
- */
-char *
-cat_version_to_update(void)
+/* the pkchangelog extension's version in pg_extension, or NULL */
+static char *
+extension_version(void)
 {
 	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
 	ScanKeyData key;
@@ -1799,6 +1913,20 @@ cat_version_to_update(void)
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
+	return version;
+}
+
+/*
+ * The installed extension's version (pg_extension.extversion) when it is
+ * not this library's but one the library can be updated from: the catalog
+ * an ALTER EXTENSION pkchangelog UPDATE has yet to bring to this library's
+ * shape.  NULL otherwise.
+ */
+char *
+cat_version_to_update(void)
+{
+	char	   *version = extension_version();
+
 	if (version && (strcmp(version, PKCHANGELOG_VERSION) == 0 || !cat_version_accepted(version)))
 		version = NULL;
 	return version;

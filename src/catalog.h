@@ -108,7 +108,12 @@ typedef struct TableState
 	int			ndata_runs;
 	int64		commits;		/* APPEND and OVERWRITE snapshots ever */
 	ItemPointerData row;		/* the row version it was read from */
+	int64		row_snapshot_id;	/* that version's last snapshot: those
+									 * after it are folded commits */
 } TableState;
+
+/* commits folded into a table's state at most (cat_table_state_folds) */
+#define CAT_TABLE_FOLD_MAX 16
 
 typedef enum CommitKind
 {
@@ -146,6 +151,7 @@ extern bool cat_table_version(Oid relid, Snapshot snapshot,
 extern void cat_table_state_set_runs(TableState *st, List *runs);
 extern RunInfo *cat_run_get(Oid relid, int64 run_id, Snapshot snapshot);
 extern void cat_runs_sort(List *runs);
+extern bool cat_table_state_folds(const TableState *st);
 extern void cat_table_state_update(Oid relid, TableState *state);
 extern uint64 cat_table_last_write(Oid relid);
 extern bool cat_snapshots_hold_changelogs(void);

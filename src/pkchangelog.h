@@ -8,6 +8,6 @@
 #ifndef PKCHANGELOG_H
 #define PKCHANGELOG_H
 
-#define PKCHANGELOG_VERSION "0.8"
+#define PKCHANGELOG_VERSION "0.9"
 
 #endif							/* PKCHANGELOG_H */

@@ -222,7 +222,16 @@ commit_table(WriteBuffer *wb, bool preparing)
 	if (final)
 		after = lappend(after, final);
 	cat_table_state_set_runs(&st, after);
-	cat_table_state_update(wb->relid, &st);
+
+	/*
+	 * A commit that adds one data run and nothing else leaves the table's
+	 * row as it is, for a number of commits (catalog.c, fold_commits): its
+	 * run's row says what it changed.
+	 */
+	if (final && pending == NIL && !truncated && cat_table_state_folds(&st))
+		CommandCounterIncrement();
+	else
+		cat_table_state_update(wb->relid, &st);
 	runcache_store_commit(rel, snapshot_id, &st.row, after);
 
 	/*

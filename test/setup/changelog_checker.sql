@@ -106,7 +106,14 @@ END $$;
 -- none: its snapshot made under none, a compaction since, no page).
 CREATE OR REPLACE FUNCTION check_data_runs(rel regclass) RETURNS text
 LANGUAGE sql AS $$
-	WITH named AS (SELECT unnest(data_runs) AS run_id FROM pkchangelog.tables WHERE relid = rel),
+	-- the row's runs, and those of the commits made since its last write
+	-- (each a data run of a commit numbered past the row's last snapshot)
+	WITH tb AS (SELECT * FROM pkchangelog.tables WHERE relid = rel),
+		 named AS (SELECT unnest(data_runs) AS run_id FROM tb
+				   UNION ALL
+				   SELECT r.run_id FROM pkchangelog.runs r, tb
+				   WHERE r.relid = rel AND r.kind = 'data' AND r.from_commit
+					 AND r.created_snapshot > tb.last_snapshot_id),
 		 listed AS (SELECT run_id FROM pkchangelog.runs r
 					JOIN pg_class c ON c.oid = r.relid AND c.relfilenode = r.relfilenode
 					WHERE r.relid = rel AND r.kind = 'data'

@@ -43,6 +43,8 @@ FROM pk_stats('secret');
 SELECT * FROM pk_options('secret') WHERE key IN ('changelog_producer', 'primary_key');
 SELECT level, kind, record_count, min_key, max_key, created_snapshot FROM pk_runs('secret');
 -- the catalog: tables and snapshots are readable, runs without its keys
+-- (the table's row as of its last write: small commits since are told by
+-- their runs)
 SELECT last_snapshot_id, total_record_count FROM pkchangelog.tables
 WHERE relid = 'secret'::regclass;
 SELECT count(*), count(changelog_run_id) AS changelogs_in_rows

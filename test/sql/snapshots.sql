@@ -41,6 +41,55 @@ INSERT INTO orders VALUES (7, 7, 7);
 SELECT snapshot_id, commit_kind, total_record_count, delta_record_count FROM pk_snapshots('orders');
 SELECT level, record_count, min_key, max_key, created_snapshot FROM pk_runs('orders');
 
+-- A commit of one small run leaves the table's row as it is, up to 15 in
+-- a row: the 16th writes it (no compaction here).  The state is the row
+-- and the commits past it, whichever reads it: ids stay dense, pk_stats
+-- counts every commit, the rows are all there, and a TRUNCATE writes them
+-- into the row before it removes their runs (ids go on).
+\set ECHO none
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set checker :abs_srcdir '/setup/changelog_checker.sql'
+\i :checker
+\set ECHO all
+CREATE TABLE folds (id int PRIMARY KEY, v int) USING pkmerge
+	WITH (num_sorted_run_compaction_trigger = 50, num_sorted_run_stop_trigger = 60);
+INSERT INTO folds VALUES (1, 1);
+INSERT INTO folds VALUES (2, 2);
+INSERT INTO folds VALUES (3, 3);
+INSERT INTO folds VALUES (4, 4);
+INSERT INTO folds VALUES (5, 5);
+INSERT INTO folds VALUES (6, 6);
+INSERT INTO folds VALUES (7, 7);
+INSERT INTO folds VALUES (8, 8);
+INSERT INTO folds VALUES (9, 9);
+INSERT INTO folds VALUES (10, 10);
+INSERT INTO folds VALUES (11, 11);
+INSERT INTO folds VALUES (12, 12);
+INSERT INTO folds VALUES (13, 13);
+INSERT INTO folds VALUES (14, 14);
+INSERT INTO folds VALUES (15, 15);
+INSERT INTO folds VALUES (16, 16);
+INSERT INTO folds VALUES (17, 17);
+INSERT INTO folds VALUES (18, 18);
+INSERT INTO folds VALUES (19, 19);
+INSERT INTO folds VALUES (20, 20);
+SELECT last_snapshot_id AS row_snapshot, commits AS row_commits,
+	   cardinality(data_runs) AS row_runs, total_record_count AS row_records
+FROM pkchangelog.tables WHERE relid = 'folds'::regclass;
+SELECT max(snapshot_id) AS last, count(*) AS snapshots FROM pk_snapshots('folds');
+SELECT commits, runs_per_kind FROM pk_stats('folds');
+SELECT pk_current_snapshot('folds'), count(*), sum(v) FROM folds;
+SELECT check_data_runs('folds');
+UPDATE folds SET v = v + 1 WHERE id = 20;
+SELECT max(snapshot_id) AS last FROM pk_snapshots('folds');
+TRUNCATE folds;
+INSERT INTO folds VALUES (1, 1);
+SELECT snapshot_id, commit_kind FROM pk_snapshots('folds');
+SELECT last_snapshot_id AS row_snapshot, commits AS row_commits
+FROM pkchangelog.tables WHERE relid = 'folds'::regclass;
+SELECT commits FROM pk_stats('folds');
+DROP TABLE folds;
+
 -- DROP removes the table's catalog rows, in its transaction
 SELECT 'orders'::regclass::oid AS relid \gset
 BEGIN;

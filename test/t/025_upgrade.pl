@@ -242,6 +242,25 @@ SELECT string_agg(kind, ',' ORDER BY run_id) FROM pkchangelog.runs WHERE relid =
 is($node->safe_psql('mid', q{SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM d}),
 	'1:1,2:2,3:3', 'the rows are all there');
 
+# --- a catalog at 0.8: every commit writes the table's row (its pk_stats
+# counts the row's commits); after the update small commits are folded
+# after the row, and pk_stats counts them
+$node->safe_psql('postgres', 'CREATE DATABASE pre09');
+$node->safe_psql('pre09', "CREATE EXTENSION pkchangelog VERSION '0.8'");
+$node->safe_psql('pre09', 'CREATE TABLE f (id int PRIMARY KEY, v int) USING pkmerge');
+$node->safe_psql('pre09', "INSERT INTO f VALUES ($_, $_)") for 1 .. 3;
+my $row_and_stats = q{
+SELECT (SELECT last_snapshot_id || '/' || commits FROM pkchangelog.tables WHERE relid = 'f'::regclass)
+	   || ' ' || (SELECT commits FROM pk_stats('f'))};
+is($node->safe_psql('pre09', $row_and_stats), '3/3 3',
+	'catalog 0.8: each commit wrote the row');
+$node->safe_psql('pre09', 'ALTER EXTENSION pkchangelog UPDATE');
+$node->safe_psql('pre09', "INSERT INTO f VALUES ($_, $_)") for 4 .. 6;
+is($node->safe_psql('pre09', $row_and_stats), '3/3 6',
+	"$default: the three commits since are folded after the row, and counted");
+is($node->safe_psql('pre09', q{SELECT max(snapshot_id) || ' ' || (SELECT sum(v) FROM f) FROM pk_snapshots('f')}),
+	'6 21', "$default: ids go on, the rows are all there");
+
 # --- a catalog of another shape is refused -------------------------------
 # The library reads the catalog of its own version only.  A catalog table
 # of another shape is refused before a row is read; the hint says to drop
