@@ -17,6 +17,7 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog.h"
+#include "catalog_lock.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -681,6 +682,8 @@ dml_truncate(Relation rel)
 		(t->opts.changelog_producer == PK_PRODUCER_LOOKUP ||
 		 t->opts.changelog_producer == PK_PRODUCER_FULL_COMPACTION))
 		collect_removed(rel, t, wb);
+	/* the table's row is written: under the lock its commit would take */
+	(void) cat_commit_lock(RelationGetRelid(rel));
 	cat_truncate(RelationGetRelid(rel));
 	append(rel, t, WB_TRUNCATE, NULL, GetCurrentCommandId(true), NULL, false, NULL);
 }

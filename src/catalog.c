@@ -47,7 +47,6 @@
 #include "utils/xid8.h"
 
 #include "catalog.h"
-#include "catalog_lock.h"
 #include "pkchangelog.h"
 
 static const char *const run_kinds[] = {"data", "changelog", "delta"};
@@ -1272,7 +1271,8 @@ cat_run_delete(Oid relid, int64 run_id)
 
 /*
  * TRUNCATE: the table's runs are gone with its old storage, and with them
- * the changes of every snapshot so far, which therefore expire.
+ * the changes of every snapshot so far, which therefore expire.  Caller
+ * holds the commit lock.
  */
 void
 cat_truncate(Oid relid)
@@ -1284,7 +1284,6 @@ cat_truncate(Oid relid)
 	 * run rows about to go: the row takes them first, so that snapshot ids
 	 * and commit counts go on from them.
 	 */
-	(void) cat_commit_lock(relid);
 	st = cat_table_state_peek(relid);
 	if (ItemPointerIsValid(&st.row) && st.last_snapshot_id != st.row_snapshot_id)
 		cat_table_state_update(relid, &st);
