@@ -10,16 +10,34 @@ BEGIN
 	END IF;
 END $$;
 
--- A commit that adds one data run and nothing else no longer writes its
--- table's row of pkchangelog.tables (up to 15 such commits in a row): its
--- run's row, numbered with its snapshot id past the row's last snapshot,
--- says what it changed.  The row's counters and run list are as of its
--- last write; the commits after it are the data runs of commits numbered
--- past its last_snapshot_id.
-COMMENT ON TABLE pkchangelog.tables IS
-	'a pkmerge table''s counters and data runs as of the row''s last write (every compaction, TRUNCATE or large commit, at least every 16th commit); the commits since are the rows of pkchangelog.runs with from_commit and kind data and created_snapshot past last_snapshot_id: each adds its run, its snapshot, its rows and one commit';
+-- A commit's small data run goes in its snapshot's row, as its changelog
+-- run does since 0.8: the run's id is minus the snapshot's id (run ids need
+-- only be unique per table), so a reader finds it by the snapshots' key,
+-- and a small commit writes one catalog row.  data_seq is the sequence
+-- number of its rows.  Expiration moves such a run, if still read by
+-- queries, into a row of pkchangelog.runs of the same id first.
+ALTER TABLE pkchangelog.snapshots ADD COLUMN data bytea,
+	ADD COLUMN data_seq bigint, ADD COLUMN data_min_key text,
+	ADD COLUMN data_max_key text;
+ALTER TABLE pkchangelog.snapshots ALTER COLUMN data SET STORAGE MAIN;
+COMMENT ON COLUMN pkchangelog.snapshots.data IS
+	'the bytes of the commit''s data run kept in this row, run id minus snapshot_id (its rows: not readable by PUBLIC)';
+COMMENT ON COLUMN pkchangelog.snapshots.data_seq IS
+	'the sequence number of the rows of the data run kept in this row (NULL: none here)';
+COMMENT ON COLUMN pkchangelog.snapshots.data_min_key IS
+	'the first key of the data run kept in this row (a value of the table''s rows: not readable by PUBLIC; pk_runs shows it to those who may read the key)';
+COMMENT ON COLUMN pkchangelog.snapshots.data_max_key IS
+	'the last key of the data run kept in this row (not readable by PUBLIC)';
+GRANT SELECT (data_seq) ON pkchangelog.snapshots TO PUBLIC;
 
--- pk_stats counts those commits too.
+-- Such a commit, when it adds nothing else, no longer writes its table's
+-- row of pkchangelog.tables (up to 15 in a row): its snapshot's row, past
+-- the table row's last snapshot, says what it changed.  The row's counters
+-- and run list are as of its last write.
+COMMENT ON TABLE pkchangelog.tables IS
+	'a pkmerge table''s counters and data runs as of the row''s last write (every compaction, TRUNCATE or larger commit, at least every 16th commit); the commits since are the rows of pkchangelog.snapshots past last_snapshot_id with data_seq set: each adds its data run (run id minus its snapshot id), its snapshot, its rows and one commit';
+
+-- pk_stats counts those commits, and the data runs kept in snapshot rows.
 CREATE OR REPLACE FUNCTION pk_stats(rel regclass,
 	OUT commits bigint, OUT commit_latency_p50_ms numeric,
 	OUT commit_latency_p95_ms numeric, OUT commit_latency_p99_ms numeric,
@@ -37,13 +55,13 @@ AS $$
 				  greatest(tb.last_snapshot_id, f.last) AS last_snapshot_id,
 				  tb.data_runs || f.ids AS data_runs
 		   FROM pkchangelog.tables tb JOIN t USING (relid),
-				LATERAL (SELECT count(*) AS n, max(r.created_snapshot) AS last,
-								coalesce(array_agg(r.run_id), '{}') AS ids
-						 FROM pkchangelog.runs r
-						 WHERE r.relid = tb.relid AND r.created_snapshot > tb.last_snapshot_id
-							   AND r.from_commit AND r.kind = 'data') f),
-	s AS (SELECT s.commit_kind, s.duration_ms, s.changelog_record_count,
-				 s.delta_record_count, s.changelog_run_id
+				LATERAL (SELECT count(*) AS n, max(s.snapshot_id) AS last,
+								coalesce(array_agg(-s.snapshot_id), '{}') AS ids
+						 FROM pkchangelog.snapshots s
+						 WHERE s.relid = tb.relid AND s.snapshot_id > tb.last_snapshot_id
+							   AND s.data_seq IS NOT NULL) f),
+	s AS (SELECT s.snapshot_id, s.commit_kind, s.duration_ms, s.changelog_record_count,
+				 s.delta_record_count, s.changelog_run_id, s.data_seq, s.producer
 		  FROM pkchangelog.snapshots s JOIN t USING (relid)),
 	c AS (SELECT * FROM s WHERE commit_kind <> 'COMPACT'),
 	k AS (SELECT * FROM s WHERE commit_kind = 'COMPACT'),
@@ -52,7 +70,18 @@ AS $$
 						   AND r.created_snapshot BETWEEN 1 AND tb.last_snapshot_id
 						   AND r.run_id <> ALL (tb.data_runs)
 					  THEN 'delta' ELSE r.kind END AS kind
-		  FROM pkchangelog.runs r JOIN t USING (relid) LEFT JOIN tb ON true)
+		  FROM pkchangelog.runs r JOIN t USING (relid) LEFT JOIN tb ON true
+		  UNION ALL
+		  -- data runs kept in snapshot rows; one replaced by compaction is
+		  -- a delta of producer none, and no run under the others
+		  SELECT 0, x.kind
+		  FROM (SELECT s.producer,
+					   CASE WHEN s.snapshot_id <= tb.last_snapshot_id
+								 AND -s.snapshot_id <> ALL (tb.data_runs)
+							THEN 'delta' ELSE 'data' END AS kind
+				FROM s LEFT JOIN tb ON true
+				WHERE s.data_seq IS NOT NULL) x
+		  WHERE x.kind = 'data' OR x.producer = 'none')
 	SELECT coalesce((SELECT commits FROM tb), 0),
 		   (SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms)::numeric, 3) FROM c),
 		   (SELECT round(percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms)::numeric, 3) FROM c),

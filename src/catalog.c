@@ -48,6 +48,7 @@
 
 #include "catalog.h"
 #include "pkchangelog.h"
+#include "tid.h"
 
 static const char *const run_kinds[] = {"data", "changelog", "delta"};
 
@@ -191,7 +192,8 @@ static const Oid tables_types[Natts_tables] = {
 };
 static const Oid snapshots_types[Natts_snapshots] = {
 	OIDOID, INT8OID, TEXTOID, TIMESTAMPTZOID, NAMEOID, XID8OID, INT8OID,
-	INT8OID, INT8OID, TEXTOID, FLOAT8OID, INT8OID, BYTEAOID
+	INT8OID, INT8OID, TEXTOID, FLOAT8OID, INT8OID, BYTEAOID, BYTEAOID, INT8OID,
+	TEXTOID, TEXTOID
 };
 static const Oid runs_types[Natts_runs] = {
 	OIDOID, INT8OID, OIDOID, INT4OID, TEXTOID, BOOLOID, INT8OID, INT4OID,
@@ -232,7 +234,9 @@ cat_open(CatTable which, LOCKMODE lockmode)
 		/* before catalog 0.5, runs has no stream column */
 		(which == CAT_RUNS && desc->natts == Anum_runs_stream - 1) ||
 		/* before catalog 0.8, snapshots has no changelog columns */
-		(which == CAT_SNAPSHOTS && desc->natts == Anum_snapshots_changelog_run_id - 1);
+		(which == CAT_SNAPSHOTS && desc->natts == Anum_snapshots_changelog_run_id - 1) ||
+		/* before catalog 0.9, no data columns */
+		(which == CAT_SNAPSHOTS && desc->natts == Anum_snapshots_data - 1);
 
 	for (int i = 0; match && i < desc->natts; i++)
 		match = !TupleDescAttr(desc, i)->attisdropped &&
@@ -329,6 +333,107 @@ snapshot_changelog(Relation crel, const Datum *v, const bool *n)
 }
 
 /*
+ * Can a snapshot's row hold its commit's data run (catalog 0.9)?  Before the
+ * update, every data run has a row of its own.
+ */
+bool
+cat_snapshots_hold_data(void)
+{
+	Relation	crel = cat_open(CAT_SNAPSHOTS, AccessShareLock);
+	bool		result = RelationGetDescr(crel)->natts >= Anum_snapshots_data_max_key;
+
+	table_close(crel, AccessShareLock);
+	return result;
+}
+
+/*
+ * The storage relid has now, which a run without pages belongs to whatever
+ * storage it was written in.  The caller holds a lock on the table.
+ */
+static Oid
+current_relfilenode(Oid relid)
+{
+	Relation	rel = RelationIdGetRelation(relid);
+	Oid			relfilenode;
+
+	if (!RelationIsValid(rel))
+		elog(ERROR, "could not open relation with OID %u", relid);
+	relfilenode = rel->rd_node.relNode;
+	RelationClose(rel);
+	return relfilenode;
+}
+
+/*
+ * The data run kept in a snapshot's row (values v, nulls n of crel, the
+ * snapshots table), or NULL.  Its run id is minus the snapshot's id; it has
+ * no pages, so it is in the table's current storage.
+ */
+static RunInfo *
+snapshot_data(Relation crel, const Datum *v, const bool *n)
+{
+	RunInfo    *r;
+	bytea	   *b;
+	RunBlockHeader bh;
+
+	if (RelationGetDescr(crel)->natts < Anum_snapshots_data_max_key ||
+		n[Anum_snapshots_data - 1] || n[Anum_snapshots_data_seq - 1])
+		return NULL;
+	b = DatumGetByteaPCopy(v[Anum_snapshots_data - 1]);
+	r = palloc0(sizeof(RunInfo));
+	r->created_snapshot = DatumGetInt64(v[Anum_snapshots_snapshot_id - 1]);
+	r->run_id = -r->created_snapshot;
+	r->kind = RUN_DATA;
+	r->from_commit = true;
+	r->in_snapshot_row = true;
+	r->stream = VARDATA(b);
+	r->stream_len = VARSIZE(b) - VARHDRSZ;
+	r->size_bytes = r->stream_len;
+	r->row_base = pk_inline_row_base(r->run_id);
+	r->min_seq = r->max_seq = DatumGetInt64(v[Anum_snapshots_data_seq - 1]);
+	if (!n[Anum_snapshots_data_min_key - 1])
+		r->min_key = TextDatumGetCString(v[Anum_snapshots_data_min_key - 1]);
+	if (!n[Anum_snapshots_data_max_key - 1])
+		r->max_key = TextDatumGetCString(v[Anum_snapshots_data_max_key - 1]);
+	r->relfilenode = current_relfilenode(DatumGetObjectId(v[Anum_snapshots_relid - 1]));
+	if (r->stream_len >= sizeof(uint32) + sizeof(bh))
+	{
+		memcpy(&bh, r->stream + sizeof(uint32), sizeof(bh));
+		r->record_count = bh.nrows;
+	}
+	return r;
+}
+
+/*
+ * The data run kept in relid's snapshot snapshot_id's row as snapshot sees
+ * it (NULL: no such row, or none in it).
+ */
+static RunInfo *
+snapshot_data_run(Oid relid, int64 snapshot_id, Snapshot snapshot)
+{
+	Relation	crel = cat_open(CAT_SNAPSHOTS, AccessShareLock);
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	RunInfo    *r = NULL;
+
+	ScanKeyInit(&key[0], Anum_snapshots_relid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	ScanKeyInit(&key[1], Anum_snapshots_snapshot_id, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(snapshot_id));
+	scan = systable_beginscan(crel, cat_index_oid("snapshots"), true, snapshot, 2, key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		Datum		v[Natts_snapshots];
+		bool		n[Natts_snapshots];
+
+		heap_deform_tuple(tup, RelationGetDescr(crel), v, n);
+		r = snapshot_data(crel, v, n);
+	}
+	systable_endscan(scan);
+	table_close(crel, AccessShareLock);
+	return r;
+}
+
+/*
  * Scan positioned on the version of a run's row that snapshot sees (*tup
  * invalid if none); end it with systable_endscan.
  */
@@ -385,15 +490,24 @@ cat_runs_sort(List *runs)
 	list_sort(runs, run_id_cmp);
 }
 
-/* a run's row as snapshot sees it (it must see one) */
+/*
+ * A run's row as snapshot sees it (it must see one): the run's own row, or,
+ * for a commit's data run kept in its snapshot's row (a negative id), that
+ * one (its own row if expiration moved it there).
+ */
 RunInfo *
 cat_run_get(Oid relid, int64 run_id, Snapshot snapshot)
 {
-	Relation	crel = cat_open(CAT_RUNS, AccessShareLock);
+	Relation	crel;
 	HeapTuple	tup;
-	SysScanDesc scan = run_row_as(crel, relid, run_id, snapshot, &tup);
-	RunInfo    *r = run_from_tuple(crel, tup);
+	SysScanDesc scan;
+	RunInfo    *r;
 
+	if (run_id < 0 && (r = snapshot_data_run(relid, -run_id, snapshot)) != NULL)
+		return r;
+	crel = cat_open(CAT_RUNS, AccessShareLock);
+	scan = run_row_as(crel, relid, run_id, snapshot, &tup);
+	r = run_from_tuple(crel, tup);
 	systable_endscan(scan);
 	table_close(crel, AccessShareLock);
 	return r;
@@ -413,7 +527,15 @@ run_update(Oid relid, int64 run_id, int ncols, const int *attnums,
 
 	note_change(relid, own_run);
 	crel = cat_open(CAT_RUNS, RowExclusiveLock);
-	scan = run_row(crel, relid, run_id, &tup);
+	/* a data run kept in its snapshot's row has no row of its own to update */
+	scan = run_id < 0 ? run_row_find(crel, relid, run_id, GetLatestSnapshot(), &tup) :
+		run_row(crel, relid, run_id, &tup);
+	if (!HeapTupleIsValid(tup))
+	{
+		systable_endscan(scan);
+		table_close(crel, RowExclusiveLock);
+		return;
+	}
 	for (int i = 0; i < ncols; i++)
 	{
 		values[attnums[i] - 1] = newvalues[i];
@@ -691,36 +813,43 @@ state_from_tuple(Relation crel, HeapTuple tup)
 
 /*
  * st, read from a version of relid's tables row, with the commits made
- * since that snapshot sees.  A commit that adds one data run and nothing
- * else does not write the row (cat_table_state_folds): its run's row,
- * numbered past the row's last snapshot, says all it changed (its id and
- * sequence number, its rows, one more commit).  Every other write of the
- * row (a compaction, a TRUNCATE, a spilling commit) writes the folded
- * state, so at most CAT_TABLE_FOLD_MAX runs are read here.  A compaction
- * step's new runs are not a commit's; the current step's own run, in the
- * catalog before its row version is, would be, so a step reads its state
- * before it writes a run.
+ * since that snapshot sees.  A commit that adds one data run, kept in its
+ * snapshot's row, and nothing else does not write the table's row
+ * (cat_table_state_folds): its snapshot's row, past the table row's last
+ * snapshot, says all it changed (its id, its run and its sequence number,
+ * its rows, one more commit).  Every other write of the table's row (a
+ * compaction, a TRUNCATE, a larger commit) writes the folded state, so at
+ * most CAT_TABLE_FOLD_MAX snapshot rows are read here.
  */
 static void
 fold_commits(Oid relid, Snapshot snapshot, TableState *st)
 {
-	Relation	crel = cat_open(CAT_RUNS, AccessShareLock);
+	Relation	crel = cat_open(CAT_SNAPSHOTS, AccessShareLock);
 	TupleDesc	desc = RelationGetDescr(crel);
 	Relation	irel;
+	ScanKeyData key[2];
 	SysScanDesc scan;
 	HeapTuple	tup;
 	int			nalloc = 0;
 
-	scan = begin_runs_of_snapshots(crel, &irel, relid, st->last_snapshot_id,
-								   PG_INT64_MAX, snapshot);
+	if (desc->natts < Anum_snapshots_data_max_key)
+	{
+		table_close(crel, AccessShareLock);
+		return;
+	}
+	irel = index_open(cat_index_oid("snapshots"), AccessShareLock);
+	ScanKeyInit(&key[0], Anum_snapshots_relid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	ScanKeyInit(&key[1], Anum_snapshots_snapshot_id, BTGreaterStrategyNumber, F_INT8GT,
+				Int64GetDatum(st->last_snapshot_id));
+	scan = systable_beginscan_ordered(crel, irel, snapshot, 2, key);
 	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
 	{
 		bool		isnull;
+		int64		seq = DatumGetInt64(heap_getattr(tup, Anum_snapshots_data_seq, desc, &isnull));
 
-		if (!DatumGetBool(heap_getattr(tup, Anum_runs_from_commit, desc, &isnull)) ||
-			strcmp(TextDatumGetCString(heap_getattr(tup, Anum_runs_kind, desc, &isnull)),
-				   run_kinds[RUN_DATA]) != 0)
-			continue;
+		if (isnull)
+			continue;			/* cannot be: such a commit writes the row */
 		if (nalloc == 0)
 		{
 			int64	   *ids;
@@ -735,53 +864,28 @@ fold_commits(Oid relid, Snapshot snapshot, TableState *st)
 			nalloc *= 2;
 			st->data_runs = repalloc(st->data_runs, sizeof(int64) * nalloc);
 		}
-		st->data_runs[st->ndata_runs++] =
-			DatumGetInt64(heap_getattr(tup, Anum_runs_run_id, desc, &isnull));
 		st->last_snapshot_id =
-			DatumGetInt64(heap_getattr(tup, Anum_runs_created_snapshot, desc, &isnull));
-		st->last_seq = Max(st->last_seq,
-						   DatumGetInt64(heap_getattr(tup, Anum_runs_max_seq, desc, &isnull)));
+			DatumGetInt64(heap_getattr(tup, Anum_snapshots_snapshot_id, desc, &isnull));
+		st->data_runs[st->ndata_runs++] = -st->last_snapshot_id;
+		st->last_seq = Max(st->last_seq, seq);
 		st->total_record_count +=
-			DatumGetInt64(heap_getattr(tup, Anum_runs_record_count, desc, &isnull));
+			DatumGetInt64(heap_getattr(tup, Anum_snapshots_delta_record_count, desc, &isnull));
 		st->commits++;
 	}
-	end_runs_of_snapshots(scan, irel);
+	systable_endscan_ordered(scan);
+	index_close(irel, AccessShareLock);
 	table_close(crel, AccessShareLock);
 }
 
 /*
- * Does the catalog count the commits folded after a table's row (catalog
- * 0.9: its pk_stats adds them)?  Before, every commit writes the row.
- * Looked up once per catalog in a backend; a backend that saw an older
- * version goes on writing the row, which is always right.
- */
-static bool
-catalog_folds_commits(void)
-{
-	static Oid	checked = InvalidOid;
-	static bool folds = false;
-	Oid			tables = cat_tables_relid();
-
-	if (tables != checked)
-	{
-		char	   *version = extension_version();
-
-		folds = version != NULL && strcmp(version, PKCHANGELOG_VERSION) == 0;
-		checked = tables;
-	}
-	return folds;
-}
-
-/*
- * May st, the state after a commit step that added one data run and
- * nothing else, stay out of the table's row (fold_commits)?  While fewer
- * than CAT_TABLE_FOLD_MAX commits are folded.
+ * May st, the state after a commit step that added one data run, kept in
+ * its snapshot's row, and nothing else, stay out of the table's row
+ * (fold_commits)?  While fewer than CAT_TABLE_FOLD_MAX commits are folded.
  */
 bool
 cat_table_state_folds(const TableState *st)
 {
-	return st->last_snapshot_id - st->row_snapshot_id < CAT_TABLE_FOLD_MAX &&
-		catalog_folds_commits();
+	return st->last_snapshot_id - st->row_snapshot_id < CAT_TABLE_FOLD_MAX;
 }
 
 /* the counters as last committed, without the commit lock (zero if none) */
@@ -912,6 +1016,21 @@ cat_table_last_write(Oid relid)
 }
 
 /*
+ * The table's state, written into its row first if commits are folded
+ * after it (fold_commits), so that their snapshots' rows may go (a
+ * TRUNCATE, expiration).  Caller holds the commit lock.
+ */
+TableState
+cat_table_state_settle(Oid relid)
+{
+	TableState	st = cat_table_state_peek(relid);
+
+	if (ItemPointerIsValid(&st.row) && st.last_snapshot_id != st.row_snapshot_id)
+		cat_table_state_update(relid, &st);
+	return st;
+}
+
+/*
  * Write st as the table's new row version, over the version cat_table_state
  * read it from (under the commit lock, still the latest: an update of any
  * other fails).  st then names the new version.
@@ -948,7 +1067,7 @@ SnapshotInfo *
 cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 					int64 total, int64 delta, int64 changelog,
 					const char *producer, double duration_ms,
-					RunInfo *changelog_run)
+					RunInfo *changelog_run, RunInfo *data_run)
 {
 	Relation	crel = cat_open(CAT_SNAPSHOTS, RowExclusiveLock);
 	Datum		values[Natts_snapshots];
@@ -962,6 +1081,7 @@ cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 	si->producer = pstrdup(producer);
 	si->commit_time = GetCurrentTimestamp();
 	si->changelog = NULL;
+	si->data = NULL;
 	namestrcpy(&user, GetUserNameFromId(GetUserId(), false));
 	values[Anum_snapshots_relid - 1] = ObjectIdGetDatum(relid);
 	values[Anum_snapshots_snapshot_id - 1] = Int64GetDatum(snapshot_id);
@@ -984,6 +1104,28 @@ cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 		nulls[Anum_snapshots_changelog_run_id - 1] = nulls[Anum_snapshots_changelog - 1] = false;
 		changelog_run->created_snapshot = snapshot_id;
 		si->changelog = changelog_run;
+	}
+	for (int i = Anum_snapshots_data; i <= Anum_snapshots_data_max_key; i++)
+		nulls[i - 1] = true;
+	/* a commit's small data run (run_writer_allow_snapshot_row) */
+	if (data_run && data_run->in_snapshot_row)
+	{
+		Assert(RelationGetDescr(crel)->natts >= Anum_snapshots_data_max_key &&
+			   data_run->run_id == -snapshot_id);
+		values[Anum_snapshots_data - 1] = PointerGetDatum(stream_bytea(data_run));
+		values[Anum_snapshots_data_seq - 1] = Int64GetDatum(data_run->max_seq);
+		nulls[Anum_snapshots_data - 1] = nulls[Anum_snapshots_data_seq - 1] = false;
+		if (data_run->min_key)
+		{
+			values[Anum_snapshots_data_min_key - 1] = CStringGetTextDatum(data_run->min_key);
+			nulls[Anum_snapshots_data_min_key - 1] = false;
+		}
+		if (data_run->max_key)
+		{
+			values[Anum_snapshots_data_max_key - 1] = CStringGetTextDatum(data_run->max_key);
+			nulls[Anum_snapshots_data_max_key - 1] = false;
+		}
+		si->data = data_run;
 	}
 	CatalogTupleInsert(crel, heap_form_tuple(RelationGetDescr(crel), values, nulls));
 	table_close(crel, RowExclusiveLock);
@@ -1069,6 +1211,14 @@ data_runs_visible(Relation crel, Oid relid, Snapshot snapshot)
 	{
 		for (int i = 0; i < st.ndata_runs; i++)
 		{
+			RunInfo    *r;
+
+			if (st.data_runs[i] < 0 &&
+				(r = snapshot_data_run(relid, -st.data_runs[i], snapshot)) != NULL)
+			{
+				runs = lappend(runs, r);
+				continue;
+			}
 			scan = run_row_find(crel, relid, st.data_runs[i], snapshot, &tup);
 			if (HeapTupleIsValid(tup))
 				runs = lappend(runs, run_from_tuple(crel, tup));
@@ -1130,6 +1280,36 @@ row_is_live_data(Relation crel, HeapTuple tup, const TableState *st)
 }
 
 /*
+ * Every data run kept in a row of relid's snapshots that VACUUM has not
+ * removed (deleted rows too), but those of aborted transactions: what
+ * SnapshotAny sees of them.
+ */
+static List *
+snapshot_data_runs_any(Oid relid)
+{
+	Relation	crel = cat_open(CAT_SNAPSHOTS, AccessShareLock);
+	SysScanDesc scan = cat_scan(crel, "snapshots", relid, SnapshotAny);
+	HeapTuple	tup;
+	List	   *runs = NIL;
+
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Datum		v[Natts_snapshots];
+		bool		n[Natts_snapshots];
+		RunInfo    *r;
+
+		if (inserter_aborted(tup))
+			continue;
+		heap_deform_tuple(tup, RelationGetDescr(crel), v, n);
+		if ((r = snapshot_data(crel, v, n)) != NULL)
+			runs = lappend(runs, r);
+	}
+	systable_endscan(scan);
+	table_close(crel, AccessShareLock);
+	return runs;
+}
+
+/*
  * The runs of a table that a snapshot sees (data_only: its data runs).
  * SnapshotAny: every run whose pages are still intact, i.e. whose row
  * VACUUM has not removed (deleted ones too), except runs of aborted
@@ -1163,26 +1343,37 @@ cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only)
 			runs = lappend(runs, run_from_tuple(crel, tup));
 		}
 		systable_endscan(scan);
+		/* with SnapshotAny, the data runs kept in snapshot rows too */
+		if (data_only)
+			runs = list_concat(runs, snapshot_data_runs_any(relid));
 	}
 	/* an MVCC snapshot's runs with their kinds: deltas told apart */
 	if (!data_only && IsMVCCSnapshot(snapshot))
-	{
-		TransactionId xmin;
-		TableState	st = {0};
-		ListCell   *lc;
-
-		(void) cat_table_version(relid, snapshot, NULL, &xmin, &st);
-		foreach(lc, runs)
-		{
-			RunInfo    *r = lfirst(lc);
-
-			if (r->kind == RUN_DATA &&
-				data_run_is_delta(&st, r->run_id, r->from_commit, r->created_snapshot))
-				r->kind = RUN_DELTA;
-		}
-	}
+		cat_runs_mark_deltas(relid, snapshot, runs);
 	table_close(crel, AccessShareLock);
 	return runs;
+}
+
+/*
+ * Of runs, the data runs that the version of relid's state snapshot sees
+ * no longer names: their kind becomes RUN_DELTA (data_run_is_delta).
+ */
+void
+cat_runs_mark_deltas(Oid relid, Snapshot snapshot, List *runs)
+{
+	TransactionId xmin;
+	TableState	st = {0};
+	ListCell   *lc;
+
+	(void) cat_table_version(relid, snapshot, NULL, &xmin, &st);
+	foreach(lc, runs)
+	{
+		RunInfo    *r = lfirst(lc);
+
+		if (r->kind == RUN_DATA &&
+			data_run_is_delta(&st, r->run_id, r->from_commit, r->created_snapshot))
+			r->kind = RUN_DELTA;
+	}
 }
 
 void
@@ -1262,9 +1453,16 @@ cat_run_delete(Oid relid, int64 run_id)
 
 	note_change(relid, false);
 	crel = cat_open(CAT_RUNS, RowExclusiveLock);
-	scan = run_row(crel, relid, run_id, &tup);
 
-	CatalogTupleDelete(crel, &tup->t_self);
+	/*
+	 * A data run kept in its snapshot's row (a negative id) has no row of
+	 * its own unless expiration moved it to one: its bytes go with the
+	 * snapshot's row.
+	 */
+	scan = run_id < 0 ? run_row_find(crel, relid, run_id, GetLatestSnapshot(), &tup) :
+		run_row(crel, relid, run_id, &tup);
+	if (HeapTupleIsValid(tup))
+		CatalogTupleDelete(crel, &tup->t_self);
 	systable_endscan(scan);
 	table_close(crel, RowExclusiveLock);
 }
@@ -1277,16 +1475,12 @@ cat_run_delete(Oid relid, int64 run_id)
 void
 cat_truncate(Oid relid)
 {
-	TableState	st;
-
 	/*
 	 * The commits folded into the table's state (fold_commits) are told by
-	 * run rows about to go: the row takes them first, so that snapshot ids
-	 * and commit counts go on from them.
+	 * snapshot rows about to go: the row takes them first, so that
+	 * snapshot ids and commit counts go on from them.
 	 */
-	st = cat_table_state_peek(relid);
-	if (ItemPointerIsValid(&st.row) && st.last_snapshot_id != st.row_snapshot_id)
-		cat_table_state_update(relid, &st);
+	(void) cat_table_state_settle(relid);
 	note_change(relid, false);
 	delete_rows("runs", relid, false);
 	delete_rows("snapshots", relid, false);
@@ -1740,7 +1934,16 @@ cat_row_bytes(Oid relid, Snapshot snapshot, int64 *all, int64 *history)
 			*all += tup->t_len;
 			if (which[i] == CAT_SNAPSHOTS)
 			{
+				/* a commit's data run kept in the row is live while named */
+				Datum		v[Natts_snapshots];
+				bool		n[Natts_snapshots];
+				RunInfo    *data;
+
+				heap_deform_tuple(tup, RelationGetDescr(crel), v, n);
+				data = snapshot_data(crel, v, n);
 				*history += tup->t_len;
+				if (data && !data_run_is_delta(&st, data->run_id, true, data->created_snapshot))
+					*history -= data->stream_len;
 				continue;
 			}
 			if (!row_is_live_data(crel, tup, &st))
@@ -1795,6 +1998,7 @@ snapshots_scan(Oid relid, int64 from, int64 to, int limit, Snapshot snapshot,
 		si->producer = TextDatumGetCString(v[Anum_snapshots_producer - 1]);
 		si->commit_time = DatumGetTimestampTz(v[Anum_snapshots_commit_time - 1]);
 		si->changelog = with_changelog ? snapshot_changelog(crel, v, n) : NULL;
+		si->data = with_changelog ? snapshot_data(crel, v, n) : NULL;
 		result = lappend(result, si);
 		if (limit > 0)
 			limit--;
@@ -1848,7 +2052,24 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id, const TableState *st)
 	ScanKeyInit(&key[1], Anum_snapshots_snapshot_id, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(snapshot_id));
 	scan = systable_beginscan(crel, cat_index_oid("snapshots"), true, GetLatestSnapshot(), 2, key);
 	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Datum		v[Natts_snapshots];
+		bool		n[Natts_snapshots];
+		RunInfo    *data;
+
+		/*
+		 * The commit's data run kept in the row, still read by queries:
+		 * into a row of its own (same run id) before the snapshot's goes.
+		 */
+		heap_deform_tuple(tup, RelationGetDescr(crel), v, n);
+		data = snapshot_data(crel, v, n);
+		if (data && !data_run_is_delta(st, data->run_id, true, snapshot_id))
+		{
+			data->in_snapshot_row = false;
+			cat_run_insert(relid, data);
+		}
 		CatalogTupleDelete(crel, &tup->t_self);
+	}
 	systable_endscan(scan);
 	table_close(crel, RowExclusiveLock);
 

@@ -35,7 +35,7 @@
 #define Anum_tables_commits 7
 
 /* pkchangelog.snapshots */
-#define Natts_snapshots 13
+#define Natts_snapshots 17
 #define Anum_snapshots_relid 1
 #define Anum_snapshots_snapshot_id 2
 #define Anum_snapshots_commit_kind 3
@@ -49,6 +49,10 @@
 #define Anum_snapshots_duration_ms 11
 #define Anum_snapshots_changelog_run_id 12	/* catalog 0.8 */
 #define Anum_snapshots_changelog 13
+#define Anum_snapshots_data 14	/* catalog 0.9 */
+#define Anum_snapshots_data_seq 15
+#define Anum_snapshots_data_min_key 16
+#define Anum_snapshots_data_max_key 17
 
 /* pkchangelog.runs */
 #define Natts_runs 19
@@ -130,6 +134,7 @@ typedef struct SnapshotInfo
 	char	   *producer;
 	TimestampTz commit_time;
 	RunInfo    *changelog;		/* its changelog run kept in its row, or NULL */
+	RunInfo    *data;			/* its data run kept in its row, or NULL */
 } SnapshotInfo;
 
 /* catalog.c */
@@ -140,6 +145,7 @@ extern bool cat_runs_changed(Oid relid, bool committed_only);
 extern void cat_runs_replaced(Oid relid);
 extern uint64 cat_runs_rewrites(void);
 extern List *cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only);
+extern void cat_runs_mark_deltas(Oid relid, Snapshot snapshot, List *runs);
 extern void cat_run_insert(Oid relid, const RunInfo *run);
 extern void cat_truncate(Oid relid);
 extern void cat_run_delete(Oid relid, int64 run_id);
@@ -152,13 +158,15 @@ extern void cat_table_state_set_runs(TableState *st, List *runs);
 extern RunInfo *cat_run_get(Oid relid, int64 run_id, Snapshot snapshot);
 extern void cat_runs_sort(List *runs);
 extern bool cat_table_state_folds(const TableState *st);
+extern TableState cat_table_state_settle(Oid relid);
 extern void cat_table_state_update(Oid relid, TableState *state);
 extern uint64 cat_table_last_write(Oid relid);
 extern bool cat_snapshots_hold_changelogs(void);
+extern bool cat_snapshots_hold_data(void);
 extern SnapshotInfo *cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 								int64 total, int64 delta, int64 changelog,
 								const char *producer, double duration_ms,
-								RunInfo *changelog_run);
+								RunInfo *changelog_run, RunInfo *data_run);
 extern void cat_run_retire(Oid relid, const RunInfo *run);
 extern bool cat_prune_runs(Oid relid);
 extern void cat_row_bytes(Oid relid, Snapshot snapshot, int64 *all, int64 *history);

@@ -231,15 +231,15 @@ changelog_scan(Relation rel, int64 from, int64 to, Snapshot snapshot,
 /*
  * The same for the one snapshot si describes, which the caller has just
  * written (a commit or compaction step): its row is not read again, nor
- * are the rows of its runs when the caller has them (runs: every run the
- * step made that is in a row of pkchangelog.runs; NIL: read them), and
- * snapshot sees them all (the step's own writes).
+ * are the rows of its runs when the caller has them (snapshot NULL: runs
+ * is every run the step made that is in a row of pkchangelog.runs); else
+ * snapshot, which sees the step's writes, reads them.
  */
 void
 changelog_scan_snapshot(Relation rel, const SnapshotInfo *si, List *runs,
 						Snapshot snapshot, ChangeCallback cb, void *arg)
 {
-	if (runs == NIL)
+	if (snapshot != NULL)
 		runs = cat_runs_of_snapshots(RelationGetRelid(rel), si->snapshot_id - 1,
 									 si->snapshot_id, snapshot);
 	scan_snapshots(rel, list_make1((SnapshotInfo *) si), runs, cb, arg);
@@ -318,10 +318,12 @@ scan_snapshots(Relation rel, List *snaps, List *runs, ChangeCallback cb, void *a
 		}
 
 		/*
-		 * The commit's changelog run kept in the snapshot's row comes after
-		 * the runs its spills wrote.  It has no pages: whatever storage the
-		 * table has now, it is readable.
+		 * The commit's data and changelog runs kept in the snapshot's row
+		 * come after the runs its spills wrote.  They have no pages:
+		 * whatever storage the table has now, they are readable.
 		 */
+		if (si->data && snapshot_uses(si, si->data))
+			scan_run(rel, t, si, si->data, rowcxt, cb, arg);
 		if (si->changelog && snapshot_uses(si, si->changelog))
 		{
 			si->changelog->relfilenode = rel->rd_node.relNode;

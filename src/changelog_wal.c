@@ -124,20 +124,22 @@ batch_add(void *arg, const SnapshotInfo *si, int kind, MinimalTuple tup)
 /*
  * Writes the changes of rel's snapshot si, which the current transaction
  * has just made (its catalog rows and runs are written), as
- * records of this resource manager.  runs: the step's runs kept in rows of
- * pkchangelog.runs, as it wrote them (a small commit's: no catalog read);
- * NIL to read them back.  Nothing unless wal_level is logical and the
- * table is logically logged (not temporary or unlogged).
+ * records of this resource manager.  have_runs: runs is every run of the
+ * step kept in a row of pkchangelog.runs, as it wrote them (a small
+ * commit's: no catalog read); else they are read back.  Nothing unless
+ * wal_level is logical and the table is logically logged (not temporary or
+ * unlogged).
  */
 void
-changelog_wal_log_snapshot(Relation rel, const SnapshotInfo *si, List *runs)
+changelog_wal_log_snapshot(Relation rel, const SnapshotInfo *si, List *runs,
+						   bool have_runs)
 {
 	WalBatch	b;
 	Snapshot	snapshot = NULL;
 
 	if (!RelationIsLogicallyLogged(rel))
 		return;
-	if (runs == NIL)
+	if (!have_runs)
 	{
 		/* the snapshot's catalog rows, written by this very command */
 		CommandCounterIncrement();

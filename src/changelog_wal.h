@@ -17,7 +17,7 @@
 /* changelog_wal.c */
 extern void changelog_wal_init(void);
 extern void changelog_wal_log_snapshot(Relation rel, const SnapshotInfo *si,
-									   List *runs);
+									   List *runs, bool have_runs);
 extern int64 changelog_wal_snapshot_of(HeapTuple tuple);
 
 #endif							/* PK_CHANGELOG_WAL_H */

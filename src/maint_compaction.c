@@ -587,12 +587,12 @@ compact_table(Relation rel, bool full)
 						st.total_record_count, out_records,
 						changelog ? changelog->record_count : 0,
 						prod_name(t->opts.changelog_producer),
-						INSTR_TIME_GET_MILLISEC(duration), NULL);
+						INSTR_TIME_GET_MILLISEC(duration), NULL, NULL);
 	cat_table_state_update(relid, &st);
 	store_switched(rel, &st, before, outputs, snapshot_id);
 	/* wal_level = logical: full-compaction's changes, for decoding */
 	if (changelog)
-		changelog_wal_log_snapshot(rel, si, NIL);
+		changelog_wal_log_snapshot(rel, si, NIL, false);
 	/* and its materialized aggregates */
 	if (changelog)
 		mat_maintain(rel, snapshot_id);

@@ -71,6 +71,18 @@ expire_snapshots(Relation rel, int64 max_snapshots)
 															-o->consumer_expiration_time) : 0);
 	upto = Min(last - keep_min, floor - 1);
 
+	/*
+	 * Snapshots past the table's row tell the commits folded after it: the
+	 * row takes them before any of those goes (under the commit lock, to
+	 * the end of the transaction; only a table idle since fewer than 16
+	 * small commits has such snapshots due).
+	 */
+	if (upto > st.row_snapshot_id)
+	{
+		(void) cat_commit_lock(relid);
+		st = cat_table_state_settle(relid);
+	}
+
 	batchcxt = AllocSetContextCreate(CurrentMemoryContext, "pkmerge expiration batch",
 									 ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(batchcxt);

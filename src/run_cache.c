@@ -84,6 +84,7 @@ static struct
 	ItemPointerData row;
 }			to_publish[MAX_PUBLISH];
 static int	npublish = 0;
+static bool publish_overflow = false;	/* more tables than MAX_PUBLISH */
 
 /* a copy of run in the current memory context */
 static RunInfo *
@@ -372,7 +373,10 @@ runcache_store_commit(Relation rel, int64 snapshot_id, const ItemPointerData *ro
 	for (i = 0; i < npublish && to_publish[i].relid != rel->rd_id; i++)
 		;
 	if (i == MAX_PUBLISH)
+	{
+		publish_overflow = true;
 		return;
+	}
 	if (i == npublish)
 	{
 		to_publish[i].relid = rel->rd_id;
@@ -471,10 +475,36 @@ runcache_commit_visible(void)
 	npublish = 0;
 }
 
-/* the transaction ended: nothing of it to publish */
+/*
+ * The transaction ended: nothing of it to publish.  If it did not commit
+ * (it aborted, or was prepared, and may yet be rolled back), the lists its
+ * steps stored go: they may hold a commit's data run kept in its
+ * snapshot's row, whose run id (minus the snapshot's id) the next commit
+ * takes again with other bytes.
+ */
 void
-runcache_xact_end(void)
+runcache_xact_end(bool committed)
 {
+	if (!committed && cache != NULL)
+	{
+		HASH_SEQ_STATUS status;
+		CacheEntry *e;
+
+		hash_seq_init(&status, cache);
+		while ((e = hash_seq_search(&status)) != NULL)
+		{
+			bool		stored = publish_overflow;
+
+			for (int i = 0; i < npublish && !stored; i++)
+				stored = to_publish[i].relid == e->relid;
+			if (stored)
+			{
+				MemoryContextDelete(e->cxt);
+				hash_search(cache, &e->relid, HASH_REMOVE, NULL);
+			}
+		}
+	}
 	npublish = 0;
+	publish_overflow = false;
 }
 

@@ -22,6 +22,6 @@ extern void runcache_store_commit(Relation rel, int64 snapshot_id,
 								  const ItemPointerData *row, List *runs);
 extern bool runcache_published_row(Relation rel, ItemPointerData *row);
 extern void runcache_commit_visible(void);
-extern void runcache_xact_end(void);
+extern void runcache_xact_end(bool committed);
 
 #endif							/* PK_RUNCACHE_H */

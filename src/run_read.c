@@ -199,6 +199,57 @@ drop_cached_block(BlockCacheEntry *e)
 }
 
 /*
+ * Forget what the caches hold of run run_id of relfilenode: a commit's data
+ * run kept in its snapshot's row is named by the snapshot's id, which the
+ * next commit takes again if this one aborts (or its prepared transaction
+ * is rolled back), with other bytes.  Its one block goes too, unless a
+ * cursor still pins it (none does at transaction end).
+ */
+void
+run_cache_forget(int64 run_id, Oid relfilenode)
+{
+	IndexKey	ikey;
+	BlockKey	bkey;
+	BlockCacheEntry *e;
+
+	if (index_cache != NULL)
+	{
+		memset(&ikey, 0, sizeof(ikey));
+		ikey.run_id = run_id;
+		ikey.relfilenode = relfilenode;
+		hash_search(index_cache, &ikey, HASH_REMOVE, NULL);
+	}
+	if (block_cache != NULL)
+	{
+		memset(&bkey, 0, sizeof(bkey));
+		bkey.run_id = run_id;
+		bkey.relfilenode = relfilenode;
+		bkey.blockno = 0;
+		e = hash_search(block_cache, &bkey, HASH_FIND, NULL);
+		if (e != NULL && e->block->pins == 0)
+			drop_cached_block(e);
+	}
+}
+
+/* the same for every run: more of them than the caller kept track of */
+void
+run_cache_forget_all(void)
+{
+	HASH_SEQ_STATUS status;
+	BlockCacheEntry *e;
+
+	if (index_cache != NULL)
+		index_cache_reset();
+	if (block_cache != NULL)
+	{
+		hash_seq_init(&status, block_cache);
+		while ((e = hash_seq_search(&status)) != NULL)
+			if (e->block->pins == 0)
+				drop_cached_block(e);
+	}
+}
+
+/*
  * Empty both caches when the catalog is not the one their runs are of
  * (DROP EXTENSION and CREATE EXTENSION: run ids start again).  No cursor
  * can be open then: dropping the extension dropped every pkmerge table,

@@ -87,7 +87,7 @@ struct RunWriter
 	uint32		blk_last_off;	/* offset in raw of the block's last row */
 	MinimalTuple last_keytup;	/* key of the last closed block's last row */
 	bool		inline_ok;		/* a small data run may go in its row */
-	bool		snapshot_row_ok;	/* a small changelog run: in its snapshot's */
+	bool		snapshot_row_ok;	/* a small run: in its snapshot's row */
 	List	   *live;			/* the table's live data runs, then */
 };
 
@@ -248,15 +248,18 @@ run_writer_allow_inline(RunWriter *w, List *live)
 }
 
 /*
- * A small changelog run of this writer (a commit's) may be kept in the row
- * of its snapshot rather than in a row of its own (catalog 0.8): it lives
- * exactly as long.  The caller passes it to cat_snapshot_insert.
+ * A small run of this writer (a commit's) may be kept in the row of its
+ * snapshot rather than in a row of its own: a changelog run (catalog 0.8),
+ * which lives exactly as long, or a data run allowed inline (catalog 0.9),
+ * whose run id is then minus the snapshot's (a reader finds the row by
+ * it).  The caller passes it to cat_snapshot_insert.
  */
 void
 run_writer_allow_snapshot_row(RunWriter *w)
 {
-	Assert(w->kind == RUN_CHANGELOG);
-	w->snapshot_row_ok = cat_snapshots_hold_changelogs();
+	Assert(w->kind == RUN_CHANGELOG || (w->kind == RUN_DATA && w->inline_ok));
+	w->snapshot_row_ok = w->kind == RUN_CHANGELOG ? cat_snapshots_hold_changelogs() :
+		cat_snapshots_hold_data();
 }
 
 /*
@@ -284,6 +287,22 @@ finish_inline(RunWriter *w, RunInfo *run)
 		}
 	}
 	return true;
+}
+
+/*
+ * Does a commit's data run go in its snapshot's row
+ * (run_writer_allow_snapshot_row)?  When compact and the TID block that
+ * minus the snapshot's id names is free (finish_inline); it then has that
+ * run id.
+ */
+static bool
+finish_data_in_snapshot_row(RunWriter *w, RunInfo *run, int64 created_snapshot)
+{
+	if (w->kind != RUN_DATA || !w->snapshot_row_ok || created_snapshot <= 0 ||
+		w->nblocks != 1)
+		return false;
+	run->run_id = -created_snapshot;
+	return finish_inline(w, run);
 }
 
 static void
@@ -563,6 +582,7 @@ run_writer_finish(RunWriter *w, int64 created_snapshot)
 	RunIndexHeader ih;
 	uint32		npages;
 	Datum		keys[INDEX_MAX_KEYS];
+	bool		data_in_snapshot_row;
 
 	close_block(w);
 
@@ -582,7 +602,9 @@ run_writer_finish(RunWriter *w, int64 created_snapshot)
 	append_bloom(w);
 	spool_free(&w->hashes);
 
-	run->run_id = cat_next_run_id();
+	data_in_snapshot_row = finish_data_in_snapshot_row(w, run, created_snapshot);
+	if (!data_in_snapshot_row)
+		run->run_id = cat_next_run_id();
 	hdr.magic = RUN_MAGIC;
 	hdr.run_id = run->run_id;
 	hdr.nrows = w->nrows;
@@ -615,7 +637,7 @@ run_writer_finish(RunWriter *w, int64 created_snapshot)
 		run->max_key = pk_key_text(w->table, keys);
 	}
 
-	if (finish_inline(w, run))
+	if (data_in_snapshot_row || finish_inline(w, run))
 	{
 		/* a small run: its bytes go into its catalog row */
 		const char *bytes;
@@ -631,7 +653,8 @@ run_writer_finish(RunWriter *w, int64 created_snapshot)
 			compact_stream(run, &hdr);
 		run->nblocks = 0;
 		run->size_bytes = run->stream_len;
-		if (w->snapshot_row_ok && RUN_IS_COMPACT(run))
+		if (data_in_snapshot_row ||
+			(w->kind == RUN_CHANGELOG && w->snapshot_row_ok && RUN_IS_COMPACT(run)))
 			run->in_snapshot_row = true;
 		else if (w->kind != RUN_DATA || created_snapshot != 0)
 			cat_run_insert(RelationGetRelid(w->rel), run);

@@ -42,6 +42,7 @@
 
 #include "am_dml.h"
 #include "catalog.h"
+#include "changelog_produce.h"
 #include "maint_compaction.h"
 #include "maint_expire.h"
 #include "pkchangelog.h"
@@ -116,11 +117,15 @@ run_level_cmp(const ListCell *a, const ListCell *b)
 
 	if (ra->level != rb->level)
 		return ra->level < rb->level ? -1 : 1;
+	if (ra->created_snapshot != rb->created_snapshot)
+		return ra->created_snapshot < rb->created_snapshot ? -1 : 1;
 	return ra->run_id < rb->run_id ? -1 : ra->run_id > rb->run_id ? 1 : 0;
 }
 
 /*
- * pk_runs(rel regclass) -> the table's runs, by level then run id.  The
+ * pk_runs(rel regclass) -> the table's runs, by level, then the snapshot
+ * that made them, then run id (a commit's data run kept in its snapshot's
+ * row has minus the snapshot's id).  The
  * runs are table-level metadata; their first and last keys are values of
  * the table's rows, shown only to a caller who may read the key columns
  * (pk_may_read_keys), NULL to others.  Reads the catalog as of the
@@ -134,19 +139,39 @@ pk_runs(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	bool		keys;
 	List	   *runs;
+	List	   *snaps;
+	List	   *in_rows = NIL;
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
 	pk_check_table(relid);
 	keys = pk_may_read_keys(relid);
 	runs = cat_runs_visible(relid, GetActiveSnapshot(), false);
-	/* and the commits' changelog runs kept in their snapshots' rows */
-	foreach(lc, cat_snapshots_range(relid, 0, PG_INT64_MAX, GetActiveSnapshot()))
+
+	/*
+	 * And the commits' data and changelog runs kept in their snapshots'
+	 * rows.  A data run that compaction replaced is a delta of producer
+	 * none's stream; under another producer it is no run any more (its
+	 * bytes go with the snapshot's row: catalog_bytes counts them).
+	 */
+	snaps = cat_snapshots_range(relid, 0, PG_INT64_MAX, GetActiveSnapshot());
+	foreach(lc, snaps)
 	{
 		SnapshotInfo *si = lfirst(lc);
 
+		if (si->data)
+			in_rows = lappend(in_rows, si->data);
 		if (si->changelog)
 			runs = lappend(runs, si->changelog);
+	}
+	cat_runs_mark_deltas(relid, GetActiveSnapshot(), in_rows);
+	foreach(lc, snaps)
+	{
+		SnapshotInfo *si = lfirst(lc);
+
+		if (si->data && (si->data->kind == RUN_DATA ||
+						 strcmp(si->producer, prod_name(PK_PRODUCER_NONE)) == 0))
+			runs = lappend(runs, si->data);
 	}
 	list_sort(runs, run_level_cmp);
 	foreach(lc, runs)

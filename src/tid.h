@@ -33,7 +33,9 @@
  * A small data run kept in its catalog row (no pages) owns one TID block
  * of its own, chosen by its run id among PK_INLINE_SLOTS; it holds at most
  * PK_TIDS_PER_BLOCK rows.  The writer checks that no live run of the table
- * holds the same block (run ids that far apart rarely live together).
+ * holds the same block (run ids that far apart rarely live together).  A
+ * commit's data run kept in its snapshot's row has minus the snapshot's id
+ * as its run id: its block counts down from the last slot.
  */
 #define PK_INLINE_BLOCK0	((BlockNumber) 0xC0000000)
 #define PK_INLINE_SLOTS		(PK_WBUF_BLOCK0 - PK_INLINE_BLOCK0)
@@ -42,7 +44,12 @@
 static inline int64
 pk_inline_row_base(int64 run_id)
 {
-	return ((int64) PK_INLINE_BLOCK0 + run_id % PK_INLINE_SLOTS) * PK_TIDS_PER_BLOCK;
+	/* (a data run kept in its snapshot's row has minus the snapshot's id) */
+	int64		slot = run_id % (int64) PK_INLINE_SLOTS;
+
+	if (slot < 0)
+		slot += PK_INLINE_SLOTS;
+	return ((int64) PK_INLINE_BLOCK0 + slot) * PK_TIDS_PER_BLOCK;
 }
 
 static inline void

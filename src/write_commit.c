@@ -47,6 +47,7 @@
 #include "pkchangelog.h"
 #include "read_point.h"
 #include "run_cache.h"
+#include "run_read.h"
 #include "run_write.h"
 #include "write_buffer.h"
 #include "write_commit.h"
@@ -68,6 +69,47 @@ static LOCKTAG early[MAX_EARLY];
 static int	nearly = 0;
 static bool early_overflow = false;
 static int	saved_synchronous_commit = -1;
+
+/*
+ * The data runs this transaction's commit steps kept in their snapshots'
+ * rows.  Their run ids are minus their snapshots' ids, which the next
+ * commits take again if this transaction aborts, or is prepared and then
+ * rolled back: this backend's caches must not keep their bytes then.
+ */
+#define MAX_RUNS_IN_ROWS 16
+static struct
+{
+	int64		run_id;
+	Oid			relfilenode;
+}			runs_in_rows[MAX_RUNS_IN_ROWS];
+static int	nruns_in_rows = 0;
+static bool runs_in_rows_overflow = false;
+
+static void
+note_run_in_row(const RunInfo *run)
+{
+	if (nruns_in_rows == MAX_RUNS_IN_ROWS)
+	{
+		runs_in_rows_overflow = true;
+		return;
+	}
+	runs_in_rows[nruns_in_rows].run_id = run->run_id;
+	runs_in_rows[nruns_in_rows].relfilenode = run->relfilenode;
+	nruns_in_rows++;
+}
+
+/* the transaction ended: committed, or its runs' ids may be taken again */
+static void
+forget_runs_in_rows(bool committed)
+{
+	if (!committed && runs_in_rows_overflow)
+		run_cache_forget_all();
+	else if (!committed)
+		for (int i = 0; i < nruns_in_rows; i++)
+			run_cache_forget(runs_in_rows[i].run_id, runs_in_rows[i].relfilenode);
+	nruns_in_rows = 0;
+	runs_in_rows_overflow = false;
+}
 
 /* rel's committed data runs as of now (latest snapshot) */
 static List *
@@ -169,6 +211,8 @@ commit_table(WriteBuffer *wb, bool preparing)
 	w = run_writer_begin(rel, t, 0, RUN_DATA, true);
 	/* a small commit's run goes in its catalog row: no page, no page image */
 	run_writer_allow_inline(w, committed);
+	/* and in its snapshot's row, if small enough for one block */
+	run_writer_allow_snapshot_row(w);
 	s = wbuf_sorted_pin(wb, t);
 	for (uint32 i = 0; i < s->npos;)
 	{
@@ -201,6 +245,8 @@ commit_table(WriteBuffer *wb, bool preparing)
 	}
 	if (nrows > 0)
 		final = run_writer_finish(w, snapshot_id);
+	if (final && final->in_snapshot_row)
+		note_run_in_row(final);
 	/* lookup: the values before this commit are in the runs committed so far */
 	changelog = prod_commit(rel, t, wb, committed, pending, snapshot_id, seq);
 
@@ -216,7 +262,7 @@ commit_table(WriteBuffer *wb, bool preparing)
 						st.total_record_count, nrows,
 						(changelog ? changelog->record_count : 0) + spilled_changelog,
 						prod_name(t->opts.changelog_producer),
-						INSTR_TIME_GET_MILLISEC(duration), changelog);
+						INSTR_TIME_GET_MILLISEC(duration), changelog, final);
 	/* the data runs now: those read under the commit lock, and ours */
 	after = list_concat(list_copy(committed), pending);
 	if (final)
@@ -224,11 +270,13 @@ commit_table(WriteBuffer *wb, bool preparing)
 	cat_table_state_set_runs(&st, after);
 
 	/*
-	 * A commit that adds one data run and nothing else leaves the table's
-	 * row as it is, for a number of commits (catalog.c, fold_commits): its
-	 * run's row says what it changed.
+	 * A commit that adds one data run, kept in its snapshot's row, and
+	 * nothing else leaves the table's row as it is, for a number of
+	 * commits (catalog.c, fold_commits): its snapshot's row says what it
+	 * changed.
 	 */
-	if (final && pending == NIL && !truncated && cat_table_state_folds(&st))
+	if (final && final->in_snapshot_row && pending == NIL && !truncated &&
+		cat_table_state_folds(&st))
 		CommandCounterIncrement();
 	else
 		cat_table_state_update(wb->relid, &st);
@@ -236,17 +284,15 @@ commit_table(WriteBuffer *wb, bool preparing)
 
 	/*
 	 * wal_level = logical: the snapshot's changes, for decoding; a commit
-	 * without spills or a TRUNCATE made no runs but these two
+	 * without spills or a TRUNCATE made no runs but these two (those kept
+	 * in the snapshot's row are read from si)
 	 */
 	written = NIL;
-	if (pending == NIL && !truncated)
-	{
-		if (final)
-			written = lappend(written, final);
-		if (changelog && !changelog->in_snapshot_row)
-			written = lappend(written, changelog);
-	}
-	changelog_wal_log_snapshot(rel, si, written);
+	if (final && !final->in_snapshot_row)
+		written = lappend(written, final);
+	if (changelog && !changelog->in_snapshot_row)
+		written = lappend(written, changelog);
+	changelog_wal_log_snapshot(rel, si, written, pending == NIL && !truncated);
 	/* materialized aggregates (full-compaction's: at its compactions) */
 	if (t->opts.changelog_producer != PK_PRODUCER_FULL_COMPACTION)
 		mat_maintain(rel, snapshot_id);
@@ -419,7 +465,8 @@ commit_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			group_commit_forget();
-			runcache_xact_end();
+			runcache_xact_end(event == XACT_EVENT_COMMIT);
+			forget_runs_in_rows(event == XACT_EVENT_COMMIT);
 			nrequests = 0;
 			wbuf_forget_all();
 			spill_xact_end();

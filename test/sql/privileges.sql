@@ -49,9 +49,16 @@ SELECT last_snapshot_id, total_record_count FROM pkchangelog.tables
 WHERE relid = 'secret'::regclass;
 SELECT count(*), count(changelog_run_id) AS changelogs_in_rows
   FROM pkchangelog.snapshots WHERE relid = 'secret'::regclass;
--- but not the changelog runs kept in snapshot rows: they hold rows
+-- but not the changelog and data runs kept in snapshot rows, nor their
+-- keys: they hold rows (their sequence numbers are readable)
 SELECT changelog FROM pkchangelog.snapshots;
+SELECT data FROM pkchangelog.snapshots;
+SELECT data_min_key FROM pkchangelog.snapshots;
+SELECT data_max_key FROM pkchangelog.snapshots;
+SELECT count(data_seq) AS data_in_rows FROM pkchangelog.snapshots
+ WHERE relid = 'secret'::regclass;
 SELECT * FROM pkchangelog.snapshots;
+-- (the small commits' runs are in their snapshots' rows: no run rows)
 SELECT level, kind, record_count FROM pkchangelog.runs WHERE relid = 'secret'::regclass
 ORDER BY run_id;
 SELECT * FROM pkchangelog.runs;

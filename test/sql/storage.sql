@@ -33,14 +33,17 @@ TRUNCATE z;
 INSERT INTO z VALUES (1, 1, 1, 'one');
 SELECT pg_relation_size('z') < :before AS new_storage_small;
 VACUUM z;
--- the 1-row commit's run is in its catalog row: the file has no page left
+-- the 1-row commit's run is in its snapshot's row: the file has no page
+-- left
 SELECT pg_relation_size('z') AS file_bytes;
-SELECT nblocks, size_bytes < 1536 AS small FROM pkchangelog.runs
- WHERE relid = 'z'::regclass AND kind = 'data';
+SELECT length(data) < 1536 AS small, data_seq IS NOT NULL AS has_seq
+  FROM pkchangelog.snapshots WHERE relid = 'z'::regclass AND data IS NOT NULL;
 
--- small commits keep their runs in their catalog rows (no page, no page
--- image in WAL); their rows have TIDs of their own, one TID block per run
--- from 3221225472 up, which TID scans and updates use
+-- small commits keep their runs in their snapshots' rows (no page, no
+-- page image in WAL, no run row): their rows have TIDs of their own, one
+-- TID block per run from 3221225472 up (a run kept in its snapshot's row
+-- has minus the snapshot's id as its run id: its block counts down from
+-- the last), which TID scans and updates use
 CREATE TABLE s (id int PRIMARY KEY, v text) USING pkmerge;
 INSERT INTO s VALUES (1, 'one'), (2, 'two');
 INSERT INTO s VALUES (3, 'three');
@@ -50,26 +53,30 @@ SELECT id, (ctid::text::point)[0] >= 3221225472 AS own_block,
 	   (ctid::text::point)[1] AS item FROM s ORDER BY id;
 SELECT count(DISTINCT (ctid::text::point)[0]) AS tid_blocks FROM s;
 -- stored compact: the one block after a magic number, no run header,
--- index or bloom filter (index_offset and bloom_offset 0); a 1-row
--- changelog run too (kept in its snapshot's row).  A point lookup of a
+-- index or bloom filter; a 1-row changelog run too.  A point lookup of a
 -- key the run lacks (id 4) and of one it holds read them
-SELECT record_count, index_offset, bloom_offset,
-	   convert_from(substr(stream, 1, 4), 'SQL_ASCII') AS magic,
-	   length(stream) < 100 AS under_100_bytes
-  FROM pkchangelog.runs WHERE relid = 's'::regclass ORDER BY run_id;
+SELECT snapshot_id, delta_record_count, data_seq, data_min_key, data_max_key,
+	   convert_from(substr(data, 1, 4), 'SQL_ASCII') AS magic,
+	   length(data) < 100 AS under_100_bytes
+  FROM pkchangelog.snapshots WHERE relid = 's'::regclass ORDER BY snapshot_id;
+SELECT run_id, record_count, min_key, max_key, created_snapshot
+  FROM pk_runs('s') ORDER BY created_snapshot;
+SELECT count(*) AS run_rows FROM pkchangelog.runs WHERE relid = 's'::regclass;
 SELECT * FROM s WHERE id = 4;
 SELECT * FROM s WHERE id = 3;
 CREATE TABLE sl (id int PRIMARY KEY, v text) USING pkmerge
 	WITH (changelog_producer = 'lookup');
 INSERT INTO sl VALUES (1, 'one');
 UPDATE sl SET v = 'uno' WHERE id = 1;
-SELECT kind, record_count, index_offset, convert_from(substr(stream, 1, 4), 'SQL_ASCII') AS magic
-  FROM pkchangelog.runs WHERE relid = 'sl'::regclass ORDER BY run_id;
--- (a commit's changelog run is kept in its snapshot's row: no row of its own)
+-- (a commit's data and changelog runs are kept in its snapshot's row: no
+-- row of their own)
+SELECT count(*) AS run_rows FROM pkchangelog.runs WHERE relid = 'sl'::regclass;
 SELECT snapshot_id, changelog_record_count, changelog_run_id IS NOT NULL AS has_run_id,
-	   convert_from(substr(changelog, 1, 4), 'SQL_ASCII') AS magic
+	   convert_from(substr(changelog, 1, 4), 'SQL_ASCII') AS magic,
+	   convert_from(substr(data, 1, 4), 'SQL_ASCII') AS data_magic
   FROM pkchangelog.snapshots WHERE relid = 'sl'::regclass ORDER BY snapshot_id;
-SELECT level, kind, record_count, created_snapshot FROM pk_runs('sl') ORDER BY run_id;
+SELECT level, kind, record_count, created_snapshot FROM pk_runs('sl')
+ ORDER BY created_snapshot, kind DESC;
 SELECT snapshot_id, rowkind, "row" FROM pk_changes('sl');
 DROP TABLE sl;
 SELECT ctid AS tid3 FROM s WHERE id = 3 \gset

@@ -108,7 +108,8 @@ SELECT c.relname, pg_relation_size(c.oid) =
 	   (SELECT string_agg(kind || ':' || n, ' ' ORDER BY kind)
 		  FROM (SELECT kind, count(*) AS n FROM pk_runs(c.oid) GROUP BY kind) k) AS runs,
 	   (SELECT count(*) FROM pkchangelog.runs WHERE relid = c.oid AND stream IS NOT NULL) AS in_catalog,
-	   (SELECT count(changelog) FROM pkchangelog.snapshots WHERE relid = c.oid) AS in_snapshot_rows
+	   (SELECT count(changelog) FROM pkchangelog.snapshots WHERE relid = c.oid) AS in_snapshot_rows,
+	   (SELECT count(data) FROM pkchangelog.snapshots WHERE relid = c.oid) AS data_in_snapshot_rows
   FROM pg_class c WHERE c.relname IN ('vf_lookup', 'vf_input', 'vf_none', 'vf_full') ORDER BY 1;
 
 -- an empty table, a temporary table
@@ -120,7 +121,7 @@ INSERT INTO vf_temp SELECT generate_series(1, 100);
 INSERT INTO vf_temp SELECT generate_series(51, 200);
 VACUUM FULL vf_temp;
 SELECT count(*), sum(id) FROM vf_temp;
-SELECT level, kind FROM pk_runs('vf_temp') ORDER BY run_id;
+SELECT level, kind FROM pk_runs('vf_temp') ORDER BY created_snapshot, run_id;
 
 -- only the owner (or the database owner): others are skipped with core's
 -- warning before the table's lock is asked for, and it stays as it was

@@ -238,13 +238,14 @@ FROM pk_snapshots('$tbl')});
 		ok($min == 1 && $max == $n && $nd == $n,
 			"$label: $tbl snapshot ids are dense 1..n") or diag("count|min|max|distinct = $snap");
 		ok($n > 0, "$label: $tbl has snapshots") if $tbl eq 'acct';
-		# the table's row, and the commits folded after it (each a data
-		# run of a commit numbered past the row's last snapshot; at most 15)
+		# the table's row, and the commits folded after it (each a snapshot
+		# row past the table row's last snapshot, holding its data run; at
+		# most 15)
 		my ($row, $folded) = split /\|/, $node->safe_psql('postgres', qq{
 SELECT coalesce(tb.last_snapshot_id, 0),
-	   coalesce((SELECT max(r.created_snapshot) FROM pkchangelog.runs r
-				 WHERE r.relid = tb.relid AND r.from_commit AND r.kind = 'data'
-				   AND r.created_snapshot > tb.last_snapshot_id), tb.last_snapshot_id, 0)
+	   coalesce((SELECT max(s.snapshot_id) FROM pkchangelog.snapshots s
+				 WHERE s.relid = tb.relid AND s.data_seq IS NOT NULL
+				   AND s.snapshot_id > tb.last_snapshot_id), tb.last_snapshot_id, 0)
 FROM (SELECT '$tbl'::regclass::oid AS relid) t
 	 LEFT JOIN pkchangelog.tables tb USING (relid)});
 		is($folded, $max, "$label: $tbl snapshot counter, with the commits folded after it, matches its last snapshot");

@@ -468,12 +468,14 @@ INSERT INTO w SELECT g, g::text FROM generate_series(1, 1000) g;
 is($node->safe_psql('postgres', 'SELECT count(*), sum(id) FROM w'), '1000|500500',
 	'other pkmerge tables keep working');
 
-# --- runs stored compact in their catalog rows (a small commit's): the
+# --- runs stored compact in their catalog rows (a small merge's): the
 # magic number, a payload byte, the stream cut short, the catalog's row
 # count, the block's row count with its CRC recomputed (alone, and with
 # the catalog's raised to match: more rows than the block can hold).  The
 # catalog rows are edited, then the server restarted (backends and shared
-# memory keep copies of run lists).
+# memory keep copies of run lists).  A small commit's run, kept in its
+# snapshot's row, is damaged the same way (sd_*: its row count is the
+# block's own).
 my %compact_damage = (
 	magic => q{stream = set_byte(stream, 0, 0)},
 	payload => q{stream = set_byte(stream, 30, get_byte(stream, 30) # 255)},
@@ -485,12 +487,13 @@ for my $f (sort keys %compact_damage)
 {
 	$node->safe_psql('postgres', qq{
 CREATE TABLE c_$f (id int PRIMARY KEY, v text) USING pkmerge;
-INSERT INTO c_$f VALUES (1, 'one'), (2, 'two');});
+INSERT INTO c_$f VALUES (1, 'one'), (2, 'two');
+SELECT pk_compact('c_$f', true);});
 	my $hex = $node->safe_psql('postgres', qq{
 SELECT encode(stream, 'hex') || '|' || index_offset FROM pkchangelog.runs WHERE relid = 'c_$f'::regclass});
 	my ($stream_hex, $index_offset) = split /\|/, $hex;
 	my $stream = pack('H*', $stream_hex);
-	is(substr($stream, 0, 4) . " $index_offset", 'KMRC 0', "c_$f: a 2-row commit's run is stored compact");
+	is(substr($stream, 0, 4) . " $index_offset", 'KMRC 0', "c_$f: a 2-row merge's run is stored compact");
 	my $set = $compact_damage{$f};
 	if (!defined $set)
 	{
@@ -503,6 +506,23 @@ SELECT encode(stream, 'hex') || '|' || index_offset FROM pkchangelog.runs WHERE 
 	}
 	$node->safe_psql('postgres', "UPDATE pkchangelog.runs SET $set WHERE relid = 'c_$f'::regclass");
 }
+my %snapshot_data_damage = (
+	magic => q{data = set_byte(data, 0, 0)},
+	payload => q{data = set_byte(data, 30, get_byte(data, 30) # 255)},
+	short => q{data = substr(data, 1, 10)});
+for my $f (sort keys %snapshot_data_damage)
+{
+	$node->safe_psql('postgres', qq{
+CREATE TABLE sd_$f (id int PRIMARY KEY, v text) USING pkmerge;
+INSERT INTO sd_$f VALUES (1, 'one'), (2, 'two');});
+	is($node->safe_psql('postgres', qq{
+SELECT convert_from(substr(data, 1, 4), 'SQL_ASCII') || ' ' || data_seq
+  FROM pkchangelog.snapshots WHERE relid = 'sd_$f'::regclass}),
+		'KMRC 1', "sd_$f: a 2-row commit's run is kept compact in its snapshot's row");
+	$node->safe_psql('postgres',
+		"UPDATE pkchangelog.snapshots SET $snapshot_data_damage{$f} WHERE relid = 'sd_$f'::regclass");
+	$compact_damage{"sd_$f"} = 1;
+}
 $node->restart;
 my %compact_detail = (
 	magic => qr/Not a compact run's magic number/,
@@ -510,17 +530,21 @@ my %compact_detail = (
 	short => qr/beyond the run's bytes/,
 	count => qr/row count does not match the catalog/,
 	nrows_crc => qr/row count does not match the catalog/,
-	nrows_both => qr/more rows than fit in it/);
+	nrows_both => qr/more rows than fit in it/,
+	sd_magic => qr/Not a compact run's magic number/,
+	sd_payload => qr/CRC32C mismatch/,
+	sd_short => qr/beyond the run's bytes/);
 for my $f (sort keys %compact_damage)
 {
-	for my $q ("SELECT count(*), string_agg(v, ',') FROM c_$f",
-		"SET enable_seqscan = off;\nSELECT v FROM c_$f WHERE id = 2")
+	my $t = $f =~ /^sd_/ ? $f : "c_$f";
+	for my $q ("SELECT count(*), string_agg(v, ',') FROM $t",
+		"SET enable_seqscan = off;\nSELECT v FROM $t WHERE id = 2")
 	{
 		($ret, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\n$q");
-		is($out, '', "c_$f: no rows from a damaged compact run ($q)");
-		like($err, qr/ERROR:  XX001: corrupt .* of run \d+ in pkmerge table "c_$f"/,
-			"c_$f: XX001 naming the run and the table ($q)");
-		like($err, $compact_detail{$f}, "c_$f: the detail says what is wrong ($q)");
+		is($out, '', "$t: no rows from a damaged compact run ($q)");
+		like($err, qr/ERROR:  XX001: corrupt .* of run -?\d+ in pkmerge table "$t"/,
+			"$t: XX001 naming the run and the table ($q)");
+		like($err, $compact_detail{$f}, "$t: the detail says what is wrong ($q)");
 	}
 }
 unlike(slurp_file($node->logfile), qr/PANIC|TRAP:|terminated by signal|out of memory/,

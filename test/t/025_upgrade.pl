@@ -150,18 +150,22 @@ SELECT (SELECT count(*) > 0 FROM pkchangelog.runs WHERE relid = '$table{$p}'::re
 		't', "$p: changelog runs in rows of their own (before) and in snapshot rows (since)");
 }
 
-# --- both forms of a run in its catalog row are read: a full compaction
+# --- both forms of a run in a catalog row are read: a full compaction
 # moves the 1-row commit's run written on pages before the update into its
 # row as it was written (run format 2, index_offset > 0), beside the
-# retained commits' runs written compact since (index_offset 0); the
+# retained commit's run written compact since, in its snapshot's row; the
 # stream of producer none reads both
 $node->safe_psql('upgraded', qq{INSERT INTO $table{none} VALUES (3001, 3, 3, 'compact')});
 $node->safe_psql('upgraded', qq{SELECT pk_compact('$table{none}', true)});
 is($node->safe_psql('upgraded', qq{
 SELECT string_agg(DISTINCT CASE WHEN r.index_offset = 0 THEN 'compact' ELSE 'format 2' END, ',')
   FROM pkchangelog.runs r JOIN pk_runs('$table{none}') p USING (run_id)
- WHERE r.relid = '$table{none}'::regclass AND p.kind = 'delta' AND r.stream IS NOT NULL}), 'compact,format 2',
-	'none: retained commits\' runs in their catalog rows in both forms');
+ WHERE r.relid = '$table{none}'::regclass AND p.kind = 'delta' AND r.stream IS NOT NULL}) . ' / ' .
+   $node->safe_psql('upgraded', qq{
+SELECT string_agg(DISTINCT convert_from(substr(s.data, 1, 4), 'SQL_ASCII'), ',')
+  FROM pkchangelog.snapshots s JOIN pk_runs('$table{none}') p ON p.run_id = -s.snapshot_id
+ WHERE s.relid = '$table{none}'::regclass AND p.kind = 'delta'}), 'format 2 / KMRC',
+	'none: retained commits\' runs in catalog rows in both forms (the compact one in its snapshot\'s row)');
 is($node->safe_psql('upgraded', qq{
 SELECT string_agg(rowkind || ("row"->>'id') || '=' || ("row"->>'amount'), ' ' ORDER BY ord)
   FROM pk_changes('$table{none}') WITH ORDINALITY c(s, rowkind, "row", p, ord)
@@ -229,8 +233,8 @@ is(mid_kinds(), 'data:1 delta:2 / {"data": 1, "delta": 2, "changelog": 0}',
 $node->safe_psql('mid', 'ALTER EXTENSION pkchangelog UPDATE');
 $node->safe_psql('mid', 'INSERT INTO d VALUES (3, 3)');
 $node->safe_psql('mid', q{SELECT pk_compact('d', true)});
-is(mid_kinds(), 'data:2 delta:2 / {"data": 1, "delta": 3, "changelog": 0}',
-	"$default: the new delta keeps its row as it was; pk_stats tells the three deltas apart");
+is(mid_kinds(), 'data:1 delta:2 / {"data": 1, "delta": 3, "changelog": 0}',
+	"$default: the new delta is kept in its snapshot's row; pk_stats tells the three deltas apart");
 is($node->safe_psql('mid', q{SELECT string_agg(kind, ',' ORDER BY run_id) FROM pk_runs('d')}),
 	'delta,delta,delta,data', "$default: and so does pk_runs");
 $node->safe_psql('mid', q{

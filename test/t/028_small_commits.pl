@@ -167,11 +167,14 @@ SELECT count(*) FROM pk_snapshots('$t') WHERE commit_kind = 'COMPACT'}), '>=', 1
 SELECT count(*) FROM pk_runs('$t') WHERE kind = 'data' AND level = 5}), '1',
 		"$t: the loaded run stayed at the bottom, beside the small runs' merges");
 }
-# deltas are in their catalog rows, small changelog runs in their
-# snapshots' rows
+# a small commit's data run (retained as a delta) and changelog run are
+# in its snapshot's row, with no row of their own
 cmp_ok($node->safe_psql('postgres', q{
-SELECT count(*) FROM pkchangelog.runs WHERE stream IS NOT NULL AND relid = 't_none'::regclass}),
-	'>', 100, 't_none: retained deltas are kept in their catalog rows');
+SELECT count(data) FROM pkchangelog.snapshots WHERE relid = 't_none'::regclass}),
+	'>', 100, 't_none: small commits\' runs (retained deltas) are in their snapshots\' rows');
+is($node->safe_psql('postgres', q{
+SELECT count(*) FROM pkchangelog.runs WHERE relid = 't_none'::regclass AND from_commit
+   AND nblocks = 0}), '0', 't_none: no small commit\'s run has a row of its own');
 cmp_ok($node->safe_psql('postgres', q{
 SELECT count(changelog) FROM pkchangelog.snapshots WHERE relid = 't_lookup'::regclass}),
 	'>', 100, 't_lookup: small changelog runs are in their snapshots\' rows');
