@@ -300,39 +300,6 @@ cat_snapshots_hold_changelogs(void)
 }
 
 /*
- * The changelog run a snapshot's row holds (v, n: the deformed row), or
- * NULL.  It is stored compact (run_format.h): its row count is its block
- * header's, which the block's CRC covers when the run is read.  It has no
- * pages, so no storage: the reader gives it its table's relfilenode.
- */
-static RunInfo *
-snapshot_changelog(Relation crel, const Datum *v, const bool *n)
-{
-	RunInfo    *r;
-	bytea	   *b;
-	RunBlockHeader bh;
-
-	if (RelationGetDescr(crel)->natts < Anum_snapshots_changelog ||
-		n[Anum_snapshots_changelog_run_id - 1] || n[Anum_snapshots_changelog - 1])
-		return NULL;
-	b = DatumGetByteaPCopy(v[Anum_snapshots_changelog - 1]);
-	r = palloc0(sizeof(RunInfo));
-	r->run_id = DatumGetInt64(v[Anum_snapshots_changelog_run_id - 1]);
-	r->kind = RUN_CHANGELOG;
-	r->in_snapshot_row = true;
-	r->created_snapshot = DatumGetInt64(v[Anum_snapshots_snapshot_id - 1]);
-	r->stream = VARDATA(b);
-	r->stream_len = VARSIZE(b) - VARHDRSZ;
-	r->size_bytes = r->stream_len;
-	if (r->stream_len >= sizeof(uint32) + sizeof(bh))
-	{
-		memcpy(&bh, r->stream + sizeof(uint32), sizeof(bh));
-		r->record_count = bh.nrows;
-	}
-	return r;
-}
-
-/*
  * Can a snapshot's row hold its commit's data run (catalog 0.9)?  Before the
  * update, every data run has a row of its own.
  */
@@ -348,7 +315,9 @@ cat_snapshots_hold_data(void)
 
 /*
  * The storage relid has now, which a run without pages belongs to whatever
- * storage it was written in.  The caller holds a lock on the table.
+ * storage it was written in.  A caller that reads the run holds a lock on
+ * the table; pk_runs, which lists runs without one, may find the table
+ * dropped meanwhile (InvalidOid: it does not show the storage).
  */
 static Oid
 current_relfilenode(Oid relid)
@@ -357,49 +326,75 @@ current_relfilenode(Oid relid)
 	Oid			relfilenode;
 
 	if (!RelationIsValid(rel))
-		elog(ERROR, "could not open relation with OID %u", relid);
+		return InvalidOid;
 	relfilenode = rel->rd_node.relNode;
 	RelationClose(rel);
 	return relfilenode;
 }
 
 /*
+ * A run a snapshot's row holds in its column anum (v: the deformed row):
+ * stored compact (run_format.h), its row count is its block header's,
+ * which the block's CRC covers when the run is read.  It has no pages, so
+ * it is in the table's current storage.
+ */
+static RunInfo *
+snapshot_run(const Datum *v, int anum, RunKind kind)
+{
+	bytea	   *b = DatumGetByteaPCopy(v[anum - 1]);
+	RunInfo    *r = palloc0(sizeof(RunInfo));
+	RunBlockHeader bh;
+
+	r->kind = kind;
+	r->in_snapshot_row = true;
+	r->created_snapshot = DatumGetInt64(v[Anum_snapshots_snapshot_id - 1]);
+	r->relfilenode = current_relfilenode(DatumGetObjectId(v[Anum_snapshots_relid - 1]));
+	r->stream = VARDATA(b);
+	r->stream_len = VARSIZE(b) - VARHDRSZ;
+	r->size_bytes = r->stream_len;
+	if (r->stream_len >= sizeof(uint32) + sizeof(bh))
+	{
+		memcpy(&bh, r->stream + sizeof(uint32), sizeof(bh));
+		r->record_count = bh.nrows;
+	}
+	return r;
+}
+
+/* the changelog run a snapshot's row holds (v, n: the deformed row), or NULL */
+static RunInfo *
+snapshot_changelog(Relation crel, const Datum *v, const bool *n)
+{
+	RunInfo    *r;
+
+	if (RelationGetDescr(crel)->natts < Anum_snapshots_changelog ||
+		n[Anum_snapshots_changelog_run_id - 1] || n[Anum_snapshots_changelog - 1])
+		return NULL;
+	r = snapshot_run(v, Anum_snapshots_changelog, RUN_CHANGELOG);
+	r->run_id = DatumGetInt64(v[Anum_snapshots_changelog_run_id - 1]);
+	return r;
+}
+
+/*
  * The data run kept in a snapshot's row (values v, nulls n of crel, the
- * snapshots table), or NULL.  Its run id is minus the snapshot's id; it has
- * no pages, so it is in the table's current storage.
+ * snapshots table), or NULL.  Its run id is minus the snapshot's id.
  */
 static RunInfo *
 snapshot_data(Relation crel, const Datum *v, const bool *n)
 {
 	RunInfo    *r;
-	bytea	   *b;
-	RunBlockHeader bh;
 
 	if (RelationGetDescr(crel)->natts < Anum_snapshots_data_max_key ||
 		n[Anum_snapshots_data - 1] || n[Anum_snapshots_data_seq - 1])
 		return NULL;
-	b = DatumGetByteaPCopy(v[Anum_snapshots_data - 1]);
-	r = palloc0(sizeof(RunInfo));
-	r->created_snapshot = DatumGetInt64(v[Anum_snapshots_snapshot_id - 1]);
+	r = snapshot_run(v, Anum_snapshots_data, RUN_DATA);
 	r->run_id = -r->created_snapshot;
-	r->kind = RUN_DATA;
 	r->from_commit = true;
-	r->in_snapshot_row = true;
-	r->stream = VARDATA(b);
-	r->stream_len = VARSIZE(b) - VARHDRSZ;
-	r->size_bytes = r->stream_len;
 	r->row_base = pk_inline_row_base(r->run_id);
 	r->min_seq = r->max_seq = DatumGetInt64(v[Anum_snapshots_data_seq - 1]);
 	if (!n[Anum_snapshots_data_min_key - 1])
 		r->min_key = TextDatumGetCString(v[Anum_snapshots_data_min_key - 1]);
 	if (!n[Anum_snapshots_data_max_key - 1])
 		r->max_key = TextDatumGetCString(v[Anum_snapshots_data_max_key - 1]);
-	r->relfilenode = current_relfilenode(DatumGetObjectId(v[Anum_snapshots_relid - 1]));
-	if (r->stream_len >= sizeof(uint32) + sizeof(bh))
-	{
-		memcpy(&bh, r->stream + sizeof(uint32), sizeof(bh));
-		r->record_count = bh.nrows;
-	}
 	return r;
 }
 
@@ -472,7 +467,6 @@ run_row(Relation crel, Oid relid, int64 run_id, HeapTuple *tup)
 }
 
 static RunInfo *run_from_tuple(Relation crel, HeapTuple tup);
-static char *extension_version(void);
 
 static int
 run_id_cmp(const ListCell *a, const ListCell *b)
@@ -2108,9 +2102,14 @@ cat_version_accepted(const char *version)
 	return false;
 }
 
-/* the pkchangelog extension's version in pg_extension, or NULL */
-static char *
-extension_version(void)
+/*
+ * The installed extension's version (pg_extension.extversion) when it is
+ * not this library's but one the library can be updated from: the catalog
+ * an ALTER EXTENSION pkchangelog UPDATE has yet to bring to this library's
+ * shape.  NULL otherwise.
+ */
+char *
+cat_version_to_update(void)
 {
 	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
 	ScanKeyData key;
@@ -2133,20 +2132,6 @@ extension_version(void)
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
-	return version;
-}
-
-/*
- * The installed extension's version (pg_extension.extversion) when it is
- * not this library's but one the library can be updated from: the catalog
- * an ALTER EXTENSION pkchangelog UPDATE has yet to bring to this library's
- * shape.  NULL otherwise.
- */
-char *
-cat_version_to_update(void)
-{
-	char	   *version = extension_version();
-
 	if (version && (strcmp(version, PKCHANGELOG_VERSION) == 0 || !cat_version_accepted(version)))
 		version = NULL;
 	return version;

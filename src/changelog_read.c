@@ -325,10 +325,7 @@ scan_snapshots(Relation rel, List *snaps, List *runs, ChangeCallback cb, void *a
 		if (si->data && snapshot_uses(si, si->data))
 			scan_run(rel, t, si, si->data, rowcxt, cb, arg);
 		if (si->changelog && snapshot_uses(si, si->changelog))
-		{
-			si->changelog->relfilenode = rel->rd_node.relNode;
 			scan_run(rel, t, si, si->changelog, rowcxt, cb, arg);
-		}
 	}
 	MemoryContextDelete(rowcxt);
 }
