@@ -22,6 +22,16 @@
  * input: the TRUNCATE record; lookup and full-compaction: the -D of every
  * removed row).
  *
+ * Only a logical replication slot of the table's database can read the
+ * records, and only one that exists when they are written: a slot created
+ * later logs the transactions running while it is being created (this
+ * one, whose commit step has its xid) and outputs none of them, becoming
+ * consistent only once they have all ended (snapbuild.c; since 15.8 a
+ * slot being created never starts from a serialized snapshot, which could
+ * have made it consistent at once).  So a commit step that finds no such
+ * slot writes none: a server at wal_level = logical that nobody decodes
+ * pays nothing for them.
+ *
  * Records are read back from the runs the snapshot wrote (changelog_scan),
  * so the decoded stream is pk_changes' stream, and are batched: one record
  * holds rows up to about PK_WAL_BATCH bytes, a -U and its +U always in the
@@ -43,11 +53,14 @@
 #include "access/xloginsert.h"
 #include "access/xlogreader.h"
 #include "catalog/catalog.h"
+#include "miscadmin.h"
 #include "replication/decode.h"
 #include "replication/logical.h"
 #include "replication/reorderbuffer.h"
+#include "replication/slot.h"
 #include "replication/snapbuild.h"
 #include "storage/relfilenode.h"
+#include "utils/guc.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -121,14 +134,38 @@ batch_add(void *arg, const SnapshotInfo *si, int kind, MinimalTuple tup)
 	b->hdr.nchanges++;
 }
 
+/* 15.8: slot creation no longer restores serialized snapshots */
+#define PK_SLOT_CREATION_FIXED	150008
+
+/*
+ * May a logical replication slot decode the current transaction's records
+ * (see the file's header)?  Asked with the transaction's xid assigned, so
+ * that a slot created after the answer sees it running.  Before 15.8 a
+ * slot being created could become consistent at once: always.
+ */
+static bool
+decodable_now(void)
+{
+	static int	server_version = 0;
+	int			nslots;
+	int			nactive;
+
+	if (server_version == 0)
+		server_version = atoi(GetConfigOption("server_version_num", false, false));
+	if (server_version < PK_SLOT_CREATION_FIXED)
+		return true;
+	(void) GetTopTransactionId();
+	return ReplicationSlotsCountDBSlots(MyDatabaseId, &nslots, &nactive);
+}
+
 /*
  * Writes the changes of rel's snapshot si, which the current transaction
  * has just made (its catalog rows and runs are written), as
  * records of this resource manager.  have_runs: runs is every run of the
  * step kept in a row of pkchangelog.runs, as it wrote them (a small
  * commit's: no catalog read); else they are read back.  Nothing unless
- * wal_level is logical and the table is logically logged (not temporary or
- * unlogged).
+ * wal_level is logical, the table is logically logged (not temporary or
+ * unlogged) and a logical replication slot of the database exists.
  */
 void
 changelog_wal_log_snapshot(Relation rel, const SnapshotInfo *si, List *runs,
@@ -137,7 +174,7 @@ changelog_wal_log_snapshot(Relation rel, const SnapshotInfo *si, List *runs,
 	WalBatch	b;
 	Snapshot	snapshot = NULL;
 
-	if (!RelationIsLogicallyLogged(rel))
+	if (!RelationIsLogicallyLogged(rel) || !decodable_now())
 		return;
 	if (!have_runs)
 	{

@@ -237,6 +237,43 @@ SELECT data FROM pg_logical_slot_get_changes('ddl_slot', NULL, NULL,
 SELECT 'stop' FROM pg_drop_replication_slot('ddl_slot');
 DROP TABLE dd;
 
+-- Records are written only while a logical slot of the database exists: a
+-- slot created later outputs no transaction that was running while it was
+-- being created, so it could not decode them.  pg_walinspect counts them.
+CREATE EXTENSION pg_walinspect;
+CREATE TABLE wr (k int PRIMARY KEY, v int) USING pkmerge
+	WITH (changelog_producer = 'lookup');
+SELECT pg_current_wal_insert_lsn() AS wr_start \gset
+INSERT INTO wr VALUES (1, 1), (2, 1);
+UPDATE wr SET v = 2 WHERE k = 1;
+SELECT count(*) FILTER (WHERE resource_manager = 'pkchangelog') AS records_without_slot,
+	count(*) FILTER (WHERE resource_manager = 'Heap') > 0 AS catalog_rows_written
+FROM pg_get_wal_records_info(:'wr_start', pg_current_wal_flush_lsn());
+SELECT 'init' FROM pg_create_logical_replication_slot('wr_slot', 'pkchangelog');
+SELECT pg_current_wal_insert_lsn() AS wr_start \gset
+UPDATE wr SET v = 3 WHERE k = 1;
+DELETE FROM wr WHERE k = 2;
+SELECT count(*) FILTER (WHERE resource_manager = 'pkchangelog') AS records_with_slot
+FROM pg_get_wal_records_info(:'wr_start', pg_current_wal_flush_lsn());
+SELECT data FROM pg_logical_slot_get_changes('wr_slot', NULL, NULL,
+	'include-xids', '0', 'skip-empty-xacts', '1');
+SELECT 'stop' FROM pg_drop_replication_slot('wr_slot');
+-- a slot of another database does not count
+\set wr_db :DBNAME
+CREATE DATABASE wr_other;
+\c wr_other
+SELECT 'init' FROM pg_create_logical_replication_slot('wr_other_slot', 'test_decoding');
+\c :wr_db
+SELECT pg_current_wal_insert_lsn() AS wr_start \gset
+UPDATE wr SET v = 4 WHERE k = 1;
+SELECT count(*) FILTER (WHERE resource_manager = 'pkchangelog') AS records_other_database
+FROM pg_get_wal_records_info(:'wr_start', pg_current_wal_flush_lsn());
+SELECT 'stop' FROM pg_drop_replication_slot('wr_other_slot');
+DROP DATABASE wr_other;
+TABLE wr;
+DROP TABLE wr;
+DROP EXTENSION pg_walinspect;
+
 -- the extension's catalog never reaches a publication
 CREATE PUBLICATION p_all FOR ALL TABLES;
 CREATE PUBLICATION p_cat FOR TABLE orders, pkchangelog.runs;

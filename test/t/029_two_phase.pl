@@ -5,7 +5,9 @@
 # for the prepared transaction and then follows it; the background worker
 # is not held up by a prepared transaction's commit lock (it compacts the
 # other tables, and that table once it is committed); logical decoding with
-# and without two_phase shows each change once; and one transaction driven
+# and without two_phase shows each change once, and a slot created while a
+# transaction is prepared (its records skipped: no slot then) outputs only
+# what commits after it; and one transaction driven
 # through two databases the way a transaction manager does (PREPARE in
 # each, then COMMIT PREPARED in each, a crash in between) commits in both.
 use strict;
@@ -235,6 +237,37 @@ PREPARE TRANSACTION 'xa_${round}_$db';
 }
 is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'), '0',
 	'no prepared transaction is left');
+
+# --- a transaction prepared while its database had no logical slot wrote
+# no decoding records (its commit step runs at PREPARE): a slot created
+# while it is prepared waits for COMMIT PREPARED and outputs only what
+# commits after it
+$node->safe_psql('db2', q{
+CREATE TABLE t_noslot (id int PRIMARY KEY, v int) USING pkmerge
+	WITH (changelog_producer = 'lookup');
+INSERT INTO t_noslot VALUES (1, 0);
+BEGIN;
+UPDATE t_noslot SET v = 1 WHERE id = 1;
+PREPARE TRANSACTION 'noslot';
+});
+my $creator = $node->background_psql('db2', on_error_stop => 0);
+$creator->query_until(qr/started/, "\\echo started\nSELECT pg_create_logical_replication_slot('db2_slot', 'test_decoding');\n");
+ok($node->poll_query_until('db2', q{
+SELECT count(*) > 0 FROM pg_stat_activity
+ WHERE query LIKE 'SELECT pg_create_logical_replication_slot(''db2_slot''%'
+   AND wait_event_type = 'Lock'}),
+	'a slot created while a transaction is prepared waits for it');
+$node->safe_psql('db2', q{COMMIT PREPARED 'noslot'});
+$creator->quit;
+$node->safe_psql('db2', 'UPDATE t_noslot SET v = v + 10 WHERE id = 1');
+is($node->safe_psql('db2', q{
+SELECT string_agg(data, E'\n') FROM pg_logical_slot_get_changes('db2_slot', NULL, NULL,
+	'include-xids', '0', 'skip-empty-xacts', '1')
+ WHERE data LIKE 'table public.t_noslot:%'}),
+	'table public.t_noslot: UPDATE: old-key: id[integer]:1 v[integer]:1 new-tuple: id[integer]:1 v[integer]:11',
+	'the slot outputs the commit after its creation, not the prepared one');
+is($node->safe_psql('db2', 'SELECT v FROM t_noslot'), '11', 'both updates committed');
+$node->safe_psql('db2', q{SELECT pg_drop_replication_slot('db2_slot')});
 
 my $log = slurp_file($node->logfile);
 my @bad = grep { /PANIC|TRAP:|terminated by signal/ } split /\n/, $log;
