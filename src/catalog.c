@@ -191,7 +191,7 @@ static const Oid tables_types[Natts_tables] = {
 	OIDOID, INT8OID, INT8OID, INT8OID, INT8OID, INT8ARRAYOID, INT8OID
 };
 static const Oid snapshots_types[Natts_snapshots] = {
-	OIDOID, INT8OID, TEXTOID, TIMESTAMPTZOID, NAMEOID, XID8OID, INT8OID,
+	OIDOID, INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, XID8OID, INT8OID,
 	INT8OID, INT8OID, TEXTOID, FLOAT8OID, INT8OID, BYTEAOID, BYTEAOID, INT8OID,
 	TEXTOID, TEXTOID
 };
@@ -223,6 +223,17 @@ static const struct
 	materializations_types},
 };
 
+/* is typid what this library reads in column i of catalog table which? */
+static bool
+cat_type_matches(CatTable which, int i, Oid typid)
+{
+	if (typid == cat_shapes[which].types[i])
+		return true;
+	/* before catalog 0.10, the committing role is a name */
+	return which == CAT_SNAPSHOTS && i == Anum_snapshots_commit_user - 1 &&
+		typid == NAMEOID;
+}
+
 /* open a catalog table, checked to have the columns this library reads */
 static Relation
 cat_open(CatTable which, LOCKMODE lockmode)
@@ -240,7 +251,7 @@ cat_open(CatTable which, LOCKMODE lockmode)
 
 	for (int i = 0; match && i < desc->natts; i++)
 		match = !TupleDescAttr(desc, i)->attisdropped &&
-			TupleDescAttr(desc, i)->atttypid == cat_shapes[which].types[i];
+			cat_type_matches(which, i, TupleDescAttr(desc, i)->atttypid);
 	if (!match)
 	{
 		/* a catalog this library updates from is not to be dropped */
@@ -1077,11 +1088,15 @@ cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 	si->changelog = NULL;
 	si->data = NULL;
 	namestrcpy(&user, GetUserNameFromId(GetUserId(), false));
+	/* text since catalog 0.10 */
+	if (TupleDescAttr(RelationGetDescr(crel), Anum_snapshots_commit_user - 1)->atttypid == NAMEOID)
+		values[Anum_snapshots_commit_user - 1] = NameGetDatum(&user);
+	else
+		values[Anum_snapshots_commit_user - 1] = CStringGetTextDatum(NameStr(user));
 	values[Anum_snapshots_relid - 1] = ObjectIdGetDatum(relid);
 	values[Anum_snapshots_snapshot_id - 1] = Int64GetDatum(snapshot_id);
 	values[Anum_snapshots_commit_kind - 1] = CStringGetTextDatum(kinds[kind]);
 	values[Anum_snapshots_commit_time - 1] = TimestampTzGetDatum(si->commit_time);
-	values[Anum_snapshots_commit_user - 1] = NameGetDatum(&user);
 	values[Anum_snapshots_commit_xid - 1] = FullTransactionIdGetDatum(GetTopFullTransactionId());
 	values[Anum_snapshots_total_record_count - 1] = Int64GetDatum(total);
 	values[Anum_snapshots_delta_record_count - 1] = Int64GetDatum(delta);
@@ -2090,7 +2105,7 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id, const TableState *st)
  * library installs the base script and updates it; an older library, or
  * one with no path from that version, is refused there.
  */
-static const char *const catalog_versions[] = {"0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", PKCHANGELOG_VERSION};
+static const char *const catalog_versions[] = {"0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", PKCHANGELOG_VERSION};
 
 /* does this library work with the catalog of version, once updated? */
 bool

@@ -8,6 +8,6 @@
 #ifndef PKCHANGELOG_H
 #define PKCHANGELOG_H
 
-#define PKCHANGELOG_VERSION "0.9"
+#define PKCHANGELOG_VERSION "0.10"
 
 #endif							/* PKCHANGELOG_H */

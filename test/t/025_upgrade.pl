@@ -265,6 +265,40 @@ is($node->safe_psql('pre09', $row_and_stats), '3/3 6',
 is($node->safe_psql('pre09', q{SELECT max(snapshot_id) || ' ' || (SELECT sum(v) FROM f) FROM pk_snapshots('f')}),
 	'6 21', "$default: ids go on, the rows are all there");
 
+# --- a catalog at 0.9 keeps the committing role as a name; a library of
+# 0.10 writes it as such until the update, which turns the column into
+# text with every value kept (and still readable by every role), and
+# pk_snapshots returns a name throughout
+$node->safe_psql('postgres', 'CREATE DATABASE pre010');
+$node->safe_psql('pre010', q{
+CREATE EXTENSION pkchangelog VERSION '0.9';
+CREATE ROLE writer010;
+CREATE TABLE u (id int PRIMARY KEY, v int) USING pkmerge;
+GRANT INSERT, SELECT ON u TO writer010;
+INSERT INTO u VALUES (1, 1);
+SET ROLE writer010;
+INSERT INTO u VALUES (2, 2);
+RESET ROLE;
+});
+my $users = q{
+SELECT string_agg(snapshot_id || ':' || commit_user || ':' || pg_typeof(commit_user), ','
+	ORDER BY snapshot_id) FROM pk_snapshots('u')};
+is($node->safe_psql('pre010', $users), '1:postgres:name,2:writer010:name',
+	'catalog 0.9: the committing roles');
+$node->safe_psql('pre010', 'ALTER EXTENSION pkchangelog UPDATE');
+$node->safe_psql('pre010', 'SET ROLE writer010; INSERT INTO u VALUES (3, 3)');
+is($node->safe_psql('pre010', $users), '1:postgres:name,2:writer010:name,3:writer010:name',
+	"$default: the roles kept, the next commit's added; pk_snapshots returns names");
+is($node->safe_psql('pre010', q{
+SELECT string_agg(commit_user || ':' || pg_typeof(commit_user), ',' ORDER BY snapshot_id)
+FROM pkchangelog.snapshots}),
+	'postgres:text,writer010:text,writer010:text',
+	"$default: pkchangelog.snapshots keeps them as text");
+is($node->safe_psql('pre010', q{
+SELECT has_column_privilege('public', 'pkchangelog.snapshots', 'commit_user', 'SELECT')}),
+	't', "$default: still readable by every role");
+$node->safe_psql('pre010', 'DROP TABLE u; DROP ROLE writer010');
+
 # --- a catalog of another shape is refused -------------------------------
 # The library reads the catalog of its own version only.  A catalog table
 # of another shape is refused before a row is read; the hint says to drop
