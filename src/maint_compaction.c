@@ -80,6 +80,15 @@ run_size(const RunInfo *r)
 	return r->stream ? BLCKSZ : r->size_bytes;
 }
 
+/* is level-0 run a newer than b, in sorted_runs' order? */
+static bool
+l0_newer(const RunInfo *a, const RunInfo *b)
+{
+	if (a->max_seq != b->max_seq)
+		return a->max_seq > b->max_seq;
+	return a->run_id > b->run_id;
+}
+
 static int
 l0_newest_first(const ListCell *a, const ListCell *b)
 {
@@ -87,9 +96,7 @@ l0_newest_first(const ListCell *a, const ListCell *b)
 	const RunInfo *rb = linitial(((SortedRun *) lfirst(b))->runs);
 
 	/* two runs never share their newest row; run ids break a tie anyway */
-	if (ra->max_seq != rb->max_seq)
-		return (ra->max_seq < rb->max_seq) - (ra->max_seq > rb->max_seq);
-	return (ra->run_id < rb->run_id) - (ra->run_id > rb->run_id);
+	return l0_newer(rb, ra) - l0_newer(ra, rb);
 }
 
 /* add run r to sorted run sr, made anew when NULL, at level */
@@ -149,26 +156,69 @@ sorted_runs(List *runs)
 /*
  * How many of the youngest sorted runs are small (compaction_small_run_ratio
  * times smaller than the largest, in bytes; none when the ratio is 0), and
- * what all the sorted runs count as towards the triggers.
+ * what all the sorted runs count as towards the triggers.  From the runs
+ * themselves, without making the sorted runs (every commit asks,
+ * compact_due): the small ones are the level-0 runs newer than the newest
+ * one that is not small, as the sorted runs list them.
  */
 static int
-count_small(const PkOptions *o, List *srs, int *effective)
+count_small(const PkOptions *o, List *runs, int *effective)
 {
 	int64		largest = 0;
-	int			n = list_length(srs);
+	int			maxlevel = 0;
+	int			n = 0;
 	int			nsmall = 0;
+	const RunInfo *newest_large = NULL;
 	ListCell   *lc;
 
-	foreach(lc, srs)
-		largest = Max(largest, ((SortedRun *) lfirst(lc))->bytes);
-	foreach(lc, srs)
+	foreach(lc, runs)
 	{
-		SortedRun  *sr = lfirst(lc);
+		const RunInfo *r = lfirst(lc);
 
-		if (o->compaction_small_run_ratio == 0 || sr->level != 0 ||
-			sr->bytes * o->compaction_small_run_ratio >= largest)
-			break;
-		nsmall++;
+		maxlevel = Max(maxlevel, r->level);
+		if (r->level == 0)
+		{
+			largest = Max(largest, run_bytes(r));
+			n++;
+		}
+	}
+	/* each level above 0 is one sorted run of all its runs */
+	for (int level = 1; level <= maxlevel; level++)
+	{
+		int64		bytes = 0;
+		bool		found = false;
+
+		foreach(lc, runs)
+		{
+			const RunInfo *r = lfirst(lc);
+
+			if (r->level == level)
+			{
+				bytes += run_bytes(r);
+				found = true;
+			}
+		}
+		largest = Max(largest, bytes);
+		n += found ? 1 : 0;
+	}
+	if (o->compaction_small_run_ratio > 0)
+	{
+		foreach(lc, runs)
+		{
+			const RunInfo *r = lfirst(lc);
+
+			if (r->level == 0 &&
+				run_bytes(r) * o->compaction_small_run_ratio >= largest &&
+				(newest_large == NULL || l0_newer(r, newest_large)))
+				newest_large = r;
+		}
+		foreach(lc, runs)
+		{
+			const RunInfo *r = lfirst(lc);
+
+			if (r->level == 0 && (newest_large == NULL || l0_newer(r, newest_large)))
+				nsmall++;
+		}
 	}
 	*effective = n - nsmall +
 		(nsmall + SMALL_RUNS_PER_SORTED_RUN - 1) / SMALL_RUNS_PER_SORTED_RUN;
@@ -211,16 +261,17 @@ ratio_count(const PkOptions *o, List *srs, int start, int limit, bool by_bytes)
  * of them are there, the youngest that the size ratio joins (or, with more
  * than SMALL_RUNS_MAX, the oldest ones) merge into one level-0 run.  Then
  * Paimon's UniversalCompaction.pick, with small runs counted as above:
- * size amplification first, then size ratio, then the run count.
+ * size amplification first, then size ratio, then the run count.  runs:
+ * the table's data runs; srs: their sorted runs.
  */
 static int
-pick(const PkOptions *o, List *srs, bool force, int *outlevel)
+pick(const PkOptions *o, List *runs, List *srs, bool force, int *outlevel)
 {
 	int			n = list_length(srs);
 	int			maxlevel = o->num_levels - 1;
 	int			count = 0;
 	int			effective;
-	int			nsmall = count_small(o, srs, &effective);
+	int			nsmall = count_small(o, runs, &effective);
 
 	if (n == 0)
 		return 0;
@@ -299,7 +350,7 @@ compact_due(Relation rel, List *runs, int extra)
 	PkTable    *t = pk_table(rel);
 	int			n;
 
-	(void) count_small(&t->opts, sorted_runs(runs), &n);
+	(void) count_small(&t->opts, runs, &n);
 	n += extra;
 
 	if (n >= t->opts.num_sorted_run_stop_trigger)
@@ -384,18 +435,13 @@ store_switched(Relation rel, const TableState *st, List *before, List *outputs,
 }
 
 /*
- * The oldest retained snapshot of relid (PG_INT64_MAX if none).  Under the
- * compaction lock: no expiration runs meanwhile.
+ * Is snapshot_id of relid retained, and was it committed under producer
+ * none?  Its row is looked up by its key: the retained snapshots are the
+ * rows there are (expiration takes the oldest first), and a search for the
+ * oldest would step over every index entry of the snapshots expired since
+ * the catalog was last vacuumed, thousands a second under 1-row commits.
+ * Under the compaction lock: no expiration runs meanwhile.
  */
-static int64
-oldest_snapshot(Oid relid)
-{
-	List	   *first = cat_snapshots_oldest(relid, 0, PG_INT64_MAX, 1, GetLatestSnapshot());
-
-	return first ? ((SnapshotInfo *) linitial(first))->snapshot_id : PG_INT64_MAX;
-}
-
-/* was snapshot_id of relid committed under producer none? */
 static bool
 made_under_none(Oid relid, int64 snapshot_id)
 {
@@ -437,7 +483,6 @@ compact_table(Relation rel, bool full)
 	ListCell   *lc;
 	bool		bottom;
 	RunInfo    *changelog = NULL;
-	int64		oldest;
 	MemoryContext itemcxt;
 	MemoryContext old;
 	instr_time	start;
@@ -451,7 +496,7 @@ compact_table(Relation rel, bool full)
 	 */
 	live = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()));
 	srs = sorted_runs(live);
-	count = pick(&t->opts, srs, full, &outlevel);
+	count = pick(&t->opts, live, srs, full, &outlevel);
 	if (count == 0)
 		return 0;
 	for (int i = 0; i < count; i++)
@@ -515,7 +560,6 @@ compact_table(Relation rel, bool full)
 	if (!runcache_data_runs(rel, GetLatestSnapshot(), true, &before))
 		before = NIL;
 	snapshot_id = st.last_snapshot_id + 1;
-	oldest = oldest_snapshot(relid);
 	/* catalog updates of thousands of runs: their memory goes run by run */
 	itemcxt = AllocSetContextCreate(CurrentMemoryContext, "pkmerge compaction switch",
 									ALLOCSET_DEFAULT_SIZES);
@@ -552,8 +596,7 @@ compact_table(Relation rel, bool full)
 		 * catalog before 0.8, whose pk_stats goes by the rows' kinds, has
 		 * every one retired.
 		 */
-		if (r->from_commit && r->created_snapshot >= oldest &&
-			made_under_none(relid, r->created_snapshot))
+		if (r->from_commit && made_under_none(relid, r->created_snapshot))
 		{
 			RunInfo		delta = *r;
 

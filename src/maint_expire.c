@@ -20,6 +20,13 @@
  * a long backlog drains over several transactions and an interrupted
  * expiration resumes from the oldest snapshot left.
  *
+ * The expired snapshots' index entries stay until the catalog is vacuumed,
+ * and a search from the first snapshot would step over all of them each
+ * time: thousands a second under 1-row commits, and every 64th commit
+ * expires.  So each backend remembers, per table, up to where every
+ * snapshot is gone for good (expired by a committed transaction), and
+ * searches from there.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -32,10 +39,91 @@
 
 #include "catalog.h"
 #include "maint_expire.h"
+#include "relcache_hub.h"
 #include "table_desc.h"
 
 /* snapshots read from the catalog at a time */
 #define EXPIRE_READ_BATCH 64
+
+/*
+ * Where this backend's next expiration of a table searches from: every
+ * snapshot up to `gone` has been expired by a committed transaction (ids
+ * only grow, and an expired snapshot never comes back).  pending: up to
+ * where this transaction expired, for `gone` at its commit (forgotten if
+ * a subtransaction rolls back: which one expired is not known).  A
+ * relcache invalidation of the table (its drop among others) forgets it,
+ * so that a table that reuses the OID starts from its first snapshot.
+ * xact_expired: this transaction expired snapshots, so what it reads of
+ * the catalog may lack rows a rollback would bring back.
+ */
+#define EXPIRE_STARTS 16
+
+typedef struct ExpireStart
+{
+	Oid			relid;			/* InvalidOid: a free slot */
+	int64		gone;
+	int64		pending;		/* 0: this transaction expired none */
+} ExpireStart;
+
+static ExpireStart starts[EXPIRE_STARTS];
+static int	starts_next = 0;	/* the slot a new table takes */
+static bool starts_registered = false;
+static bool xact_expired = false;
+
+static void
+starts_invalidate(Datum arg, Oid relid)
+{
+	for (int i = 0; i < EXPIRE_STARTS; i++)
+		if (relid == InvalidOid || starts[i].relid == relid)
+			memset(&starts[i], 0, sizeof(ExpireStart));
+}
+
+/* relid's slot, taken (over the oldest taken) if create */
+static ExpireStart *
+start_of(Oid relid, bool create)
+{
+	ExpireStart *e;
+
+	for (int i = 0; i < EXPIRE_STARTS; i++)
+		if (starts[i].relid == relid)
+			return &starts[i];
+	if (!create)
+		return NULL;
+	if (!starts_registered)
+	{
+		hub_register_relcache(starts_invalidate, (Datum) 0);
+		starts_registered = true;
+	}
+	e = &starts[starts_next];
+	starts_next = (starts_next + 1) % EXPIRE_STARTS;
+	memset(e, 0, sizeof(ExpireStart));
+	e->relid = relid;
+	return e;
+}
+
+/*
+ * At the end of a transaction: what it expired is gone for good if it
+ * committed (not when prepared: its deletes may yet be rolled back).
+ */
+void
+expire_xact_end(bool committed)
+{
+	for (int i = 0; i < EXPIRE_STARTS; i++)
+	{
+		if (committed && starts[i].pending > starts[i].gone)
+			starts[i].gone = starts[i].pending;
+		starts[i].pending = 0;
+	}
+	xact_expired = false;
+}
+
+/* a subtransaction rolled back: what it expired comes back */
+void
+expire_subxact_abort(void)
+{
+	for (int i = 0; i < EXPIRE_STARTS; i++)
+		starts[i].pending = 0;
+}
 
 /*
  * Expire the snapshots of rel that are due, the oldest first, at most
@@ -60,6 +148,8 @@ expire_snapshots(Relation rel, int64 max_snapshots)
 	int64		from = 0;
 	int64		expired = 0;
 	bool		done = false;
+	bool		first = true;
+	ExpireStart *start;
 
 	/* one maintainer of a table at a time; commits go on meanwhile */
 	cat_compaction_lock(relid);
@@ -83,6 +173,9 @@ expire_snapshots(Relation rel, int64 max_snapshots)
 		st = cat_table_state_settle(relid);
 	}
 
+	start = start_of(relid, false);
+	if (start != NULL)
+		from = start->gone;
 	batchcxt = AllocSetContextCreate(CurrentMemoryContext, "pkmerge expiration batch",
 									 ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(batchcxt);
@@ -102,6 +195,17 @@ expire_snapshots(Relation rel, int64 max_snapshots)
 										ALLOCSET_DEFAULT_SIZES);
 		snaps = cat_snapshots_oldest(relid, from, upto, limit, GetLatestSnapshot());
 		done = list_length(snaps) < limit;
+
+		/*
+		 * Before the first snapshot this finds, all are gone for good,
+		 * unless this transaction expired some (its deletes may be undone)
+		 */
+		if (first && snaps != NIL && !xact_expired)
+		{
+			start = start_of(relid, true);
+			start->gone = Max(start->gone, ((SnapshotInfo *) linitial(snaps))->snapshot_id - 1);
+		}
+		first = false;
 		foreach(lc, snaps)
 		{
 			SnapshotInfo *si = lfirst(lc);
@@ -122,5 +226,10 @@ expire_snapshots(Relation rel, int64 max_snapshots)
 	}
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(batchcxt);
+	if (expired > 0)
+	{
+		start_of(relid, true)->pending = from;
+		xact_expired = true;
+	}
 	return expired;
 }

@@ -12,5 +12,7 @@
 
 /* maint_expire.c */
 extern int64 expire_snapshots(Relation rel, int64 max_snapshots);
+extern void expire_xact_end(bool committed);
+extern void expire_subxact_abort(void);
 
 #endif							/* PK_EXPIRE_H */

@@ -467,6 +467,7 @@ commit_xact_callback(XactEvent event, void *arg)
 			group_commit_forget();
 			runcache_xact_end(event == XACT_EVENT_COMMIT);
 			forget_runs_in_rows(event == XACT_EVENT_COMMIT);
+			expire_xact_end(event == XACT_EVENT_COMMIT);
 			nrequests = 0;
 			wbuf_forget_all();
 			spill_xact_end();
@@ -490,6 +491,7 @@ commit_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		wbuf_subxact_abort(mySubid);
 		spill_subxact_abort();
 		dml_subxact_abort();
+		expire_subxact_abort();
 	}
 }
 

@@ -73,3 +73,48 @@ SELECT snapshot_id FROM pk_snapshots('d');
 SELECT pk_expire_snapshots('d', -1);
 SELECT pk_expire_snapshots(NULL) AS no_table;
 DROP TABLE e, d;
+
+-- An expiration searches from where this session's committed ones left
+-- off (the expired snapshots' index entries stay until the catalog is
+-- vacuumed: they are not stepped over again).  Here thousands are expired
+-- by every 64th commit, and the rest by the last expiration.  One rolled
+-- back, whole or in a savepoint, is not remembered: what it expired is
+-- expired again, and none is skipped.
+CREATE TABLE x (id int PRIMARY KEY, v int) USING pkmerge
+	WITH (snapshot_num_retained_min = 1, snapshot_time_retained = '0ms');
+DO $$ BEGIN
+	FOR i IN 1..4000 LOOP
+		INSERT INTO x VALUES (i, i);
+		COMMIT;
+	END LOOP;
+END $$;
+SELECT count(*) < 64 AS few_left FROM pk_snapshots('x');
+SELECT pk_expire_snapshots('x') > 0 AS expired_the_rest;
+SELECT count(*) AS retained, max(snapshot_id) = pk_current_snapshot('x') AS the_last
+FROM pk_snapshots('x');
+ALTER TABLE x SET (snapshot_time_retained = '1h');
+UPDATE x SET v = v + 1 WHERE id = 1;
+UPDATE x SET v = v + 1 WHERE id = 2;
+UPDATE x SET v = v + 1 WHERE id = 3;
+ALTER TABLE x SET (snapshot_time_retained = '0ms');
+SELECT pk_expire_snapshots('x') AS learns_where_to_start;
+SELECT count(*) AS retained FROM pk_snapshots('x');
+ALTER TABLE x SET (snapshot_time_retained = '1h');
+UPDATE x SET v = v + 1 WHERE id = 4;
+UPDATE x SET v = v + 1 WHERE id = 5;
+ALTER TABLE x SET (snapshot_time_retained = '0ms');
+SELECT count(*) AS retained FROM pk_snapshots('x');
+BEGIN;
+SAVEPOINT s;
+SELECT pk_expire_snapshots('x') AS expired_in_savepoint;
+ROLLBACK TO SAVEPOINT s;
+COMMIT;
+SELECT count(*) AS retained_after_savepoint_rollback FROM pk_snapshots('x');
+BEGIN;
+SELECT pk_expire_snapshots('x') AS expired_then_rolled_back;
+ROLLBACK;
+SELECT count(*) AS retained_after_rollback FROM pk_snapshots('x');
+SELECT pk_expire_snapshots('x') AS expired_again;
+SELECT count(*) AS retained FROM pk_snapshots('x');
+SELECT count(*), sum(v) FROM x;
+DROP TABLE x;
