@@ -7,11 +7,13 @@
 #   of one transaction; pg_logical_slot_peek_changes counted, better of 2.
 #   Target: pkmerge at least 2x faster (changes/s).
 # - WAL bytes per updated row, everything included (run pages, changelog
-#   runs and the change records; full-compaction: its compaction too): a
+#   runs and the change records, a logical slot existing; full-compaction:
+#   its compaction too): a
 #   100k-row table of each producer updated in one transaction, against
 #   heap with REPLICA IDENTITY FULL.  Goal: at most heap's.
 # - commit latency the change records add: pgbench, one client, a 1-row
-#   UPDATE of a lookup table, average latency at wal_level = logical
+#   UPDATE of a lookup table, average latency at wal_level = logical with
+#   a logical slot
 #   against replica (the server restarted between).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -55,7 +57,9 @@ line "decoding $(human "$pk_changes") changes" \
 sql "SELECT pg_drop_replication_slot('bench_pk'); SELECT pg_drop_replication_slot('bench_heap');
 	DROP TABLE dec_pk, dec_heap;" >/dev/null
 
-# WAL bytes per updated row
+# WAL bytes per updated row, with a logical slot in the database so that
+# pkmerge writes its change records (without one it writes none)
+sql "SELECT pg_create_logical_replication_slot('bench_wal', 'test_decoding');" >/dev/null
 wal_per_row()
 {
 	local spec=$1 extra=$2
@@ -76,9 +80,10 @@ for producer in none input lookup full-compaction; do
 		"$(printf '%-15s %6.2fx' "$producer/heap" "$(div "$bytes" "$heap_wal")")" \
 		"(goal <= 1x)"
 done
-sql "DROP TABLE dec_wal;" >/dev/null
+sql "SELECT pg_drop_replication_slot('bench_wal'); DROP TABLE dec_wal;" >/dev/null
 
-# commit latency, logical against replica
+# commit latency, logical (with a logical slot, so that the change records
+# are written) against replica (where no logical slot may exist)
 latency_ms()
 {
 	local script=$BENCH_SCRATCH/dec_latency.sql
@@ -97,7 +102,13 @@ sql "$(load_sql dec_lat "$(producer_spec lookup)" "$wal_rows")" >/dev/null
 figs_logical=() figs_replica=()
 for level in replica logical replica logical; do
 	restart_with $level
-	if [ $level = logical ]; then figs_logical+=("$(latency_ms)"); else figs_replica+=("$(latency_ms)"); fi
+	if [ $level = logical ]; then
+		sql "SELECT pg_create_logical_replication_slot('bench_lat', 'test_decoding');" >/dev/null
+		figs_logical+=("$(latency_ms)")
+		sql "SELECT pg_drop_replication_slot('bench_lat');" >/dev/null
+	else
+		figs_replica+=("$(latency_ms)")
+	fi
 done
 logical_ms=$(best_of min "${figs_logical[@]}")
 replica_ms=$(best_of min "${figs_replica[@]}")

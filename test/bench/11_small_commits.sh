@@ -14,8 +14,10 @@
 #                                  file, and (shown beside it) the catalog
 #
 # WAL is counted from before the run to after the worker has compacted
-# what the run left due; growth over pgbench -t with default retention
-# (every snapshot of the run is retained: 1 h).
+# what the run left due, with no logical replication slot (pkmerge then
+# writes no change records; test/bench/09_decoding.sh counts them); growth
+# over pgbench -t with default retention (every snapshot of the run is
+# retained: 1 h).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
