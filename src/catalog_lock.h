@@ -11,6 +11,7 @@
 #include "storage/lock.h"
 
 /* catalog_lock.c */
+extern void cat_lock_init(void);
 extern LOCKTAG cat_commit_lock(Oid relid);
 extern void cat_commit_unlock(const LOCKTAG *tag);
 extern void cat_compaction_lock(Oid relid);

@@ -21,6 +21,7 @@
 #include "am_onconflict.h"
 #include "am_scan.h"
 #include "catalog.h"
+#include "catalog_lock.h"
 #include "changelog_wal.h"
 #include "guc.h"
 #include "maint_worker.h"
@@ -85,6 +86,7 @@ _PG_init(void)
 	worker_init();				/* background workers, their shared memory */
 	hints_init();				/* shared memory: file ends, gaps */
 	cachestats_init();			/* shared memory: cache counters */
+	cat_lock_init();			/* resource owner callback: lock waiters */
 }
 
 /*

@@ -20,7 +20,9 @@
  *		rows of the runs their latest commits wrote, so that the other
  *		backends need not read them from pkchangelog.runs either.  A
  *		committed run's row does not change while the run is in the same
- *		file, and its id is never reused.
+ *		file, and its id is never reused;
+ *	  - per table: the condition variable its committers wait on for its
+ *		commit lock (catalog_lock.c); tables sharing one wake each other.
  *
  *-------------------------------------------------------------------------
  */
@@ -28,6 +30,7 @@
 
 #include "common/hashfn.h"
 #include "miscadmin.h"
+#include "storage/condition_variable.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
@@ -99,6 +102,10 @@ typedef struct RunRing
 
 static RunRing *run_rings = NULL;
 
+/* per table: its committers' condition variable */
+#define NWAKESLOTS 256
+static ConditionVariable *commit_wake = NULL;
+
 static Size
 writes_size(void)
 {
@@ -116,6 +123,7 @@ hints_shmem_request(void)
 	RequestAddinShmemSpace(MAXALIGN(writes_size()));
 	RequestAddinShmemSpace(MAXALIGN(sizeof(RunListSlot) * NRUNSLOTS));
 	RequestAddinShmemSpace(MAXALIGN(sizeof(RunRing) * NRUNRINGS));
+	RequestAddinShmemSpace(MAXALIGN(sizeof(ConditionVariable) * NWAKESLOTS));
 }
 
 /*
@@ -153,6 +161,11 @@ hints_shmem_startup(void)
 						   sizeof(RunListSlot));
 	run_rings = slot_array("pkchangelog published run rows", NRUNRINGS,
 						   sizeof(RunRing));
+	commit_wake = ShmemInitStruct("pkchangelog commit lock waiters",
+								  sizeof(ConditionVariable) * NWAKESLOTS, &found);
+	if (!found)
+		for (int i = 0; i < NWAKESLOTS; i++)
+			ConditionVariableInit(&commit_wake[i]);
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -163,6 +176,21 @@ hints_init(void)
 	shmem_request_hook = hints_shmem_request;
 	prev_shmem_startup = shmem_startup_hook;
 	shmem_startup_hook = hints_shmem_startup;
+}
+
+/*
+ * The condition variable committers of a table of this database sleep on
+ * while its commit lock is taken; NULL before shared memory is set up.
+ */
+ConditionVariable *
+hints_commit_wake(Oid relid)
+{
+	uint32		key[2] = {MyDatabaseId, relid};
+
+	if (commit_wake == NULL)
+		return NULL;
+	return &commit_wake[hash_bytes((const unsigned char *) key, sizeof(key)) %
+						NWAKESLOTS];
 }
 
 static FileEndSlot *

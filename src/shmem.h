@@ -5,8 +5,9 @@
  *	  (database and relid, RelFileNode): where a table file's used part
  *	  ends and the gaps VACUUM found in it that new runs can reuse;
  *	  per backend, which tables its transaction has buffered writes to;
- *	  per table, the data runs its latest commit left, and the rows of
- *	  the runs its latest commits wrote.
+ *	  per table, the data runs its latest commit left, the rows of the
+ *	  runs its latest commits wrote, and the condition variable its
+ *	  committers wait on for its commit lock.
  *
  *-------------------------------------------------------------------------
  */
@@ -14,6 +15,7 @@
 #define PK_HINTS_H
 
 #include "storage/block.h"
+#include "storage/condition_variable.h"
 #include "storage/itemptr.h"
 #include "storage/relfilenode.h"
 
@@ -55,6 +57,7 @@ typedef struct PublishedRuns
 
 /* shmem.c */
 extern void hints_init(void);
+extern ConditionVariable *hints_commit_wake(Oid relid);
 extern BlockNumber hints_file_end(const RelFileNode *node);
 extern void hints_set_file_end(const RelFileNode *node, BlockNumber end,
 							   const SpaceGap *gaps, int ngaps);
