@@ -415,8 +415,7 @@ find_run(List *runs, int64 id)
  * cached), the readers take the catalog as before.
  */
 static void
-store_switched(Relation rel, const TableState *st, List *before, List *outputs,
-			   int64 snapshot_id)
+store_switched(Relation rel, const TableState *st, List *before, List *outputs)
 {
 	List	   *runs = NIL;
 
@@ -431,7 +430,7 @@ store_switched(Relation rel, const TableState *st, List *before, List *outputs,
 		runs = lappend(runs, r);
 	}
 	cat_runs_sort(runs);
-	runcache_store_commit(rel, snapshot_id, &st->row, runs);
+	runcache_store_commit(rel, st, runs);
 }
 
 /*
@@ -632,7 +631,7 @@ compact_table(Relation rel, bool full)
 						prod_name(t->opts.changelog_producer),
 						INSTR_TIME_GET_MILLISEC(duration), NULL, NULL);
 	cat_table_state_update(relid, &st);
-	store_switched(rel, &st, before, outputs, snapshot_id);
+	store_switched(rel, &st, before, outputs);
 	/* wal_level = logical: full-compaction's changes, for decoding */
 	if (changelog)
 		changelog_wal_log_snapshot(rel, si, NIL, false);

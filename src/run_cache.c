@@ -2,7 +2,10 @@
  *
  * run_cache.c
  *	  A per-backend cache of each table's data run list, so that reads do
- *	  not scan pkchangelog.runs.  It is exact by construction:
+ *	  not scan pkchangelog.runs, with the table's counters of the same
+ *	  version (last snapshot id and sequence number, record and commit
+ *	  counts), so that a commit step under the commit lock need not read
+ *	  them from the catalog either.  It is exact by construction:
  *
  *	  - Every transaction that changes which data runs others see (a commit,
  *		a compaction) writes a new version of the table's pkchangelog.tables
@@ -60,6 +63,7 @@ typedef struct CacheEntry
 	uint64		completions;	/* a snapshot that saw that version, if any */
 	TimestampTz found_at;		/* when a snapshot last saw it */
 	uint64		rewrites;		/* cat_runs_rewrites() then */
+	TableState	state;			/* the version's counters, without data_runs */
 } CacheEntry;
 
 /* how old a list may be to serve the planner's estimates */
@@ -103,10 +107,13 @@ copy_run(const RunInfo *run)
 	return r;
 }
 
-/* keep runs as the list of version (xmin, snapshot_id), in run id order */
+/*
+ * keep runs as the list of version (xmin, st's last snapshot id), in run id
+ * order, with st's counters
+ */
 static void
-store(Relation rel, TransactionId xmin, int64 snapshot_id, uint64 completions,
-	  List *runs)
+store(Relation rel, TransactionId xmin, const TableState *st,
+	  uint64 completions, List *runs)
 {
 	CacheEntry *e;
 	bool		found;
@@ -134,7 +141,10 @@ store(Relation rel, TransactionId xmin, int64 snapshot_id, uint64 completions,
 	MemoryContextSwitchTo(old);
 	e->node = rel->rd_node;
 	e->xmin = xmin;
-	e->snapshot_id = snapshot_id;
+	e->snapshot_id = st->last_snapshot_id;
+	e->state = *st;
+	e->state.data_runs = NULL;
+	e->state.ndata_runs = 0;
 	e->completions = completions;
 	e->found_at = GetCurrentTimestamp();
 	e->rewrites = cat_runs_rewrites();
@@ -246,7 +256,8 @@ published_version(Snapshot snapshot, const PublishedRuns *pub)
 
 /*
  * The data runs of rel's current file that the version of its tables row
- * seen by snapshot names, in run id order, into *runs (a copy).  False,
+ * seen by snapshot names, in run id order, into *runs (a copy), and, if st
+ * is not NULL, the version's counters into *st (data_runs not set).  False,
  * for the caller to read the catalog, when the cache cannot answer: a
  * snapshot that is not MVCC, a parallel worker (its leader may have
  * pending runs), a table without a row yet, or a transaction that changed
@@ -258,13 +269,13 @@ published_version(Snapshot snapshot, const PublishedRuns *pub)
  * committed run's row no longer changes) and reads the others, mostly one
  * or two new runs, by key.
  */
-bool
-runcache_data_runs(Relation rel, Snapshot snapshot, bool committed_only,
-				   List **runs)
+static bool
+version_runs(Relation rel, Snapshot snapshot, bool committed_only,
+			 List **runs, TableState *st)
 {
 	CacheEntry *e = NULL;
 	TransactionId xmin;
-	TableState	st;
+	TableState	vst;
 	uint64		completions;
 	ListCell   *lc;
 
@@ -291,30 +302,42 @@ runcache_data_runs(Relation rel, Snapshot snapshot, bool committed_only,
 		if (published && published_version(snapshot, &pub))
 		{
 			xmin = pub.xmin;
-			st.last_snapshot_id = pub.snapshot_id;
-			st.ndata_runs = pub.nruns;
-			st.data_runs = pub.run_ids;
+			vst.last_snapshot_id = pub.snapshot_id;
+			vst.ndata_runs = pub.nruns;
+			vst.data_runs = pub.run_ids;
+			vst.last_seq = pub.last_seq;
+			vst.total_record_count = pub.total_record_count;
+			vst.last_full_compaction = pub.last_full_compaction;
+			vst.commits = pub.commits;
+			vst.row = pub.row;
+			vst.row_snapshot_id = pub.row_snapshot_id;
 		}
 		else if (!cat_table_version(rel->rd_id, snapshot, published ? &pub.row : NULL,
-									&xmin, &st))
+									&xmin, &vst))
 			return false;		/* nothing committed yet */
-		if (e == NULL || e->xmin != xmin || e->snapshot_id != st.last_snapshot_id)
+		if (e == NULL || e->xmin != xmin || e->snapshot_id != vst.last_snapshot_id)
 		{
-			for (int i = 0; i < st.ndata_runs; i++)
+			for (int i = 0; i < vst.ndata_runs; i++)
 			{
-				RunInfo    *known = entry_run(e, st.data_runs[i]);
+				RunInfo    *known = entry_run(e, vst.data_runs[i]);
 				RunInfo    *r = known ? copy_run(known) :
-					published_run(rel, st.data_runs[i]);
+					published_run(rel, vst.data_runs[i]);
 
 				if (r == NULL)
-					r = cat_run_get(rel->rd_id, st.data_runs[i], snapshot);
+					r = cat_run_get(rel->rd_id, vst.data_runs[i], snapshot);
 
 				/* a TRUNCATE this snapshot does not see has replaced the file */
 				if (r->relfilenode == rel->rd_node.relNode)
 					*runs = lappend(*runs, r);
 			}
 			cat_runs_sort(*runs);
-			store(rel, xmin, st.last_snapshot_id, completions, *runs);
+			store(rel, xmin, &vst, completions, *runs);
+			if (st != NULL)
+			{
+				*st = vst;
+				st->data_runs = NULL;
+				st->ndata_runs = 0;
+			}
 			return true;
 		}
 		e->completions = completions;
@@ -323,7 +346,29 @@ runcache_data_runs(Relation rel, Snapshot snapshot, bool committed_only,
 	}
 	foreach(lc, e->runs)
 		*runs = lappend(*runs, copy_run(lfirst(lc)));
+	if (st != NULL)
+		*st = e->state;
 	return true;
+}
+
+bool
+runcache_data_runs(Relation rel, Snapshot snapshot, bool committed_only,
+				   List **runs)
+{
+	return version_runs(rel, snapshot, committed_only, runs, NULL);
+}
+
+/*
+ * For a commit step, under the commit lock: the committed data runs, as
+ * runcache_data_runs gives them, and the table's counters with them (what
+ * cat_table_state would read: the same version, exact by the same
+ * argument, data_runs not set).  False: read them from the catalog.
+ */
+bool
+runcache_committed_state(Relation rel, Snapshot snapshot, List **runs,
+						 TableState *st)
+{
+	return version_runs(rel, snapshot, true, runs, st);
 }
 
 /*
@@ -357,19 +402,19 @@ runcache_recent_runs(Relation rel, List **runs)
 
 /*
  * A commit or compaction step, under the commit lock, has written the
- * tables row version (at row) that names its snapshot_id: runs is that
- * version's list.  Kept for this backend, and published for the others once the
+ * tables row version (at st->row) that names its snapshot (or folded its
+ * commit after it): runs is that version's list, st its counters.  Kept for this backend, and published for the others once the
  * transaction is visible, unless a later write of the row replaced it.
  */
 void
-runcache_store_commit(Relation rel, int64 snapshot_id, const ItemPointerData *row,
-					  List *runs)
+runcache_store_commit(Relation rel, const TableState *st, List *runs)
 {
+	int64		snapshot_id = st->last_snapshot_id;
 	int			i;
 
 	if (IsParallelWorker())
 		return;
-	store(rel, GetTopTransactionId(), snapshot_id, 0, runs);
+	store(rel, GetTopTransactionId(), st, 0, runs);
 	for (i = 0; i < npublish && to_publish[i].relid != rel->rd_id; i++)
 		;
 	if (i == MAX_PUBLISH)
@@ -386,7 +431,7 @@ runcache_store_commit(Relation rel, int64 snapshot_id, const ItemPointerData *ro
 	to_publish[i].xmin = GetTopTransactionId();
 	to_publish[i].snapshot_id = snapshot_id;
 	to_publish[i].writeno = cat_table_last_write(rel->rd_id);
-	to_publish[i].row = *row;
+	to_publish[i].row = st->row;
 }
 
 /*
@@ -470,6 +515,11 @@ runcache_commit_visible(void)
 		pub.nruns = 0;
 		foreach(lc, e->runs)
 			pub.run_ids[pub.nruns++] = ((RunInfo *) lfirst(lc))->run_id;
+		pub.last_seq = e->state.last_seq;
+		pub.total_record_count = e->state.total_record_count;
+		pub.last_full_compaction = e->state.last_full_compaction;
+		pub.commits = e->state.commits;
+		pub.row_snapshot_id = e->state.row_snapshot_id;
 		hints_publish_runs(&pub);
 	}
 	npublish = 0;

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * run_cache.h
- *	  The per-backend cache of tables' data run lists, exact for the
- *	  snapshots it serves.
+ *	  The per-backend cache of tables' data run lists and counters, exact
+ *	  for the snapshots it serves.
  *
  *-------------------------------------------------------------------------
  */
@@ -17,9 +17,11 @@
 /* run_cache.c */
 extern bool runcache_data_runs(Relation rel, Snapshot snapshot,
 							   bool committed_only, List **runs);
+extern bool runcache_committed_state(Relation rel, Snapshot snapshot,
+									 List **runs, TableState *st);
 extern bool runcache_recent_runs(Relation rel, List **runs);
-extern void runcache_store_commit(Relation rel, int64 snapshot_id,
-								  const ItemPointerData *row, List *runs);
+extern void runcache_store_commit(Relation rel, const TableState *st,
+								  List *runs);
 extern bool runcache_published_row(Relation rel, ItemPointerData *row);
 extern void runcache_commit_visible(void);
 extern void runcache_xact_end(bool committed);

@@ -30,8 +30,8 @@ typedef struct SpaceGap
 #define HINTS_MAX_GAPS 64
 
 /*
- * A table's data runs as a commit left them: the version of its
- * pkchangelog.tables row that commit wrote (xmin, snapshot_id), and a
+ * A table's data runs and counters as a commit left them: the version of
+ * its pkchangelog.tables row that commit wrote (xmin, snapshot_id), and a
  * snapshot taken once the commit was visible (its xmin, xmax and running
  * xids): a snapshot with the same contents sees that version.
  */
@@ -50,6 +50,12 @@ typedef struct PublishedRuns
 	TransactionId snap_xip[HINTS_MAX_XIP];
 	int			nruns;
 	int64		run_ids[HINTS_MAX_RUN_IDS];
+	/* the version's counters (TableState) */
+	int64		last_seq;
+	int64		total_record_count;
+	int64		last_full_compaction;
+	int64		commits;
+	int64		row_snapshot_id;
 } PublishedRuns;
 
 /* the bytes of a run's catalog row a commit publishes (keys, stream) */

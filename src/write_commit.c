@@ -155,6 +155,7 @@ commit_table(WriteBuffer *wb, bool preparing)
 	SnapshotInfo *si;
 	List	   *before = NIL;
 	bool		prechecked = false;
+	bool		have_state;
 
 	if (wb->n == 0 && wb->spills == NIL)
 		return;					/* everything rolled back to a savepoint */
@@ -191,8 +192,15 @@ commit_table(WriteBuffer *wb, bool preparing)
 		early[nearly++] = tag;
 	else
 		early_overflow = true;
-	/* the runs as the previous commit left them */
-	committed = committed_runs(rel);
+	/*
+	 * The runs as the previous commit left them, with the table's counters
+	 * if the run cache has them (not after a TRUNCATE of the transaction,
+	 * whose removals are written next)
+	 */
+	have_state = !truncated &&
+		runcache_committed_state(rel, GetLatestSnapshot(), &committed, &st);
+	if (!have_state)
+		committed = committed_runs(rel);
 	/* the rows a TRUNCATE of the transaction removed, first */
 	dml_truncate_finish(rel, wb);
 	pending = spill_runs(rel, wb);
@@ -200,7 +208,9 @@ commit_table(WriteBuffer *wb, bool preparing)
 		dml_check_conflicts_since(rel, wb, before, committed, pending);
 	else
 		dml_check_conflicts(rel, wb, committed, pending);
-	st = cat_table_state(wb->relid, runcache_published_row(rel, &hint) ? &hint : NULL);
+	if (!have_state)
+		st = cat_table_state(wb->relid,
+							 runcache_published_row(rel, &hint) ? &hint : NULL);
 	snapshot_id = st.last_snapshot_id + 1;
 
 	/* the spilled runs come first */
@@ -280,7 +290,7 @@ commit_table(WriteBuffer *wb, bool preparing)
 		CommandCounterIncrement();
 	else
 		cat_table_state_update(wb->relid, &st);
-	runcache_store_commit(rel, snapshot_id, &st.row, after);
+	runcache_store_commit(rel, &st, after);
 
 	/*
 	 * wal_level = logical: the snapshot's changes, for decoding; a commit
@@ -367,24 +377,29 @@ group_commit_prepare(void)
 
 /*
  * After the commit record, at XACT_EVENT_COMMIT: the transaction is visible
- * and its record in WAL.  A later commit of the table takes the lock now,
- * sees this one's catalog rows and writes its record after this one's, so
- * it is never durable without it; readers that must not see a commit a
- * crash could take back wait for the flush (changelog_wait_durable).  Then
- * the flush that RecordTransactionCommit left out, before COMMIT returns
- * (and the standbys' confirmation, should they have been configured since
+ * and its record in WAL (flushed and confirmed by synchronous standbys
+ * already, unless group_commit_prepare left the flush out).  The commit
+ * locks go now rather than at transaction end, which has more to do: a
+ * later commit of the table takes the lock, sees this one's catalog rows
+ * and writes its record after this one's, so it is never durable without
+ * it; readers that must not see a commit a crash could take back wait for
+ * the flush (changelog_wait_durable).  Then the flush that
+ * RecordTransactionCommit left out, before COMMIT returns (and the
+ * standbys' confirmation, should they have been configured since
  * group_commit_prepare: it returns at once without them).
  */
 static void
 group_commit_finish(void)
 {
-	if (saved_synchronous_commit < 0)
-		return;
-	synchronous_commit = saved_synchronous_commit;
+	bool		flush = saved_synchronous_commit >= 0;
+
+	if (flush)
+		synchronous_commit = saved_synchronous_commit;
 	saved_synchronous_commit = -1;
-	for (int i = 0; i < nearly; i++)
-		cat_commit_unlock(&early[i]);
-	if (XactLastCommitEnd != InvalidXLogRecPtr)
+	if (!early_overflow)
+		for (int i = 0; i < nearly; i++)
+			cat_commit_unlock(&early[i]);
+	if (flush && XactLastCommitEnd != InvalidXLogRecPtr)
 	{
 		XLogFlush(XactLastCommitEnd);
 		SyncRepWaitForLSN(XactLastCommitEnd, true);
