@@ -987,6 +987,7 @@ typedef struct TableWrite
 {
 	Oid			relid;
 	uint64		writeno;
+	TransactionId xid;			/* the top transaction that wrote it */
 } TableWrite;
 
 static HTAB *table_writes = NULL;
@@ -1008,6 +1009,21 @@ note_table_write(Oid relid)
 	}
 	w = hash_search(table_writes, &relid, HASH_ENTER, NULL);
 	w->writeno = ++table_writes_made;
+	w->xid = GetTopTransactionIdIfAny();
+}
+
+/*
+ * Has this transaction written relid's tables row (or a subtransaction of
+ * it, even one rolled back)?
+ */
+bool
+cat_table_written_here(Oid relid)
+{
+	TableWrite *w = table_writes ?
+		hash_search(table_writes, &relid, HASH_FIND, NULL) : NULL;
+
+	return w != NULL && TransactionIdIsValid(w->xid) &&
+		w->xid == GetTopTransactionIdIfAny();
 }
 
 /* the number of this backend's last write of relid's tables row (0: none) */

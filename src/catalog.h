@@ -161,6 +161,7 @@ extern bool cat_table_state_folds(const TableState *st);
 extern TableState cat_table_state_settle(Oid relid);
 extern void cat_table_state_update(Oid relid, TableState *state);
 extern uint64 cat_table_last_write(Oid relid);
+extern bool cat_table_written_here(Oid relid);
 extern bool cat_snapshots_hold_changelogs(void);
 extern bool cat_snapshots_hold_data(void);
 extern SnapshotInfo *cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,

@@ -362,12 +362,18 @@ runcache_data_runs(Relation rel, Snapshot snapshot, bool committed_only,
  * For a commit step, under the commit lock: the committed data runs, as
  * runcache_data_runs gives them, and the table's counters with them (what
  * cat_table_state would read: the same version, exact by the same
- * argument, data_runs not set).  False: read them from the catalog.
+ * argument, data_runs not set).  False: read them from the catalog.  Not
+ * once the transaction has written the table's row itself (expiration's
+ * settling does, keeping the counters but not the row's place): the
+ * version it sees is its own.
  */
 bool
 runcache_committed_state(Relation rel, Snapshot snapshot, List **runs,
 						 TableState *st)
 {
+	*runs = NIL;
+	if (cat_table_written_here(rel->rd_id))
+		return false;
 	return version_runs(rel, snapshot, true, runs, st);
 }
 

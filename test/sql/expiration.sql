@@ -120,3 +120,35 @@ SELECT pk_expire_snapshots('x') AS expired_again;
 SELECT count(*) AS retained FROM pk_snapshots('x');
 SELECT count(*), sum(v) FROM x;
 DROP TABLE x;
+
+-- A commit whose own transaction settled the table's row first (an
+-- expiration that takes folded commits into it) and the small commits
+-- after it, past the 16 a row may have folded after it: each takes the
+-- next id and the row's count, and the row follows them.
+CREATE TABLE fx (id int PRIMARY KEY, v int) USING pkmerge
+	WITH (snapshot_num_retained_min = 1, snapshot_num_retained_max = 1,
+		  snapshot_time_retained = '0ms');
+INSERT INTO fx VALUES (1, 1);
+INSERT INTO fx VALUES (2, 1);
+INSERT INTO fx VALUES (3, 1);
+INSERT INTO fx VALUES (4, 1);
+BEGIN;
+INSERT INTO fx VALUES (5, 1);
+SELECT pk_expire_snapshots('fx') AS expired_before_commit;
+COMMIT;
+DO $$
+BEGIN
+	FOR g IN 6..40 LOOP
+		INSERT INTO fx VALUES (g, 1);
+		COMMIT;
+	END LOOP;
+END $$;
+SELECT count(*) AS retained, min(snapshot_id) AS oldest, max(snapshot_id) AS newest,
+	   max(snapshot_id) - min(snapshot_id) + 1 = count(*) AS dense
+FROM pk_snapshots('fx');
+SELECT total_record_count FROM pk_snapshots('fx') ORDER BY snapshot_id DESC LIMIT 1;
+SELECT commits FROM pk_stats('fx');
+SELECT pk_current_snapshot('fx') - last_snapshot_id < 16 AS row_follows
+FROM pkchangelog.tables WHERE relid = 'fx'::regclass;
+SELECT count(*), sum(v) FROM fx;
+DROP TABLE fx;
