@@ -24,9 +24,9 @@
  *		of one needs the lock, and completes before it gives it up).  The
  *		commit publishes the version with its run ids and that snapshot's
  *		contents in shared memory (shmem.c); a snapshot with the same
- *		contents (xmin, xmax, running xids) sees the same transactions as
- *		committed, so any backend's takes the version from there instead
- *		of the catalog.  (Copies of snapshots, which is what statements
+ *		contents (xmin, xmax, running xids; its own xid aside, which it
+ *		does not list) sees the same transactions as committed, so any
+ *		backend's takes the version from there instead of the catalog.  (Copies of snapshots, which is what statements
  *		scan with, lose the completion count that the point above needs.)
  *		It publishes the rows of the runs it wrote too, so that the others
  *		need not read them from pkchangelog.runs.
@@ -241,17 +241,39 @@ published_run(Relation rel, int64 run_id)
 /*
  * Does snapshot see exactly the transactions that the snapshot of pub's
  * commit saw (shmem.c), and so the version of the tables row pub names?
+ * The running xids are compared in the order the snapshots list them (the
+ * procarray's): a different order only misses.  A snapshot leaves its own
+ * transaction out of its running xids, where the publisher's has it if
+ * this transaction had its xid by then (every writer of a pkmerge table
+ * has, the committers waiting for the commit lock among them): that xid
+ * is running for both, and what this transaction wrote itself the caller
+ * rules out (cat_runs_changed, cat_table_written_here).
  */
 static bool
 published_version(Snapshot snapshot, const PublishedRuns *pub)
 {
+	TransactionId me;
+	int			j = 0;
+
 	if (snapshot->suboverflowed || snapshot->subxcnt > 0 ||
-		snapshot->xcnt > HINTS_MAX_XIP)
+		snapshot->xcnt > HINTS_MAX_XIP ||
+		pub->snap_xmin != snapshot->xmin || pub->snap_xmax != snapshot->xmax)
 		return false;
-	return pub->snap_xmin == snapshot->xmin && pub->snap_xmax == snapshot->xmax &&
-		pub->snap_xcnt == (int) snapshot->xcnt &&
-		memcmp(pub->snap_xip, snapshot->xip,
-			   sizeof(TransactionId) * snapshot->xcnt) == 0;
+	if (pub->snap_xcnt == (int) snapshot->xcnt)
+		return memcmp(pub->snap_xip, snapshot->xip,
+					  sizeof(TransactionId) * snapshot->xcnt) == 0;
+	me = GetTopTransactionIdIfAny();
+	if (!TransactionIdIsValid(me) || pub->snap_xcnt != (int) snapshot->xcnt + 1)
+		return false;
+	for (int i = 0; i < pub->snap_xcnt; i++)
+	{
+		if (pub->snap_xip[i] == me)
+			continue;
+		if (j == (int) snapshot->xcnt || pub->snap_xip[i] != snapshot->xip[j])
+			return false;
+		j++;
+	}
+	return j == (int) snapshot->xcnt;
 }
 
 /*
