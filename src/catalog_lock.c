@@ -148,6 +148,7 @@ void
 cat_commit_unlock(const LOCKTAG *tag)
 {
 	LockRelease(tag, ExclusiveLock, false);
+	/* the object's id (SET_LOCKTAG_OBJECT): the table's relid */
 	commit_wake_one(tag->locktag_field3);
 }
 

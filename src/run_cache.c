@@ -26,8 +26,9 @@
  *		contents in shared memory (shmem.c); a snapshot with the same
  *		contents (xmin, xmax, running xids; its own xid aside, which it
  *		does not list) sees the same transactions as committed, so any
- *		backend's takes the version from there instead of the catalog.  (Copies of snapshots, which is what statements
- *		scan with, lose the completion count that the point above needs.)
+ *		backend's takes the version from there instead of the catalog.
+ *		(Copies of snapshots, which is what statements scan with, lose the
+ *		completion count that the point above needs.)
  *		It publishes the rows of the runs it wrote too, so that the others
  *		need not read them from pkchangelog.runs.
  *
@@ -431,8 +432,9 @@ runcache_recent_runs(Relation rel, List **runs)
 /*
  * A commit or compaction step, under the commit lock, has written the
  * tables row version (at st->row) that names its snapshot (or folded its
- * commit after it): runs is that version's list, st its counters.  Kept for this backend, and published for the others once the
- * transaction is visible, unless a later write of the row replaced it.
+ * commit after it): runs is that version's list, st its counters.  Kept
+ * for this backend, and published for the others once the transaction is
+ * visible, unless a later write of the row replaced it.
  */
 void
 runcache_store_commit(Relation rel, const TableState *st, List *runs)

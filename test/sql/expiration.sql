@@ -123,11 +123,14 @@ DROP TABLE x;
 
 -- A commit whose own transaction settled the table's row first (an
 -- expiration that takes folded commits into it) and the small commits
--- after it, past the 16 a row may have folded after it: each takes the
--- next id and the row's count, and the row follows them.
+-- after it, past the 16 a row may have folded after it (no compaction
+-- writes the row in between): each takes the next id and the row's count,
+-- and the row follows them.
 CREATE TABLE fx (id int PRIMARY KEY, v int) USING pkmerge
 	WITH (snapshot_num_retained_min = 1, snapshot_num_retained_max = 1,
-		  snapshot_time_retained = '0ms');
+		  snapshot_time_retained = '0ms',
+		  num_sorted_run_compaction_trigger = 100,
+		  num_sorted_run_stop_trigger = 101);
 INSERT INTO fx VALUES (1, 1);
 INSERT INTO fx VALUES (2, 1);
 INSERT INTO fx VALUES (3, 1);
