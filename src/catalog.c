@@ -345,8 +345,8 @@ current_relfilenode(Oid relid)
 
 /*
  * A run a snapshot's row holds in its column anum (v: the deformed row):
- * stored compact (run_format.h), its row count is its block header's,
- * which the block's CRC covers when the run is read.  It has no pages, so
+ * stored compact (run_format.h), its row count is its block's, which
+ * the block's CRC covers when the run is read.  It has no pages, so
  * it is in the table's current storage.
  */
 static RunInfo *
@@ -354,7 +354,6 @@ snapshot_run(const Datum *v, int anum, RunKind kind)
 {
 	bytea	   *b = DatumGetByteaPCopy(v[anum - 1]);
 	RunInfo    *r = palloc0(sizeof(RunInfo));
-	RunBlockHeader bh;
 
 	r->kind = kind;
 	r->in_snapshot_row = true;
@@ -363,11 +362,7 @@ snapshot_run(const Datum *v, int anum, RunKind kind)
 	r->stream = VARDATA(b);
 	r->stream_len = VARSIZE(b) - VARHDRSZ;
 	r->size_bytes = r->stream_len;
-	if (r->stream_len >= sizeof(uint32) + sizeof(bh))
-	{
-		memcpy(&bh, r->stream + sizeof(uint32), sizeof(bh));
-		r->record_count = bh.nrows;
-	}
+	r->record_count = run_compact_nrows(r->stream, r->stream_len);
 	return r;
 }
 

@@ -52,6 +52,22 @@
  * header would (run id, nrows).  The reader makes the one-entry index
  * and the bloom filter from the block when it loads the run.
  *
+ * A compact run whose block is not compressed (every 1-row commit's) is
+ * stored tight instead, without the alignment and the fixed-width
+ * fields that a block read in place needs, which were half of a 1-row
+ * run's bytes:
+ *
+ *   stream offset 0     uint32 RUN_MAGIC_TIGHT ("KMRT")
+ *                       uint32 CRC32C of every byte after it
+ *                       varint nrows, varint base_seq
+ *                       per row: varint seq - base_seq, uint8 PkRowKind,
+ *                       varint len, then len bytes: the row's MinimalTuple
+ *                       from t_infomask2 on (its t_len is len +
+ *                       MINIMAL_TUPLE_DATA_OFFSET)
+ *
+ * (varint: unsigned LEB128.)  The reader expands the block into the form
+ * above (run_read.c); both compact forms are read.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef PK_RUN_FORMAT_H
@@ -66,6 +82,7 @@
 #define RUN_MAGIC			UINT64CONST(0x324E555247524D4B)	/* "KMRGRUN2" */
 #define RUN_MAGIC_V1		UINT64CONST(0x314E555247524D4B)	/* "KMRGRUN1" */
 #define RUN_MAGIC_COMPACT	0x43524D4B	/* "KMRC" */
+#define RUN_MAGIC_TIGHT		0x54524D4B	/* "KMRT" */
 
 /* a run stored compact (in its catalog row, one data block) */
 #define RUN_IS_COMPACT(run) ((run)->stream != NULL && (run)->index_offset == 0)
@@ -131,6 +148,75 @@ typedef struct RunRowHeader
 
 StaticAssertDecl(sizeof(RunRowHeader) == MAXIMUM_ALIGNOF,
 				 "a row's tuple must follow its header aligned");
+
+/* the longest varint: a uint64 in 7-bit groups */
+#define RUN_VARINT_MAX		10
+
+/* append v as a varint at p; returns the byte after it */
+static inline char *
+run_varint_put(char *p, uint64 v)
+{
+	while (v >= 0x80)
+	{
+		*p++ = (char) (v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (char) v;
+	return p;
+}
+
+/*
+ * Read a varint at *p, which must end before end: advances *p and returns
+ * true, or returns false (cut short, or longer than a uint64).
+ */
+static inline bool
+run_varint_get(const char **p, const char *end, uint64 *v)
+{
+	uint64		r = 0;
+
+	for (int shift = 0; shift < 64 && *p < end; shift += 7)
+	{
+		uint8		b = (uint8) *(*p)++;
+
+		r |= (uint64) (b & 0x7F) << shift;
+		if ((b & 0x80) == 0)
+		{
+			*v = r;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * The row count a compact stream (either form) gives, without checking
+ * it (its CRC is checked when the run is read); 0 if it is too short.
+ */
+static inline uint64
+run_compact_nrows(const char *stream, uint32 len)
+{
+	uint32		magic;
+	uint64		nrows = 0;
+
+	if (len < sizeof(uint32))
+		return 0;
+	memcpy(&magic, stream, sizeof(magic));
+	if (magic == RUN_MAGIC_TIGHT)
+	{
+		const char *p = stream + 2 * sizeof(uint32);
+
+		if (p > stream + len || !run_varint_get(&p, stream + len, &nrows))
+			return 0;
+	}
+	else if (len >= sizeof(uint32) + sizeof(RunBlockHeader))
+	{
+		RunBlockHeader bh;
+
+		memcpy(&bh, stream + sizeof(uint32), sizeof(bh));
+		nrows = bh.nrows;
+	}
+	return nrows;
+}
 
 typedef struct RunIndexHeader
 {

@@ -407,20 +407,30 @@ load_compact_index(Relation rel, PkTable *t, const RunInfo *run)
 	uint32		nbits;
 	MemoryContext gen = index_gen[index_generation % 2];
 
+	uint64		nrows;
+
 	read_stream(rel, run, 0, sizeof(magic), (char *) &magic, NULL);
-	if (magic != RUN_MAGIC_COMPACT)
+	if (magic != RUN_MAGIC_COMPACT && magic != RUN_MAGIC_TIGHT)
 		corrupt(rel, run, "header at offset", 0, "Not a compact run's magic number.");
-	read_stream(rel, run, sizeof(magic), sizeof(bh), (char *) &bh, NULL);
-	if (bh.nrows == 0 || bh.nrows != (uint64) run->record_count)
+	if (magic == RUN_MAGIC_COMPACT)
+	{
+		read_stream(rel, run, sizeof(magic), sizeof(bh), (char *) &bh, NULL);
+		nrows = bh.nrows;
+	}
+	else
+		nrows = run_compact_nrows(run->stream, run->stream_len);
+	if (nrows == 0 || nrows != (uint64) run->record_count)
 		corrupt(rel, run, "block", 0, "The block's row count does not match the catalog.");
 
 	idx = MemoryContextAllocZero(gen, sizeof(RunIndex));
 	idx->run_id = run->run_id;
 	idx->nblocks = 1;
+	idx->tight = (magic == RUN_MAGIC_TIGHT);
 	idx->entries = MemoryContextAllocZero(gen, sizeof(RunIndexEntry));
-	idx->entries[0].offset = sizeof(magic);
-	idx->entries[0].size = run->stream_len - sizeof(magic);
-	idx->entries[0].nrows = bh.nrows;
+	/* a tight block is the whole stream, its magic number included */
+	idx->entries[0].offset = idx->tight ? 0 : sizeof(magic);
+	idx->entries[0].size = run->stream_len - idx->entries[0].offset;
+	idx->entries[0].nrows = nrows;
 	/* checks the block against the entry, its CRC and its rows */
 	b = decode_block(rel, run, idx, 0, NULL, CurrentMemoryContext, NULL);
 	{
@@ -674,31 +684,38 @@ run_bloom_may_contain(RunIndex *idx, uint32 hash)
 	return true;
 }
 
-/*
- * Read, check and decompress one data block into memory of cxt.
- */
-static RunBlock *
-decode_block(Relation rel, const RunInfo *run, RunIndex *idx, uint32 blockno,
-			 BufferAccessStrategy strategy, MemoryContext cxt, RunBlock *reuse)
+/* room in b for a block of raw_len decoded bytes and nrows rows */
+static void
+block_reserve(RunBlock *b, Size raw_len, uint32 nrows, MemoryContext cxt)
 {
-	RunIndexEntry *ie = &idx->entries[blockno];
-	char	   *stored;
+	if (b->raw_cap < raw_len || b->raw == NULL)
+	{
+		if (b->raw)
+			pfree(b->raw);
+		b->raw_cap = Max(Max(raw_len, 1), 2 * b->raw_cap);
+		b->raw = MemoryContextAllocHuge(cxt, b->raw_cap);
+	}
+	if (b->offsets_cap < nrows || b->offsets == NULL)
+	{
+		if (b->offsets)
+			pfree(b->offsets);
+		b->offsets_cap = Max(Max(nrows, 1), 2 * b->offsets_cap);
+		b->offsets = MemoryContextAllocHuge(cxt, sizeof(uint32) * b->offsets_cap);
+	}
+}
+
+/*
+ * Check a block of the usual form (stored: its header and payload, as
+ * the index entry ie says) and decompress it into b; returns its
+ * decoded length.
+ */
+static uint32
+decode_stored(Relation rel, const RunInfo *run, const RunIndexEntry *ie,
+			  uint32 blockno, const char *stored, RunBlock *b, MemoryContext cxt)
+{
 	RunBlockHeader bh;
-	RunBlock   *b;
-	uint32		off = 0;
 	pg_crc32c	crc;
 
-	/* a sequential reader's buffers are reused from block to block */
-	b = reuse ? reuse : MemoryContextAllocZero(cxt, sizeof(RunBlock));
-	if (b->stored_cap < ie->size)
-	{
-		if (b->stored)
-			pfree(b->stored);
-		b->stored_cap = Max(ie->size, 2 * b->stored_cap);
-		b->stored = MemoryContextAllocHuge(cxt, b->stored_cap);
-	}
-	stored = b->stored;
-	read_stream(rel, run, ie->offset, ie->size, stored, strategy);
 	memcpy(&bh, stored, sizeof(bh));
 	if (bh.stored_len != ie->size - sizeof(bh) || bh.nrows != ie->nrows)
 		corrupt(rel, run, "block", blockno, "The block header does not match the run's index.");
@@ -724,21 +741,7 @@ decode_block(Relation rel, const RunInfo *run, RunIndex *idx, uint32 blockno,
 		corrupt(rel, run, "block", blockno, "The block holds more rows than fit in it.");
 
 	b->nrows = bh.nrows;
-	b->first_row = ie->first_row;
-	if (b->raw_cap < bh.raw_len || b->raw == NULL)
-	{
-		if (b->raw)
-			pfree(b->raw);
-		b->raw_cap = Max(Max(bh.raw_len, 1), 2 * b->raw_cap);
-		b->raw = MemoryContextAllocHuge(cxt, b->raw_cap);
-	}
-	if (b->offsets_cap < bh.nrows || b->offsets == NULL)
-	{
-		if (b->offsets)
-			pfree(b->offsets);
-		b->offsets_cap = Max(Max(bh.nrows, 1), 2 * b->offsets_cap);
-		b->offsets = MemoryContextAllocHuge(cxt, sizeof(uint32) * b->offsets_cap);
-	}
+	block_reserve(b, bh.raw_len, bh.nrows, cxt);
 	if (bh.method == PK_COMPRESSION_ZSTD)
 	{
 		size_t		n;
@@ -753,6 +756,114 @@ decode_block(Relation rel, const RunInfo *run, RunIndex *idx, uint32 blockno,
 	}
 	else
 		memcpy(b->raw, stored + sizeof(bh), bh.raw_len);
+	return bh.raw_len;
+}
+
+/*
+ * Check a compact run's tight form (stored: its whole stream, len bytes,
+ * of nrows rows as its index says) and expand it into b as the usual
+ * form's rows; returns their length.  Every varint and length is checked
+ * against the stream's end before anything is taken by it.
+ */
+static uint32
+expand_tight(Relation rel, const RunInfo *run, const char *stored, uint32 len,
+			 uint32 nrows, RunBlock *b, MemoryContext cxt)
+{
+	const char *end = stored + len;
+	const char *p = stored + 2 * sizeof(uint32);
+	const char *rows;
+	pg_crc32c	crc;
+	pg_crc32c	stored_crc;
+	uint64		n;
+	uint64		base;
+	Size		raw_len = 0;
+	uint32		off = 0;
+
+	if (len < 2 * sizeof(uint32))
+		corrupt(rel, run, "block", 0, "The block is shorter than its header.");
+	memcpy(&stored_crc, stored + sizeof(uint32), sizeof(stored_crc));
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, p, end - p);
+	FIN_CRC32C(crc);
+	if (crc != stored_crc)
+		corrupt(rel, run, "block", 0,
+				psprintf("CRC32C mismatch: stored %08X, computed %08X.", stored_crc, crc));
+	if (!run_varint_get(&p, end, &n) || n != nrows ||
+		!run_varint_get(&p, end, &base) || base > RUN_MAX_SEQ)
+		corrupt(rel, run, "block", 0, "The block header does not match the run's index.");
+
+	/* the rows' decoded length, each row checked */
+	rows = p;
+	for (uint32 i = 0; i < nrows; i++)
+	{
+		uint64		delta;
+		uint64		tlen;
+
+		if (!run_varint_get(&p, end, &delta) || delta > RUN_MAX_SEQ - base ||
+			p >= end || (uint8) *p++ > PK_DELETE ||
+			!run_varint_get(&p, end, &tlen) ||
+			tlen < offsetof(MinimalTupleData, t_bits) - MINIMAL_TUPLE_DATA_OFFSET ||
+			tlen > (uint64) (end - p))
+			corrupt(rel, run, "block", 0, "A row lies outside the block.");
+		p += tlen;
+		raw_len += RUN_ROW_SIZE(tlen + MINIMAL_TUPLE_DATA_OFFSET);
+	}
+	if (p != end)
+		corrupt(rel, run, "block", 0, "The block's lengths disagree.");
+
+	b->nrows = nrows;
+	block_reserve(b, raw_len, nrows, cxt);
+	p = rows;
+	for (uint32 i = 0; i < nrows; i++)
+	{
+		RunRowHeader *rh = (RunRowHeader *) (b->raw + off);
+		MinimalTuple tup = RUN_ROW_TUPLE(rh);
+		uint64		delta = 0;
+		uint64		tlen = 0;
+		uint8		kind;
+
+		(void) run_varint_get(&p, end, &delta);
+		kind = (uint8) *p++;
+		(void) run_varint_get(&p, end, &tlen);
+		rh->seq_kind = RUN_ROW_MAKE(base + delta, kind);
+		memset(tup, 0, MINIMAL_TUPLE_DATA_OFFSET);
+		tup->t_len = tlen + MINIMAL_TUPLE_DATA_OFFSET;
+		memcpy((char *) tup + MINIMAL_TUPLE_DATA_OFFSET, p, tlen);
+		p += tlen;
+		off += RUN_ROW_SIZE(tup->t_len);
+	}
+	return (uint32) raw_len;
+}
+
+/*
+ * Read, check and decode one data block into memory of cxt.
+ */
+static RunBlock *
+decode_block(Relation rel, const RunInfo *run, RunIndex *idx, uint32 blockno,
+			 BufferAccessStrategy strategy, MemoryContext cxt, RunBlock *reuse)
+{
+	RunIndexEntry *ie = &idx->entries[blockno];
+	char	   *stored;
+	RunBlock   *b;
+	uint32		raw_len;
+	uint32		off = 0;
+
+	/* a sequential reader's buffers are reused from block to block */
+	b = reuse ? reuse : MemoryContextAllocZero(cxt, sizeof(RunBlock));
+	if (b->stored_cap < ie->size)
+	{
+		if (b->stored)
+			pfree(b->stored);
+		b->stored_cap = Max(ie->size, 2 * b->stored_cap);
+		b->stored = MemoryContextAllocHuge(cxt, b->stored_cap);
+	}
+	stored = b->stored;
+	read_stream(rel, run, ie->offset, ie->size, stored, strategy);
+	if (idx->tight)
+		raw_len = expand_tight(rel, run, stored, ie->size, ie->nrows, b, cxt);
+	else
+		raw_len = decode_stored(rel, run, ie, blockno, stored, b, cxt);
+	b->first_row = ie->first_row;
 	if (reuse == NULL)
 	{
 		/* cached blocks keep only what they need */
@@ -765,8 +876,8 @@ decode_block(Relation rel, const RunInfo *run, RunIndex *idx, uint32 blockno,
 	{
 		RunRowHeader *rh = (RunRowHeader *) (b->raw + off);
 
-		if (off + sizeof(RunRowHeader) + sizeof(uint32) > bh.raw_len ||
-			off + RUN_ROW_SIZE(RUN_ROW_TUPLE(rh)->t_len) > bh.raw_len ||
+		if (off + sizeof(RunRowHeader) + sizeof(uint32) > raw_len ||
+			off + RUN_ROW_SIZE(RUN_ROW_TUPLE(rh)->t_len) > raw_len ||
 			RUN_ROW_KIND(rh) > PK_DELETE)
 			corrupt(rel, run, "block", blockno, "A row lies outside the block.");
 		b->offsets[i] = off;
@@ -873,6 +984,27 @@ run_block_release(RunBlock *b)
 		b->pins--;
 		block_pins--;
 	}
+}
+
+/*
+ * The first and last keys of a compact run (its one block), as text: its
+ * catalog row may lack them (a small commit's, run_write.c).
+ */
+void
+run_compact_key_range(Relation rel, PkTable *t, const RunInfo *run,
+					  char **min_key, char **max_key)
+{
+	RunBlock   *b;
+	Datum		keys[INDEX_MAX_KEYS];
+
+	Assert(RUN_IS_COMPACT(run));
+	b = run_block_get(rel, t, run, run_index_get(rel, t, run), 0, true, NULL, NULL);
+	pk_row_key(t, RUN_ROW_TUPLE((RunRowHeader *) (b->raw + b->offsets[0])), keys);
+	*min_key = pk_key_text(t, keys);
+	pk_row_key(t, RUN_ROW_TUPLE((RunRowHeader *) (b->raw + b->offsets[b->nrows - 1])),
+			   keys);
+	*max_key = pk_key_text(t, keys);
+	run_block_release(b);
 }
 
 /*

@@ -30,6 +30,7 @@ typedef struct RunIndex
 	uint64		bloom_offset;	/* of its RunBloomHeader in the stream */
 	pg_crc32c	bloom_crc;
 	uint32		lookups;		/* keys looked up in the run, bloom unread */
+	bool		tight;			/* a compact run's tight form (run_format.h) */
 } RunIndex;
 
 /* one decompressed data block */
@@ -68,6 +69,8 @@ extern RunBlock *run_block_get(Relation rel, PkTable *t, const RunInfo *run,
 							   RunIndex *idx, uint32 blockno, bool private,
 							   BufferAccessStrategy strategy, RunBlock *spare);
 extern void run_block_release(RunBlock *b);
+extern void run_compact_key_range(Relation rel, PkTable *t, const RunInfo *run,
+								  char **min_key, char **max_key);
 extern void run_cache_forget(int64 run_id, Oid relfilenode);
 extern void run_cache_forget_all(void);
 extern uint32 run_index_find_block(PkTable *t, RunIndex *idx, const Datum *key,

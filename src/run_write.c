@@ -83,7 +83,7 @@ struct RunWriter
 	uint64		min_seq;
 	uint64		max_seq;
 	uint64		run_seq;		/* every row's, when set (run_writer_set_seq) */
-	char	   *min_key;
+	MinimalTuple first_keytup;	/* key of the run's first row */
 	uint32		blk_last_off;	/* offset in raw of the block's last row */
 	MinimalTuple last_keytup;	/* key of the last closed block's last row */
 	bool		inline_ok;		/* a small data run may go in its row */
@@ -432,8 +432,8 @@ run_writer_add(RunWriter *w, uint64 seq, PkRowKind kind, MinimalTuple tup,
 	w->nrows++;
 	w->min_seq = Min(w->min_seq, seq);
 	w->max_seq = Max(w->max_seq, seq);
-	if (w->min_key == NULL)
-		w->min_key = pk_key_text(w->table, keys);
+	if (w->first_keytup == NULL)
+		w->first_keytup = pk_key_form(w->table, keys);
 
 	if (w->raw.len >= RUN_BLOCK_TARGET)
 		close_block(w);
@@ -548,20 +548,83 @@ append_bloom(RunWriter *w)
 }
 
 /*
- * A run in its catalog row with one data block: its stream becomes the
- * compact form (run_format.h), the block alone after a magic number.
+ * The tight form (run_format.h) of an uncompressed block of nrows rows
+ * (raw, raw_len bytes), in a new stream of *len bytes.
+ */
+static char *
+tight_stream(const char *raw, uint32 raw_len, uint32 nrows, uint32 *len)
+{
+	/* every row shrinks: its header and padding outweigh its varints */
+	char	   *out = palloc(2 * sizeof(uint32) + 2 * RUN_VARINT_MAX + raw_len);
+	char	   *p = out + 2 * sizeof(uint32);
+	uint32		magic = RUN_MAGIC_TIGHT;
+	uint64		base = RUN_MAX_SEQ;
+	uint32		off;
+	pg_crc32c	crc;
+
+	off = 0;
+	for (uint32 i = 0; i < nrows; i++)
+	{
+		RunRowHeader *rh = (RunRowHeader *) (raw + off);
+
+		base = Min(base, RUN_ROW_SEQ(rh));
+		off += RUN_ROW_SIZE(RUN_ROW_TUPLE(rh)->t_len);
+	}
+	p = run_varint_put(p, nrows);
+	p = run_varint_put(p, base);
+	off = 0;
+	for (uint32 i = 0; i < nrows; i++)
+	{
+		RunRowHeader *rh = (RunRowHeader *) (raw + off);
+		MinimalTuple tup = RUN_ROW_TUPLE(rh);
+		uint32		n = tup->t_len - MINIMAL_TUPLE_DATA_OFFSET;
+
+		p = run_varint_put(p, RUN_ROW_SEQ(rh) - base);
+		*p++ = (char) RUN_ROW_KIND(rh);
+		p = run_varint_put(p, n);
+		memcpy(p, (char *) tup + MINIMAL_TUPLE_DATA_OFFSET, n);
+		p += n;
+		off += RUN_ROW_SIZE(tup->t_len);
+	}
+	Assert(off == raw_len);
+	*len = p - out;
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, out + 2 * sizeof(uint32), *len - 2 * sizeof(uint32));
+	FIN_CRC32C(crc);
+	memcpy(out, &magic, sizeof(magic));
+	memcpy(out + sizeof(magic), &crc, sizeof(crc));
+	return out;
+}
+
+/*
+ * A run in its catalog row with one data block: its stream becomes a
+ * compact form (run_format.h): tight if the block is not compressed, else
+ * the block alone after a magic number.
  */
 static void
 compact_stream(RunInfo *run, const RunHeader *hdr)
 {
 	uint32		magic = RUN_MAGIC_COMPACT;
 	uint32		block_len = (uint32) (hdr->index_offset - sizeof(RunHeader));
+	RunBlockHeader bh;
 
+	run->index_offset = 0;
+	run->bloom_offset = 0;
+	memcpy(&bh, run->stream + sizeof(RunHeader), sizeof(bh));
+	if (bh.method == PK_COMPRESSION_NONE)
+	{
+		uint32		len;
+		char	   *tight = tight_stream(run->stream + sizeof(RunHeader) + sizeof(bh),
+										 bh.raw_len, bh.nrows, &len);
+
+		pfree(run->stream);
+		run->stream = tight;
+		run->stream_len = len;
+		return;
+	}
 	memmove(run->stream + sizeof(magic), run->stream + sizeof(RunHeader), block_len);
 	memcpy(run->stream, &magic, sizeof(magic));
 	run->stream_len = sizeof(magic) + block_len;
-	run->index_offset = 0;
-	run->bloom_offset = 0;
 }
 
 /*
@@ -629,10 +692,16 @@ run_writer_finish(RunWriter *w, int64 created_snapshot)
 	run->index_offset = hdr.index_offset;
 	run->bloom_offset = hdr.bloom_offset;
 	run->created_snapshot = created_snapshot;
-	/* the RunInfo lives in the caller's context, the writer may not */
-	run->min_key = w->min_key ? pstrdup(w->min_key) : NULL;
-	if (w->last_keytup)
+
+	/*
+	 * Its first and last keys as text (pk_runs), in the caller's context:
+	 * not for a run kept in its snapshot's row, whose row would carry them
+	 * in every small commit's WAL; pk_runs reads them from its block.
+	 */
+	if (!data_in_snapshot_row && w->first_keytup && w->last_keytup)
 	{
+		pk_key_deform(w->table, w->first_keytup, keys);
+		run->min_key = pk_key_text(w->table, keys);
 		pk_key_deform(w->table, w->last_keytup, keys);
 		run->max_key = pk_key_text(w->table, keys);
 	}

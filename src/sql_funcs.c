@@ -48,6 +48,7 @@
 #include "pkchangelog.h"
 #include "relcache_hub.h"
 #include "run_cache_stats.h"
+#include "run_read.h"
 #include "sql_funcs.h"
 #include "table_desc.h"
 #include "table_options.h"
@@ -129,7 +130,8 @@ run_level_cmp(const ListCell *a, const ListCell *b)
  * runs are table-level metadata; their first and last keys are values of
  * the table's rows, shown only to a caller who may read the key columns
  * (pk_may_read_keys), NULL to others.  Reads the catalog as of the
- * caller's snapshot, takes no lock of the table.
+ * caller's snapshot; locks the table (AccessShareLock) only to read the
+ * keys of small commits' runs, which their blocks alone hold.
  */
 PG_FUNCTION_INFO_V1(pk_runs);
 Datum
@@ -141,6 +143,7 @@ pk_runs(PG_FUNCTION_ARGS)
 	List	   *runs;
 	List	   *snaps;
 	List	   *in_rows = NIL;
+	Relation	rel = NULL;
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
@@ -180,6 +183,15 @@ pk_runs(PG_FUNCTION_ARGS)
 		Datum		values[8];
 		bool		nulls[8] = {0};
 
+		/* a small commit's data run: its keys are in its block only */
+		if (keys && r->min_key == NULL && r->kind != RUN_CHANGELOG &&
+			RUN_IS_COMPACT(r) && r->record_count > 0)
+		{
+			if (rel == NULL)
+				rel = table_open(relid, AccessShareLock);
+			run_compact_key_range(rel, pk_table(rel), r, &r->min_key, &r->max_key);
+		}
+
 		values[0] = Int64GetDatum(r->run_id);
 		values[1] = Int32GetDatum(r->level);
 		values[2] = CStringGetTextDatum(run_kind_names[r->kind]);
@@ -194,6 +206,8 @@ pk_runs(PG_FUNCTION_ARGS)
 		values[7] = Int64GetDatum(r->created_snapshot);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
+	if (rel != NULL)
+		table_close(rel, AccessShareLock);
 	PG_RETURN_VOID();
 }
 

@@ -52,18 +52,35 @@ SELECT pg_relation_size('s') AS file_bytes,
 SELECT id, (ctid::text::point)[0] >= 3221225472 AS own_block,
 	   (ctid::text::point)[1] AS item FROM s ORDER BY id;
 SELECT count(DISTINCT (ctid::text::point)[0]) AS tid_blocks FROM s;
--- stored compact: the one block after a magic number, no run header,
--- index or bloom filter; a 1-row changelog run too.  A point lookup of a
--- key the run lacks (id 4) and of one it holds read them
+-- stored compact and tight (KMRT): no run header, index or bloom filter,
+-- and rows without alignment: 10 bytes of header (magic, CRC, row count,
+-- base sequence number), then per row 3 bytes and the tuple from its
+-- infomask on (14 bytes for (1, 'one'), 16 for (3, 'three')); a 1-row
+-- changelog run too.  Their first and last keys are not in the row:
+-- pk_runs reads them from the block.  A point lookup of a key the run
+-- lacks (id 4) and of one it holds read them
 SELECT snapshot_id, delta_record_count, data_seq, data_min_key, data_max_key,
 	   convert_from(substr(data, 1, 4), 'SQL_ASCII') AS magic,
-	   length(data) < 100 AS under_100_bytes
+	   length(data) AS bytes
   FROM pkchangelog.snapshots WHERE relid = 's'::regclass ORDER BY snapshot_id;
 SELECT run_id, record_count, min_key, max_key, created_snapshot
   FROM pk_runs('s') ORDER BY created_snapshot;
 SELECT count(*) AS run_rows FROM pkchangelog.runs WHERE relid = 's'::regclass;
 SELECT * FROM s WHERE id = 4;
 SELECT * FROM s WHERE id = 3;
+SELECT * FROM s ORDER BY id;
+-- a small block that zstd shrinks stays compressed, after a magic number
+-- (KMRC), and reads the same
+CREATE TABLE sz (id int PRIMARY KEY, v text) USING pkmerge;
+INSERT INTO sz SELECT g, repeat('ab', 30) || g FROM generate_series(1, 20) g;
+SELECT convert_from(substr(data, 1, 4), 'SQL_ASCII') AS magic,
+	   length(data) < 400 AS compressed, delta_record_count
+  FROM pkchangelog.snapshots WHERE relid = 'sz'::regclass;
+SELECT count(*), sum(length(v)), min(v), max(id) FROM sz;
+SELECT v FROM sz WHERE id = 17;
+UPDATE sz SET v = 'x' WHERE id = 17;
+SELECT id, v FROM sz WHERE id BETWEEN 16 AND 18 ORDER BY id;
+DROP TABLE sz;
 CREATE TABLE sl (id int PRIMARY KEY, v text) USING pkmerge
 	WITH (changelog_producer = 'lookup');
 INSERT INTO sl VALUES (1, 'one');

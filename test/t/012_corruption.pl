@@ -471,11 +471,14 @@ is($node->safe_psql('postgres', 'SELECT count(*), sum(id) FROM w'), '1000|500500
 # --- runs stored compact in their catalog rows (a small merge's): the
 # magic number, a payload byte, the stream cut short, the catalog's row
 # count, the block's row count with its CRC recomputed (alone, and with
-# the catalog's raised to match: more rows than the block can hold).  The
-# catalog rows are edited, then the server restarted (backends and shared
-# memory keep copies of run lists).  A small commit's run, kept in its
-# snapshot's row, is damaged the same way (sd_*: its row count is the
-# block's own).
+# the catalog's raised to match: more rows than the block can hold).  A
+# merge whose block zstd shrinks is kept in the KMRC form (c_*: its block
+# header after the magic number), a merge of short rows in the tight one
+# (t_*: magic, CRC32C of the rest, varint row count, varint base sequence
+# number, the rows).  The catalog rows are edited, then the server
+# restarted (backends and shared memory keep copies of run lists).  A
+# small commit's run, kept tight in its snapshot's row, is damaged the
+# same way (sd_*: its row count is the block's own).
 my %compact_damage = (
 	magic => q{stream = set_byte(stream, 0, 0)},
 	payload => q{stream = set_byte(stream, 30, get_byte(stream, 30) # 255)},
@@ -483,28 +486,49 @@ my %compact_damage = (
 	count => q{record_count = 3},
 	nrows_crc => undef,
 	nrows_both => undef);
-for my $f (sort keys %compact_damage)
+for my $form ('c', 't')
 {
-	$node->safe_psql('postgres', qq{
-CREATE TABLE c_$f (id int PRIMARY KEY, v text) USING pkmerge;
-INSERT INTO c_$f VALUES (1, 'one'), (2, 'two');
-SELECT pk_compact('c_$f', true);});
-	my $hex = $node->safe_psql('postgres', qq{
-SELECT encode(stream, 'hex') || '|' || index_offset FROM pkchangelog.runs WHERE relid = 'c_$f'::regclass});
-	my ($stream_hex, $index_offset) = split /\|/, $hex;
-	my $stream = pack('H*', $stream_hex);
-	is(substr($stream, 0, 4) . " $index_offset", 'KMRC 0', "c_$f: a 2-row merge's run is stored compact");
-	my $set = $compact_damage{$f};
-	if (!defined $set)
+	for my $f (sort keys %compact_damage)
 	{
-		# RunBlockHeader after the magic: crc, stored_len, raw_len, nrows, method
-		my ($crc, $stored, $raw, $nrows, $method) = unpack('V5', substr($stream, 4, 20));
-		my $fields = pack('V4', $stored, $raw, 1000, $method);
-		substr($stream, 4, 20) = pack('V', crc32c($fields, substr($stream, 24, $stored))) . $fields;
-		$set = "stream = '\\x" . unpack('H*', $stream) . "'::bytea";
-		$set .= ', record_count = 1000' if $f eq 'nrows_both';
+		my $t = "${form}_$f";
+		my $rows = $form eq 'c'
+		  ? q{(1, repeat('one', 200)), (2, repeat('two', 200))}
+		  : q{(1, 'one'), (2, 'two')};
+		$node->safe_psql('postgres', qq{
+CREATE TABLE $t (id int PRIMARY KEY, v text) USING pkmerge;
+INSERT INTO $t VALUES $rows;
+SELECT pk_compact('$t', true);});
+		my $hex = $node->safe_psql('postgres', qq{
+SELECT encode(stream, 'hex') || '|' || index_offset FROM pkchangelog.runs WHERE relid = '$t'::regclass});
+		my ($stream_hex, $index_offset) = split /\|/, $hex;
+		my $stream = pack('H*', $stream_hex);
+		is(substr($stream, 0, 4) . " $index_offset", ($form eq 'c' ? 'KMRC' : 'KMRT') . ' 0',
+			"$t: a 2-row merge's run is stored compact");
+		my $set = $compact_damage{$f};
+		if (!defined $set && $form eq 'c')
+		{
+			# RunBlockHeader after the magic: crc, stored_len, raw_len, nrows, method
+			my ($crc, $stored, $raw, $nrows, $method) = unpack('V5', substr($stream, 4, 20));
+			is($method, 1, "$t: the block is zstd-compressed");
+			my $fields = pack('V4', $stored, $raw, 1000, $method);
+			substr($stream, 4, 20) = pack('V', crc32c($fields, substr($stream, 24, $stored))) . $fields;
+		}
+		elsif (!defined $set)
+		{
+			# the row count, 2 (one varint byte), becomes 1000 (two)
+			is(unpack('C', substr($stream, 8, 1)), 2, "$t: the tight form's row count");
+			is(unpack('V', substr($stream, 4, 4)), crc32c(substr($stream, 8)),
+				"$t: the tight form's CRC32C covers every byte after it");
+			substr($stream, 8, 1) = pack('C2', 0xE8, 0x07);
+			substr($stream, 4, 4) = pack('V', crc32c(substr($stream, 8)));
+		}
+		if (!defined $set)
+		{
+			$set = "stream = '\\x" . unpack('H*', $stream) . "'::bytea";
+			$set .= ', record_count = 1000' if $f eq 'nrows_both';
+		}
+		$node->safe_psql('postgres', "UPDATE pkchangelog.runs SET $set WHERE relid = '$t'::regclass");
 	}
-	$node->safe_psql('postgres', "UPDATE pkchangelog.runs SET $set WHERE relid = 'c_$f'::regclass");
 }
 my %snapshot_data_damage = (
 	magic => q{data = set_byte(data, 0, 0)},
@@ -518,25 +542,29 @@ INSERT INTO sd_$f VALUES (1, 'one'), (2, 'two');});
 	is($node->safe_psql('postgres', qq{
 SELECT convert_from(substr(data, 1, 4), 'SQL_ASCII') || ' ' || data_seq
   FROM pkchangelog.snapshots WHERE relid = 'sd_$f'::regclass}),
-		'KMRC 1', "sd_$f: a 2-row commit's run is kept compact in its snapshot's row");
+		'KMRT 1', "sd_$f: a 2-row commit's run is kept tight in its snapshot's row");
 	$node->safe_psql('postgres',
 		"UPDATE pkchangelog.snapshots SET $snapshot_data_damage{$f} WHERE relid = 'sd_$f'::regclass");
-	$compact_damage{"sd_$f"} = 1;
 }
 $node->restart;
 my %compact_detail = (
-	magic => qr/Not a compact run's magic number/,
-	payload => qr/CRC32C mismatch/,
-	short => qr/beyond the run's bytes/,
-	count => qr/row count does not match the catalog/,
-	nrows_crc => qr/row count does not match the catalog/,
-	nrows_both => qr/more rows than fit in it/,
+	c_magic => qr/Not a compact run's magic number/,
+	c_payload => qr/CRC32C mismatch/,
+	c_short => qr/beyond the run's bytes/,
+	c_count => qr/row count does not match the catalog/,
+	c_nrows_crc => qr/row count does not match the catalog/,
+	c_nrows_both => qr/more rows than fit in it/,
+	t_magic => qr/Not a compact run's magic number/,
+	t_payload => qr/CRC32C mismatch/,
+	t_short => qr/CRC32C mismatch/,
+	t_count => qr/row count does not match the catalog/,
+	t_nrows_crc => qr/row count does not match the catalog/,
+	t_nrows_both => qr/A row lies outside the block/,
 	sd_magic => qr/Not a compact run's magic number/,
 	sd_payload => qr/CRC32C mismatch/,
-	sd_short => qr/beyond the run's bytes/);
-for my $f (sort keys %compact_damage)
+	sd_short => qr/CRC32C mismatch/);
+for my $t (sort keys %compact_detail)
 {
-	my $t = $f =~ /^sd_/ ? $f : "c_$f";
 	for my $q ("SELECT count(*), string_agg(v, ',') FROM $t",
 		"SET enable_seqscan = off;\nSELECT v FROM $t WHERE id = 2")
 	{
@@ -544,7 +572,7 @@ for my $f (sort keys %compact_damage)
 		is($out, '', "$t: no rows from a damaged compact run ($q)");
 		like($err, qr/ERROR:  XX001: corrupt .* of run -?\d+ in pkmerge table "$t"/,
 			"$t: XX001 naming the run and the table ($q)");
-		like($err, $compact_detail{$f}, "$t: the detail says what is wrong ($q)");
+		like($err, $compact_detail{$t}, "$t: the detail says what is wrong ($q)");
 	}
 }
 unlike(slurp_file($node->logfile), qr/PANIC|TRAP:|terminated by signal|out of memory/,

@@ -150,11 +150,12 @@ SELECT (SELECT count(*) > 0 FROM pkchangelog.runs WHERE relid = '$table{$p}'::re
 		't', "$p: changelog runs in rows of their own (before) and in snapshot rows (since)");
 }
 
-# --- both forms of a run in a catalog row are read: a full compaction
+# --- every form of a run in a catalog row is read: a full compaction
 # moves the 1-row commit's run written on pages before the update into its
 # row as it was written (run format 2, index_offset > 0), beside the
-# retained commit's run written compact since, in its snapshot's row; the
-# stream of producer none reads both
+# retained commits' runs written compact since, in their snapshots' rows
+# (the larger ones compressed, KMRC; the 1-row one tight, KMRT); the
+# stream of producer none reads them all
 $node->safe_psql('upgraded', qq{INSERT INTO $table{none} VALUES (3001, 3, 3, 'compact')});
 $node->safe_psql('upgraded', qq{SELECT pk_compact('$table{none}', true)});
 is($node->safe_psql('upgraded', qq{
@@ -164,8 +165,8 @@ SELECT string_agg(DISTINCT CASE WHEN r.index_offset = 0 THEN 'compact' ELSE 'for
    $node->safe_psql('upgraded', qq{
 SELECT string_agg(DISTINCT convert_from(substr(s.data, 1, 4), 'SQL_ASCII'), ',')
   FROM pkchangelog.snapshots s JOIN pk_runs('$table{none}') p ON p.run_id = -s.snapshot_id
- WHERE s.relid = '$table{none}'::regclass AND p.kind = 'delta'}), 'format 2 / KMRC',
-	'none: retained commits\' runs in catalog rows in both forms (the compact one in its snapshot\'s row)');
+ WHERE s.relid = '$table{none}'::regclass AND p.kind = 'delta'}), 'format 2 / KMRC,KMRT',
+	'none: retained commits\' runs in catalog rows in every form (the compact ones, compressed and tight, in their snapshots\' rows)');
 is($node->safe_psql('upgraded', qq{
 SELECT string_agg(rowkind || ("row"->>'id') || '=' || ("row"->>'amount'), ' ' ORDER BY ord)
   FROM pk_changes('$table{none}') WITH ORDINALITY c(s, rowkind, "row", p, ord)
