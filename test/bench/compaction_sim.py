@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""A model of the compaction picker (src/maint_compaction.c: count_small,
+sorted_runs, ratio_count, pick) under 1-row commits, to weigh a change of
+the picker before it is built and measured on a server.
+
+Each commit adds a level-0 run of one random key; when the table is due
+(the effective sorted-run count reaches the compaction trigger) the picker
+runs, or, with --speed, the worker does once it is done with its last
+compaction (which takes rows/speed commits); at the stop trigger the
+committer compacts at once.  Runs are key sets; a run's bytes are its rows
+times --row-bytes plus a header, a run of up to 1.5 kB is kept in its
+catalog row and weighs one page, a larger one its pages.  Prints rows
+rewritten per commit, compactions, compactions of more than 5,000 rows and
+the most runs seen, per seed.
+
+  test/bench/compaction_sim.py                          a table at rest
+  test/bench/compaction_sim.py --init 2:3000,3:14000,4:60000
+                                 the same with levels 2-4 filled first
+
+The model leaves out what the picker does not see (concurrency, spills,
+the catalog) and is not exact; a figure it gives is a hint for the server's
+own (pk_snapshots' COMPACT rows tell the rows each compaction wrote).
+"""
+import argparse
+import math
+import random
+
+BLCKSZ = 8192
+INLINE_MAX = 1536
+SMALL_RUNS_PER_SORTED_RUN = 8
+SMALL_RUNS_MAX = 16
+
+
+class Run:
+    __slots__ = ('level', 'keys', 'max_seq', 'run_id')
+
+    def __init__(self, level, keys, max_seq, run_id):
+        self.level, self.keys, self.max_seq, self.run_id = level, keys, max_seq, run_id
+
+
+class Model:
+    def __init__(self, a):
+        self.a = a
+
+    def run_bytes(self, r):
+        return len(r.keys) * self.a.row_bytes + 40
+
+    def run_size(self, r):
+        b = self.run_bytes(r)
+        if 'bytes' in self.a.variant:
+            return b
+        return BLCKSZ if b <= INLINE_MAX else math.ceil(b / (BLCKSZ - 24)) * BLCKSZ
+
+    @staticmethod
+    def l0_order(r):
+        return (r.max_seq, r.run_id)
+
+    def sorted_runs(self, runs):
+        l0 = sorted((r for r in runs if r.level == 0), key=self.l0_order, reverse=True)
+        srs = [[r] for r in l0]
+        for level in range(1, self.a.num_levels):
+            at = [r for r in runs if r.level == level]
+            if at:
+                srs.append(at)
+        return [dict(level=s[0].level, runs=s,
+                     size=sum(self.run_size(r) for r in s),
+                     bytes=sum(self.run_bytes(r) for r in s)) for s in srs]
+
+    def count_small(self, runs):
+        largest, n = 0, 0
+        for r in runs:
+            if r.level == 0:
+                largest = max(largest, self.run_bytes(r))
+                n += 1
+        for level in range(1, max(r.level for r in runs) + 1):
+            at = [r for r in runs if r.level == level]
+            if at:
+                largest = max(largest, sum(self.run_bytes(r) for r in at))
+                n += 1
+        newest_large = None
+        for r in runs:
+            if (r.level == 0 and self.run_bytes(r) * self.a.small_run_ratio >= largest and
+                    (newest_large is None or self.l0_order(r) > self.l0_order(newest_large))):
+                newest_large = r
+        nsmall = sum(1 for r in runs if r.level == 0 and
+                     (newest_large is None or self.l0_order(r) > self.l0_order(newest_large)))
+        per = SMALL_RUNS_PER_SORTED_RUN
+        if 'floor' in self.a.variant:
+            return nsmall, n - nsmall + nsmall // per
+        return nsmall, n - nsmall + (nsmall + per - 1) // per
+
+    def ratio_count(self, srs, start, limit, by_bytes):
+        key = 'bytes' if by_bytes else 'size'
+        size, c = sum(s[key] for s in srs[:start]), start
+        while c < limit:
+            if size * (100 + self.a.size_ratio) / 100 < srs[c][key]:
+                break
+            size += srs[c][key]
+            c += 1
+        return c
+
+    def pick(self, runs, srs):
+        n, bottom, trigger = len(srs), self.a.num_levels - 1, self.a.trigger
+        nsmall, effective = self.count_small(runs)
+        if nsmall >= SMALL_RUNS_PER_SORTED_RUN:
+            c = self.ratio_count(srs, SMALL_RUNS_PER_SORTED_RUN if 'eight' in self.a.variant
+                                 else 1, nsmall, True)
+            if c < 2:
+                start = (nsmall - SMALL_RUNS_MAX + 1 if nsmall > SMALL_RUNS_MAX
+                         else nsmall - SMALL_RUNS_PER_SORTED_RUN + 2)
+                c = self.ratio_count(srs, start, nsmall, True)
+            if c >= 2:
+                return c, 0
+        count = 0
+        if effective >= trigger:
+            young = sum(s['size'] for s in srs[:-1])
+            if young * 100 > self.a.max_size_amplification * srs[-1]['size']:
+                count = n
+            else:
+                count = self.ratio_count(srs, 1, n, False)
+                if count < 2 and effective > trigger:
+                    count = self.ratio_count(srs, min(n, nsmall + effective - trigger + 1),
+                                             n, False)
+        if count < 2:
+            return 0, 0
+        out = bottom if count == n else max(0, srs[count]['level'] - 1)
+        if out == 0 and count <= nsmall and 'l0small' in self.a.variant:
+            return count, 0
+        if count <= nsmall and 'skipsmall' in self.a.variant:
+            return 0, 0
+        if out == 0:
+            while count < n:
+                level = srs[count]['level']
+                count += 1
+                if level > 0:
+                    out = level
+                    break
+            if count == n:
+                out = bottom
+        return count, min(out, bottom)
+
+    def simulate(self, seed):
+        a = self.a
+        rnd = random.Random(seed)
+        runs = [Run(a.num_levels - 1, set(range(a.keys)), 0, 0)]
+        next_id = 1
+        for level, rows in a.init:
+            runs.append(Run(level, set(rnd.sample(range(a.keys), rows)), 0, next_id))
+            next_id += 1
+        rewritten = compactions = large = most_runs = busy_until = 0
+        for commit in range(1, a.commits + 1):
+            runs.append(Run(0, {rnd.randrange(a.keys)}, commit, next_id))
+            next_id += 1
+            most_runs = max(most_runs, len(runs))
+            _, effective = self.count_small(runs)
+            stop = effective >= a.stop_trigger
+            if not stop and (effective < a.trigger or commit < busy_until):
+                continue
+            srs = self.sorted_runs(runs)
+            count, out = self.pick(runs, srs)
+            if count == 0:
+                continue
+            inputs = [r for s in srs[:count] for r in s['runs']]
+            keys = set().union(*(r.keys for r in inputs))
+            for r in inputs:
+                runs.remove(r)
+            runs.append(Run(out, keys, max(r.max_seq for r in inputs), next_id))
+            next_id += 1
+            rewritten += len(keys)
+            compactions += 1
+            large += len(keys) > 5000
+            if a.speed and not stop:
+                busy_until = commit + max(3, len(keys) // a.speed)
+        return (round(rewritten / a.commits, 1), round(compactions / a.commits, 3),
+                large, most_runs)
+
+
+def levels(text):
+    return [tuple(int(x) for x in part.split(':')) for part in text.split(',') if part]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument('--commits', type=int, default=30000)
+    p.add_argument('--keys', type=int, default=100000)
+    p.add_argument('--init', type=levels, default=[], help='LEVEL:ROWS,... filled first')
+    p.add_argument('--seeds', type=int, default=2)
+    p.add_argument('--speed', type=int, default=0, help='rows the worker merges per commit')
+    p.add_argument('--row-bytes', type=int, default=12)
+    p.add_argument('--trigger', type=int, default=5)
+    p.add_argument('--stop-trigger', type=int, default=8)
+    p.add_argument('--num-levels', type=int, default=6)
+    p.add_argument('--max-size-amplification', type=int, default=200)
+    p.add_argument('--size-ratio', type=int, default=1)
+    p.add_argument('--small-run-ratio', type=int, default=16)
+    p.add_argument('--variant', default='', help='a change to weigh: "floor" (fewer '
+                   'than eight small runs count as no sorted run), "bytes" (the size '
+                   'ratio and amplification weigh bytes, not pages), "l0small" (a pick of small '
+                   'runs alone stays at level 0), "skipsmall" (a pick of small runs alone is '
+                   'left to their own merges), "eight" (small runs merge eight or more at a '
+                   'time); several: "floor,bytes"')
+    a = p.parse_args()
+    m = Model(a)
+    print('rows rewritten per commit, compactions per commit, of > 5000 rows, most runs')
+    for seed in range(1, a.seeds + 1):
+        print('seed %d:' % seed, *m.simulate(seed))
+
+
+if __name__ == '__main__':
+    main()
