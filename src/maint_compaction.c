@@ -17,11 +17,14 @@
  * Small runs (the runs of small commits beside a large table) are where
  * this departs from Paimon, whose writers flush large files: a level-0 run
  * compaction_small_run_ratio times smaller than the table's largest sorted
- * run counts as 1/SMALL_RUNS_PER_SORTED_RUN of a sorted run towards the
- * triggers, and such runs are merged among themselves (by size ratio,
- * into level 0) before they are merged into anything larger, so a 1-row
- * commit does not make the next compaction rewrite a level of thousands of
- * rows.  doc/DECISIONS.md has the figures.
+ * run is left out of Paimon's pick, which neither counts nor weighs it
+ * (it counts as 1/SMALL_RUNS_PER_SORTED_RUN of a sorted run towards the
+ * stop trigger only), and such runs are merged among themselves in tiers
+ * of similar sizes (by size ratio, into level 0) before anything merges
+ * them into a larger run, so a 1-row commit does not make the next
+ * compaction rewrite a level of thousands of rows, however many levels
+ * hold runs.  doc/DECISIONS.md has the figures;
+ * test/bench/compaction_sim.py models the picker.
  *
  *-------------------------------------------------------------------------
  */
@@ -156,7 +159,8 @@ sorted_runs(List *runs)
 /*
  * How many of the youngest sorted runs are small (compaction_small_run_ratio
  * times smaller than the largest, in bytes; none when the ratio is 0), and
- * what all the sorted runs count as towards the triggers.  From the runs
+ * what all the sorted runs count as towards the stop trigger (small ones
+ * SMALL_RUNS_PER_SORTED_RUN to one).  From the runs
  * themselves, without making the sorted runs (every commit asks,
  * compact_due): the small ones are the level-0 runs newer than the newest
  * one that is not small, as the sorted runs list them.
@@ -226,17 +230,19 @@ count_small(const PkOptions *o, List *runs, int *effective)
 }
 
 /*
- * Starting from the youngest `start` sorted runs, take in the next (up to
- * the first `limit`) while the candidates together are not much smaller
- * than it (size ratio), by Paimon's sizes or (small runs) by bytes.
+ * Starting from sorted runs [from, start), take in the next (up to the
+ * first `limit`) while the candidates together are not much smaller than
+ * it (size ratio), by Paimon's sizes or (small runs) by bytes.  Returns
+ * the index after the last one taken.
  */
 static int
-ratio_count(const PkOptions *o, List *srs, int start, int limit, bool by_bytes)
+ratio_count(const PkOptions *o, List *srs, int from, int start, int limit,
+			bool by_bytes)
 {
 	int64		size = 0;
 	int			c = start;
 
-	for (int i = 0; i < start; i++)
+	for (int i = from; i < start; i++)
 	{
 		SortedRun  *sr = list_nth(srs, i);
 
@@ -257,12 +263,15 @@ ratio_count(const PkOptions *o, List *srs, int start, int limit, bool by_bytes)
 
 /*
  * How many of the youngest sorted runs to merge, and into which level;
- * 0 when nothing is due.  Small runs first: once SMALL_RUNS_PER_SORTED_RUN
- * of them are there, the youngest that the size ratio joins (or, with more
- * than SMALL_RUNS_MAX, the oldest ones) merge into one level-0 run.  Then
- * Paimon's UniversalCompaction.pick, with small runs counted as above:
- * size amplification first, then size ratio, then the run count.  runs:
- * the table's data runs; srs: their sorted runs.
+ * 0 when nothing is due.  Small runs first, by their own rule: once
+ * SMALL_RUNS_MAX of them are there, the youngest that the size ratio joins
+ * merge into one level-0 run if they are SMALL_RUNS_MAX or more (a tier of
+ * runs of similar sizes), else, with more than SMALL_RUNS_MAX, the
+ * youngest beyond that many with those the ratio joins.  Then Paimon's
+ * UniversalCompaction.pick over the sorted runs below the small ones,
+ * which neither count nor weigh in it: size amplification first, then
+ * size ratio, then the run count; a pick takes the small runs along.
+ * runs: the table's data runs; srs: their sorted runs.
  */
 static int
 pick(const PkOptions *o, List *runs, List *srs, bool force, int *outlevel)
@@ -272,16 +281,16 @@ pick(const PkOptions *o, List *runs, List *srs, bool force, int *outlevel)
 	int			count = 0;
 	int			effective;
 	int			nsmall = count_small(o, runs, &effective);
+	int			nrest = n - nsmall;
 
 	if (n == 0)
 		return 0;
-	if (!force && nsmall >= SMALL_RUNS_PER_SORTED_RUN)
+	if (!force && nsmall >= SMALL_RUNS_MAX)
 	{
-		count = ratio_count(o, srs, 1, nsmall, true);
-		if (count < 2)
-			count = ratio_count(o, srs, nsmall > SMALL_RUNS_MAX ?
-								nsmall - SMALL_RUNS_MAX + 1 :
-								nsmall - SMALL_RUNS_PER_SORTED_RUN + 2, nsmall, true);
+		count = ratio_count(o, srs, 0, 1, nsmall, true);
+		if (count < SMALL_RUNS_MAX)
+			count = nsmall > SMALL_RUNS_MAX ?
+				ratio_count(o, srs, 0, nsmall - SMALL_RUNS_MAX + 1, nsmall, true) : 0;
 		if (count >= 2)
 		{
 			*outlevel = 0;
@@ -290,20 +299,35 @@ pick(const PkOptions *o, List *runs, List *srs, bool force, int *outlevel)
 	}
 	if (force)
 		count = n;
-	else if (effective >= o->num_sorted_run_compaction_trigger)
+	else if (nrest >= o->num_sorted_run_compaction_trigger)
 	{
 		int64		young = 0;
 		int64		oldest = ((SortedRun *) llast(srs))->size;
 
-		for (int i = 0; i < n - 1; i++)
+		for (int i = nsmall; i < n - 1; i++)
 			young += ((SortedRun *) list_nth(srs, i))->size;
 		if (young * 100 > (int64) o->compaction_max_size_amplification_percent * oldest)
 			count = n;
-		else if ((count = ratio_count(o, srs, 1, n, false)) < 2 &&
-				 effective > o->num_sorted_run_compaction_trigger)
-			count = ratio_count(o, srs, Min(n, nsmall + effective -
-											o->num_sorted_run_compaction_trigger + 1),
+		else if ((count = ratio_count(o, srs, nsmall, nsmall + 1, n, false)) < nsmall + 2 &&
+				 nrest > o->num_sorted_run_compaction_trigger)
+			count = ratio_count(o, srs, nsmall,
+								nsmall + nrest - o->num_sorted_run_compaction_trigger + 1,
 								n, false);
+		if (count < nsmall + 2)
+			count = 0;
+	}
+
+	/*
+	 * At the stop trigger (writers compact first), a pick merges something:
+	 * the small runs, if nothing else is due (a stop trigger at the
+	 * compaction trigger can be reached with the sorted runs below them
+	 * short of it).
+	 */
+	if (!force && count < 2 && nsmall >= 2 &&
+		effective >= o->num_sorted_run_stop_trigger)
+	{
+		*outlevel = 0;
+		return nsmall;
 	}
 	if (count < 2 && !(force && count == 1 && n == 1))
 		return 0;
@@ -340,22 +364,26 @@ pick(const PkOptions *o, List *runs, List *srs, bool force, int *outlevel)
 }
 
 /*
- * Is a compaction due: enough sorted runs for one (the compaction trigger),
- * or so many that writers compact first (the stop trigger)?  runs: the
- * table's data runs; extra: level-0 runs about to be added.
+ * Is a compaction due: enough sorted runs below the small ones for one
+ * (the compaction trigger), or enough small runs for theirs, or so many
+ * sorted runs, small ones counted SMALL_RUNS_PER_SORTED_RUN to one, that
+ * writers compact first (the stop trigger)?  runs: the table's data runs;
+ * extra: level-0 runs about to be added.
  */
 CompactDue
 compact_due(Relation rel, List *runs, int extra)
 {
 	PkTable    *t = pk_table(rel);
-	int			n;
+	int			effective;
+	int			nsmall = count_small(&t->opts, runs, &effective);
+	int			nrest = effective - (nsmall + SMALL_RUNS_PER_SORTED_RUN - 1) /
+		SMALL_RUNS_PER_SORTED_RUN;
 
-	(void) count_small(&t->opts, runs, &n);
-	n += extra;
-
-	if (n >= t->opts.num_sorted_run_stop_trigger)
+	if (effective + extra >= t->opts.num_sorted_run_stop_trigger)
 		return COMPACT_STOP;
-	if (n >= t->opts.num_sorted_run_compaction_trigger)
+	/* the runs about to be added are the youngest: small ones, as a rule */
+	if (nrest >= t->opts.num_sorted_run_compaction_trigger ||
+		nsmall + extra >= SMALL_RUNS_MAX)
 		return COMPACT_DUE;
 	return COMPACT_NOT_DUE;
 }

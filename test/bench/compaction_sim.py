@@ -3,7 +3,7 @@
 sorted_runs, ratio_count, pick) under 1-row commits, to weigh a change of
 the picker before it is built and measured on a server.
 
-Each commit adds a level-0 run of one random key; when the table is due
+Each commit adds a level-0 run of --rows-per-commit random keys (1); when the table is due
 (the effective sorted-run count reaches the compaction trigger) the picker
 runs, or, with --speed, the worker does once it is done with its last
 compaction (which takes rows/speed commits); at the stop trigger the
@@ -47,8 +47,6 @@ class Model:
 
     def run_size(self, r):
         b = self.run_bytes(r)
-        if 'bytes' in self.a.variant:
-            return b
         return BLCKSZ if b <= INLINE_MAX else math.ceil(b / (BLCKSZ - 24)) * BLCKSZ
 
     @staticmethod
@@ -85,13 +83,11 @@ class Model:
         nsmall = sum(1 for r in runs if r.level == 0 and
                      (newest_large is None or self.l0_order(r) > self.l0_order(newest_large)))
         per = SMALL_RUNS_PER_SORTED_RUN
-        if 'floor' in self.a.variant:
-            return nsmall, n - nsmall + nsmall // per
         return nsmall, n - nsmall + (nsmall + per - 1) // per
 
-    def ratio_count(self, srs, start, limit, by_bytes):
+    def ratio_count(self, srs, first, start, limit, by_bytes):
         key = 'bytes' if by_bytes else 'size'
-        size, c = sum(s[key] for s in srs[:start]), start
+        size, c = sum(s[key] for s in srs[first:start]), start
         while c < limit:
             if size * (100 + self.a.size_ratio) / 100 < srs[c][key]:
                 break
@@ -100,15 +96,41 @@ class Model:
         return c
 
     def pick(self, runs, srs):
-        n, bottom, trigger = len(srs), self.a.num_levels - 1, self.a.trigger
+        """maint_compaction.c's pick(): (sorted runs to merge, output level)."""
+        if self.a.before:
+            return self.pick_before(runs, srs)
+        n, nsmall = len(srs), self.count_small(runs)[0]
+        if nsmall >= SMALL_RUNS_MAX:
+            c = self.ratio_count(srs, 0, 1, nsmall, True)
+            if c < SMALL_RUNS_MAX:
+                c = (self.ratio_count(srs, 0, nsmall - SMALL_RUNS_MAX + 1, nsmall, True)
+                     if nsmall > SMALL_RUNS_MAX else 0)
+            if c >= 2:
+                return c, 0
+        nrest, trigger, count = n - nsmall, self.a.trigger, 0
+        if nrest >= trigger:
+            young = sum(s['size'] for s in srs[nsmall:-1])
+            if young * 100 > self.a.max_size_amplification * srs[-1]['size']:
+                count = n
+            else:
+                count = self.ratio_count(srs, nsmall, nsmall + 1, n, False)
+                if count < nsmall + 2 and nrest > trigger:
+                    count = self.ratio_count(srs, nsmall, nsmall + nrest - trigger + 1,
+                                             n, False)
+            if count < nsmall + 2:
+                count = 0
+        return self.output_level(srs, count)
+
+    def pick_before(self, runs, srs):
+        """The picker before small runs left Paimon's pick (--before)."""
+        n, trigger = len(srs), self.a.trigger
         nsmall, effective = self.count_small(runs)
         if nsmall >= SMALL_RUNS_PER_SORTED_RUN:
-            c = self.ratio_count(srs, SMALL_RUNS_PER_SORTED_RUN if 'eight' in self.a.variant
-                                 else 1, nsmall, True)
+            c = self.ratio_count(srs, 0, 1, nsmall, True)
             if c < 2:
                 start = (nsmall - SMALL_RUNS_MAX + 1 if nsmall > SMALL_RUNS_MAX
                          else nsmall - SMALL_RUNS_PER_SORTED_RUN + 2)
-                c = self.ratio_count(srs, start, nsmall, True)
+                c = self.ratio_count(srs, 0, start, nsmall, True)
             if c >= 2:
                 return c, 0
         count = 0
@@ -117,17 +139,17 @@ class Model:
             if young * 100 > self.a.max_size_amplification * srs[-1]['size']:
                 count = n
             else:
-                count = self.ratio_count(srs, 1, n, False)
+                count = self.ratio_count(srs, 0, 1, n, False)
                 if count < 2 and effective > trigger:
-                    count = self.ratio_count(srs, min(n, nsmall + effective - trigger + 1),
+                    count = self.ratio_count(srs, 0, min(n, nsmall + effective - trigger + 1),
                                              n, False)
+        return self.output_level(srs, count)
+
+    def output_level(self, srs, count):
+        n, bottom = len(srs), self.a.num_levels - 1
         if count < 2:
             return 0, 0
         out = bottom if count == n else max(0, srs[count]['level'] - 1)
-        if out == 0 and count <= nsmall and 'l0small' in self.a.variant:
-            return count, 0
-        if count <= nsmall and 'skipsmall' in self.a.variant:
-            return 0, 0
         if out == 0:
             while count < n:
                 level = srs[count]['level']
@@ -139,6 +161,15 @@ class Model:
                 out = bottom
         return count, min(out, bottom)
 
+    def due(self, runs):
+        """compact_due() short of the stop trigger."""
+        nsmall, effective = self.count_small(runs)
+        if self.a.before:
+            return effective >= self.a.trigger
+        per = SMALL_RUNS_PER_SORTED_RUN
+        return (effective - (nsmall + per - 1) // per >= self.a.trigger or
+                nsmall >= SMALL_RUNS_MAX)
+
     def simulate(self, seed):
         a = self.a
         rnd = random.Random(seed)
@@ -149,12 +180,13 @@ class Model:
             next_id += 1
         rewritten = compactions = large = most_runs = busy_until = 0
         for commit in range(1, a.commits + 1):
-            runs.append(Run(0, {rnd.randrange(a.keys)}, commit, next_id))
+            runs.append(Run(0, set(rnd.sample(range(a.keys), a.rows_per_commit)),
+                            commit, next_id))
             next_id += 1
             most_runs = max(most_runs, len(runs))
             _, effective = self.count_small(runs)
             stop = effective >= a.stop_trigger
-            if not stop and (effective < a.trigger or commit < busy_until):
+            if not stop and (not self.due(runs) or commit < busy_until):
                 continue
             srs = self.sorted_runs(runs)
             count, out = self.pick(runs, srs)
@@ -183,6 +215,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('--commits', type=int, default=30000)
     p.add_argument('--keys', type=int, default=100000)
+    p.add_argument('--rows-per-commit', type=int, default=1)
     p.add_argument('--init', type=levels, default=[], help='LEVEL:ROWS,... filled first')
     p.add_argument('--seeds', type=int, default=2)
     p.add_argument('--speed', type=int, default=0, help='rows the worker merges per commit')
@@ -193,12 +226,8 @@ def main():
     p.add_argument('--max-size-amplification', type=int, default=200)
     p.add_argument('--size-ratio', type=int, default=1)
     p.add_argument('--small-run-ratio', type=int, default=16)
-    p.add_argument('--variant', default='', help='a change to weigh: "floor" (fewer '
-                   'than eight small runs count as no sorted run), "bytes" (the size '
-                   'ratio and amplification weigh bytes, not pages), "l0small" (a pick of small '
-                   'runs alone stays at level 0), "skipsmall" (a pick of small runs alone is '
-                   'left to their own merges), "eight" (small runs merge eight or more at a '
-                   'time); several: "floor,bytes"')
+    p.add_argument('--before', action='store_true',
+                   help='the picker before small runs left Paimon\'s pick')
     a = p.parse_args()
     m = Model(a)
     print('rows rewritten per commit, compactions per commit, of > 5000 rows, most runs')

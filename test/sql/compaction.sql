@@ -103,9 +103,10 @@ SELECT level, record_count FROM pk_runs('l0') WHERE kind = 'data';
 SELECT count(*), max(id) FROM l0;
 
 -- small runs (compaction_small_run_ratio, 16 by default: level-0 runs 16
--- times smaller than the largest sorted run): eight count as one sorted
--- run, so twelve 1-row commits beside a 20000-row run neither reach the
--- trigger nor make writers compact at the stop trigger (8) ...
+-- times smaller than the largest sorted run) do not count towards the
+-- compaction trigger (eight count as one sorted run towards the stop
+-- trigger), so fifteen 1-row commits beside a 20000-row run neither make
+-- a compaction due nor make writers compact first ...
 CREATE TABLE sm (id int PRIMARY KEY, v text) USING pkmerge
 	WITH (changelog_producer = 'lookup');
 INSERT INTO sm SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
@@ -124,10 +125,16 @@ INSERT INTO sm VALUES (20006, 'h');
 INSERT INTO sm VALUES (20007, 'i');
 INSERT INTO sm VALUES (20008, 'j');
 INSERT INTO sm VALUES (20009, 'k');
+INSERT INTO sm VALUES (20010, 'l');
+INSERT INTO sm VALUES (20011, 'm');
+INSERT INTO sm VALUES (20012, 'n');
+SELECT pk_compact('sm') AS fifteen_small_runs_not_due;
+INSERT INTO sm VALUES (20013, 'o');
 SELECT count(*) AS small_runs FROM pk_runs('sm') WHERE kind = 'data' AND level = 0;
--- ... but once eight are there, they merge among themselves into one
--- level-0 run (the size ratio takes the youngest of similar sizes: all
--- twelve), keeping the delete's tombstone; the 20000-row run is untouched
+-- ... but once sixteen of similar sizes are there (a tier: the size ratio
+-- takes the youngest of similar sizes, all sixteen), they merge among
+-- themselves into one level-0 run, keeping the delete's tombstone; the
+-- 20000-row run is untouched
 SELECT pk_compact('sm') IS NOT NULL AS compacted;
 SELECT level, record_count, run_id = :bottom_run AS same_bottom_run
   FROM pk_runs('sm') WHERE kind = 'data' ORDER BY level, record_count;
@@ -135,16 +142,43 @@ SELECT count(*) AS rows, count(*) FILTER (WHERE id = 3) AS deleted_key,
 	   string_agg(v, ',' ORDER BY id) FILTER (WHERE id = 2 OR id > 20000) AS changed
   FROM sm;
 -- a newer commit stays the youngest run: its version of a key wins
-UPDATE sm SET v = 'l' WHERE id = 20001;
+UPDATE sm SET v = 'z' WHERE id = 20001;
 SELECT v FROM sm WHERE id = 20001;
 SELECT pk_compact('sm', true) IS NOT NULL AS compacted;
 SELECT level, record_count FROM pk_runs('sm') WHERE kind = 'data';
 SELECT v FROM sm WHERE id = 20001;
 SELECT check_changelog('sm');
 
+-- every level holding a run leaves small runs alone: with levels 1 and 2
+-- occupied (the trigger 2 reached by them alone, not exceeded), a 1-row
+-- commit makes no compaction due, and pk_compact merges nothing (were the
+-- small run counted as a sorted run, the run count would force a merge of
+-- every level into the bottom at each small commit)
+CREATE TABLE lv (id int PRIMARY KEY, v text) USING pkmerge
+	WITH (num_levels = 3, num_sorted_run_compaction_trigger = 2,
+		  num_sorted_run_stop_trigger = 8);
+INSERT INTO lv SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
+SELECT pk_compact('lv', true) IS NOT NULL AS compacted;
+INSERT INTO lv SELECT g, md5(g::text) FROM generate_series(20001, 22000) g;
+INSERT INTO lv SELECT g, md5(g::text) FROM generate_series(22001, 24000) g;
+SELECT pk_compact('lv') IS NOT NULL AS compacted;
+SELECT level, record_count FROM pk_runs('lv') WHERE kind = 'data' ORDER BY level;
+UPDATE lv SET v = 'x' WHERE id = 1;
+SELECT pk_compact('lv') AS nothing_due;
+SELECT level, record_count FROM pk_runs('lv') WHERE kind = 'data' ORDER BY level;
+SELECT count(*), v FROM lv WHERE id IN (1, 24000) GROUP BY v ORDER BY v;
+-- with the stop trigger at the compaction trigger, small runs alone can
+-- reach it (eight count as one sorted run there): the commit that would
+-- reach it merges them first
+ALTER TABLE lv SET (num_sorted_run_compaction_trigger = 3, num_sorted_run_stop_trigger = 3);
+UPDATE lv SET v = 'y' WHERE id = 2;
+UPDATE lv SET v = 'z' WHERE id = 3;
+SELECT level, record_count FROM pk_runs('lv') WHERE kind = 'data' ORDER BY level, record_count;
+SELECT id, v FROM lv WHERE id <= 3 ORDER BY id;
+
 -- each table's row in pkchangelog.tables names exactly its data runs
-SELECT t, check_data_runs(t) FROM unnest('{c,tb,s,l0,sm}'::regclass[]) t;
-DROP TABLE c, s, tb, l0, sm;
+SELECT t, check_data_runs(t) FROM unnest('{c,tb,s,l0,sm,lv}'::regclass[]) t;
+DROP TABLE c, s, tb, l0, sm, lv;
 
 -- a commit's run that compaction keeps as a delta (producer none) is left
 -- as it is when it is in its catalog row (no version of the tables row
