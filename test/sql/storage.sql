@@ -69,6 +69,15 @@ SELECT count(*) AS run_rows FROM pkchangelog.runs WHERE relid = 's'::regclass;
 SELECT * FROM s WHERE id = 4;
 SELECT * FROM s WHERE id = 3;
 SELECT * FROM s ORDER BY id;
+-- a tight row longer than 127 bytes (a two-byte length) and rows with
+-- NULLs (a null bitmap) read back as written
+CREATE TABLE st (id int PRIMARY KEY, a text, b int, c text) USING pkmerge;
+INSERT INTO st VALUES (1, repeat('x', 300), NULL, 'c'), (2, NULL, 2, NULL);
+SELECT convert_from(substr(data, 1, 4), 'SQL_ASCII') AS magic
+  FROM pkchangelog.snapshots WHERE relid = 'st'::regclass;
+SELECT id, length(a), b, c FROM st ORDER BY id;
+SELECT id, b FROM st WHERE id = 2;
+DROP TABLE st;
 -- a small block that zstd shrinks stays compressed, after a magic number
 -- (KMRC), and reads the same
 CREATE TABLE sz (id int PRIMARY KEY, v text) USING pkmerge;
