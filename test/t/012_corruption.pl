@@ -546,7 +546,29 @@ SELECT convert_from(substr(data, 1, 4), 'SQL_ASCII') || ' ' || data_seq
 	$node->safe_psql('postgres',
 		"UPDATE pkchangelog.snapshots SET $snapshot_data_damage{$f} WHERE relid = 'sd_$f'::regclass");
 }
+# a lookup commit's changelog run, kept tight in its snapshot's row, with
+# a payload byte flipped: the change stream refuses it
+$node->safe_psql('postgres', q{
+CREATE TABLE scl (id int PRIMARY KEY, v text) USING pkmerge
+	WITH (changelog_producer = 'lookup');
+INSERT INTO scl VALUES (1, 'one'), (2, 'two');
+UPDATE scl SET v = 'uno' WHERE id = 1;});
+is($node->safe_psql('postgres', q{
+SELECT string_agg(convert_from(substr(changelog, 1, 4), 'SQL_ASCII'), ',' ORDER BY snapshot_id)
+  FROM pkchangelog.snapshots WHERE relid = 'scl'::regclass}),
+	'KMRT,KMRT', "scl: the commits' changelog runs are kept tight in their snapshots' rows");
+$node->safe_psql('postgres', q{
+UPDATE pkchangelog.snapshots SET changelog = set_byte(changelog, 20, get_byte(changelog, 20) # 255)
+ WHERE relid = 'scl'::regclass AND snapshot_id = 2});
 $node->restart;
+($ret, $out, $err) = $node->psql('postgres',
+	"\\set VERBOSITY verbose\nSELECT snapshot_id, rowkind FROM pk_changes('scl', 1)");
+is($out, '', 'scl: no changes from a damaged changelog run');
+like($err, qr/ERROR:  XX001: corrupt .* of run -?\d+ in pkmerge table "scl"/,
+	'scl: XX001 naming the run and the table');
+like($err, qr/CRC32C mismatch/, 'scl: the detail says what is wrong');
+is($node->safe_psql('postgres', q{SELECT string_agg(v, ',' ORDER BY id) FROM scl}), 'uno,two',
+	'scl: the table reads (its data runs are whole)');
 my %compact_detail = (
 	c_magic => qr/Not a compact run's magic number/,
 	c_payload => qr/CRC32C mismatch/,
