@@ -158,15 +158,16 @@ sorted_runs(List *runs)
 
 /*
  * How many of the youngest sorted runs are small (compaction_small_run_ratio
- * times smaller than the largest, in bytes; none when the ratio is 0), and
- * what all the sorted runs count as towards the stop trigger (small ones
+ * times smaller than the largest, in bytes; none when the ratio is 0), how
+ * many sorted runs are not (*nrest), and what all the sorted runs count
+ * as towards the stop trigger (*effective: small ones
  * SMALL_RUNS_PER_SORTED_RUN to one).  From the runs
  * themselves, without making the sorted runs (every commit asks,
  * compact_due): the small ones are the level-0 runs newer than the newest
  * one that is not small, as the sorted runs list them.
  */
 static int
-count_small(const PkOptions *o, List *runs, int *effective)
+count_small(const PkOptions *o, List *runs, int *nrest, int *effective)
 {
 	int64		largest = 0;
 	int			maxlevel = 0;
@@ -224,7 +225,8 @@ count_small(const PkOptions *o, List *runs, int *effective)
 				nsmall++;
 		}
 	}
-	*effective = n - nsmall +
+	*nrest = n - nsmall;
+	*effective = *nrest +
 		(nsmall + SMALL_RUNS_PER_SORTED_RUN - 1) / SMALL_RUNS_PER_SORTED_RUN;
 	return nsmall;
 }
@@ -280,8 +282,8 @@ pick(const PkOptions *o, List *runs, List *srs, bool force, int *outlevel)
 	int			maxlevel = o->num_levels - 1;
 	int			count = 0;
 	int			effective;
-	int			nsmall = count_small(o, runs, &effective);
-	int			nrest = n - nsmall;
+	int			nrest;
+	int			nsmall = count_small(o, runs, &nrest, &effective);
 
 	if (n == 0)
 		return 0;
@@ -375,9 +377,8 @@ compact_due(Relation rel, List *runs, int extra)
 {
 	PkTable    *t = pk_table(rel);
 	int			effective;
-	int			nsmall = count_small(&t->opts, runs, &effective);
-	int			nrest = effective - (nsmall + SMALL_RUNS_PER_SORTED_RUN - 1) /
-		SMALL_RUNS_PER_SORTED_RUN;
+	int			nrest;
+	int			nsmall = count_small(&t->opts, runs, &nrest, &effective);
 
 	if (effective + extra >= t->opts.num_sorted_run_stop_trigger)
 		return COMPACT_STOP;

@@ -406,7 +406,6 @@ load_compact_index(Relation rel, PkTable *t, const RunInfo *run)
 	RunBlock   *b;
 	uint32		nbits;
 	MemoryContext gen = index_gen[index_generation % 2];
-
 	uint64		nrows;
 
 	read_stream(rel, run, 0, sizeof(magic), (char *) &magic, NULL);
