@@ -16,6 +16,11 @@ the most runs seen, per seed.
   test/bench/compaction_sim.py                          a table at rest
   test/bench/compaction_sim.py --init 2:3000,3:14000,4:60000
                                  the same with levels 2-4 filled first
+  test/bench/compaction_sim.py --commits 120000 --window 20000 --row-bytes 35
+                                 after 100k commits, the last 20k commits'
+                                 merges by pick ('small': small runs' tiers,
+                                 'paimon': Paimon's pick, 'stop': at the stop
+                                 trigger), output level and size
 
 The model leaves out what the picker does not see (concurrency, spills,
 the catalog) and is not exact; a figure it gives is a hint for the server's
@@ -41,6 +46,8 @@ class Run:
 class Model:
     def __init__(self, a):
         self.a = a
+        self.merges = {}
+        self.kind = None
 
     def run_bytes(self, r):
         return len(r.keys) * self.a.row_bytes + 40
@@ -98,9 +105,15 @@ class Model:
     def pick(self, runs, srs):
         """maint_compaction.c's pick(): (sorted runs to merge, output level)."""
         if self.a.before:
+            self.kind = 'before'
             return self.pick_before(runs, srs)
         n, nsmall = len(srs), self.count_small(runs)[0]
-        if nsmall >= SMALL_RUNS_MAX:
+        self.kind = 'small'
+        if self.a.fanin:
+            c = self.tier_count(srs, nsmall)
+            if c >= 2:
+                return c, 0
+        elif nsmall >= SMALL_RUNS_MAX:
             c = self.ratio_count(srs, 0, 1, nsmall, True)
             if c < SMALL_RUNS_MAX:
                 c = (self.ratio_count(srs, 0, nsmall - SMALL_RUNS_MAX + 1, nsmall, True)
@@ -108,6 +121,7 @@ class Model:
             if c >= 2:
                 return c, 0
         nrest, trigger, count = n - nsmall, self.a.trigger, 0
+        self.kind = 'paimon'
         if nrest >= trigger:
             young = sum(s['size'] for s in srs[nsmall:-1])
             if young * 100 > self.a.max_size_amplification * srs[-1]['size']:
@@ -120,6 +134,20 @@ class Model:
             if count < nsmall + 2:
                 count = 0
         return self.output_level(srs, count)
+
+    def tier_count(self, srs, nsmall):
+        """--fanin: the youngest small runs up to the first full tier (runs
+        of fewer than SMALL_RUNS_MAX rows: SMALL_RUNS_MAX of them; then
+        --fanin runs of SMALL_RUNS_MAX * fanin**k up to the next power)."""
+        members = {}
+        for c in range(nsmall):
+            rows = sum(len(r.keys) for r in srs[c]['runs'])
+            tier = (-1 if rows < SMALL_RUNS_MAX else
+                    int(math.log(rows / SMALL_RUNS_MAX, self.a.fanin) + 1e-9))
+            members[tier] = members.get(tier, 0) + 1
+            if members[tier] >= (SMALL_RUNS_MAX if tier < 0 else self.a.fanin):
+                return c + 1
+        return 0
 
     def pick_before(self, runs, srs):
         """The picker before small runs left Paimon's pick (--before)."""
@@ -167,8 +195,11 @@ class Model:
         if self.a.before:
             return effective >= self.a.trigger
         per = SMALL_RUNS_PER_SORTED_RUN
-        return (effective - (nsmall + per - 1) // per >= self.a.trigger or
-                nsmall >= SMALL_RUNS_MAX)
+        if self.a.fanin:
+            small_due = self.tier_count(self.sorted_runs(runs), nsmall) >= 2
+        else:
+            small_due = nsmall >= SMALL_RUNS_MAX
+        return effective - (nsmall + per - 1) // per >= self.a.trigger or small_due
 
     def simulate(self, seed):
         a = self.a
@@ -199,6 +230,12 @@ class Model:
             runs.append(Run(out, keys, max(r.max_seq for r in inputs), next_id))
             next_id += 1
             rewritten += len(keys)
+            if commit > a.commits - a.window:
+                kind = 'stop' if stop else self.kind
+                key = (kind, out, 4 ** math.ceil(math.log(len(keys), 4)))
+                seen = self.merges.setdefault(key, [0, 0])
+                seen[0] += 1
+                seen[1] += len(keys)
             compactions += 1
             large += len(keys) > 5000
             if a.speed and not stop:
@@ -226,13 +263,23 @@ def main():
     p.add_argument('--max-size-amplification', type=int, default=200)
     p.add_argument('--size-ratio', type=int, default=1)
     p.add_argument('--small-run-ratio', type=int, default=16)
+    p.add_argument('--fanin', type=int, default=0,
+                   help='small runs merge by tiers: 16 runs of fewer than 16 rows, '
+                   'then this many runs of 16 * fanin**k rows and more')
+    p.add_argument('--window', type=int, default=0,
+                   help='print the merges of the last this many commits, by '
+                   'pick, output level and rows (up to a power of 4)')
     p.add_argument('--before', action='store_true',
                    help='the picker before small runs left Paimon\'s pick')
     a = p.parse_args()
     m = Model(a)
     print('rows rewritten per commit, compactions per commit, of > 5000 rows, most runs')
     for seed in range(1, a.seeds + 1):
+        m.merges = {}
         print('seed %d:' % seed, *m.simulate(seed))
+        for (kind, out, rows), (n, total) in sorted(m.merges.items()):
+            print('  %-6s to level %d, up to %6d rows: %5d merges, %.2f rows per commit' %
+                  (kind, out, rows, n, total / a.window))
 
 
 if __name__ == '__main__':
