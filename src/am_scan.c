@@ -75,6 +75,8 @@ typedef struct PkScanDesc
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist = NULL;
 
+static void scan_check_worker(Relation rel);
+
 /*
  * The row the key index returned last, for the fetch that follows it.  The
  * tuple lives in the index scan's memory (owner): the scan clears the
@@ -232,7 +234,7 @@ chunk_next(PkScanDesc *scan)
  * writes to would miss them.  The planner keeps such plans away
  * (pk_set_rel_pathlist); a plan made before the writes may still come.
  */
-void
+static void
 scan_check_worker(Relation rel)
 {
 	if (IsParallelWorker() && hints_leader_writes(RelationGetRelid(rel)))

@@ -43,7 +43,6 @@ extern void scan_handoff_forget(const void *owner);
 extern MinimalTuple scan_handoff_tuple(void);
 extern double scan_count_rows(Relation rel, BlockNumber *pages, bool estimate);
 extern void scan_init(void);
-extern void scan_check_worker(Relation rel);
 extern Size scan_parallel_estimate(Relation rel);
 extern Size scan_parallel_initialize(Relation rel, ParallelTableScanDesc pscan);
 extern void scan_parallel_reinitialize(Relation rel, ParallelTableScanDesc pscan);

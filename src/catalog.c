@@ -52,6 +52,8 @@
 
 static const char *const run_kinds[] = {"data", "changelog", "delta"};
 
+static char *cat_version_to_update(void);
+
 /*
  * The tables whose runs rows this transaction changed: changing, by any
  * change (its own new runs included); rewriting, by a change of runs
@@ -2134,7 +2136,7 @@ cat_version_accepted(const char *version)
  * an ALTER EXTENSION pkchangelog UPDATE has yet to bring to this library's
  * shape.  NULL otherwise.
  */
-char *
+static char *
 cat_version_to_update(void)
 {
 	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);

@@ -140,7 +140,6 @@ typedef struct SnapshotInfo
 /* catalog.c */
 extern void catalog_init(void);
 extern bool cat_version_accepted(const char *version);
-extern char *cat_version_to_update(void);
 extern bool cat_runs_changed(Oid relid, bool committed_only);
 extern void cat_runs_replaced(Oid relid);
 extern uint64 cat_runs_rewrites(void);

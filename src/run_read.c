@@ -913,7 +913,7 @@ evict_blocks(Size need)
  * cache; otherwise (point lookups) it comes from and goes to the block
  * cache.  Release with run_block_release.
  */
-RunBlock *
+static RunBlock *
 run_block_get(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
 			  uint32 blockno, bool private, BufferAccessStrategy strategy,
 			  RunBlock *spare)
@@ -1012,7 +1012,7 @@ run_compact_key_range(Relation rel, PkTable *t, const RunInfo *run,
  * prefix must be strict: rows equal in the prefix may start in the block
  * before the first block that begins with it.
  */
-uint32
+static uint32
 run_index_find_block(PkTable *t, RunIndex *idx, const Datum *key, int nprefix,
 					 bool strict)
 {

@@ -65,16 +65,11 @@ typedef struct RunCursor
 extern char *run_stream_read(Relation rel, const RunInfo *run, uint32 max_len,
 							 uint32 *len);
 extern RunIndex *run_index_get(Relation rel, PkTable *t, const RunInfo *run);
-extern RunBlock *run_block_get(Relation rel, PkTable *t, const RunInfo *run,
-							   RunIndex *idx, uint32 blockno, bool private,
-							   BufferAccessStrategy strategy, RunBlock *spare);
 extern void run_block_release(RunBlock *b);
 extern void run_compact_key_range(Relation rel, PkTable *t, const RunInfo *run,
 								  char **min_key, char **max_key);
 extern void run_cache_forget(int64 run_id, Oid relfilenode);
 extern void run_cache_forget_all(void);
-extern uint32 run_index_find_block(PkTable *t, RunIndex *idx, const Datum *key,
-								   int nprefix, bool strict);
 extern void run_cursor_open(RunCursor *c, Relation rel, PkTable *t,
 							const RunInfo *run, BufferAccessStrategy strategy);
 extern void run_cursor_seek(RunCursor *c, const Datum *key, int nprefix);
