@@ -47,12 +47,21 @@
 #include "utils/xid8.h"
 
 #include "catalog.h"
+#include "changelog_produce.h"
+#include "commit_log.h"
 #include "pkchangelog.h"
 #include "tid.h"
 
-static const char *const run_kinds[] = {"data", "changelog", "delta"};
+static const char *const run_kinds[] = {"data", "changelog", "delta", "log"};
 
 static char *cat_version_to_update(void);
+static bool inserter_aborted(HeapTuple tup);
+static RunInfo *logged_data_run(Oid relid, int64 snapshot_id, Snapshot snapshot);
+static List *logged_snapshots(Oid relid, int64 from, int64 to, int limit,
+							  Snapshot snapshot, bool with_changelog);
+static List *log_records(Relation rel, int64 from, int64 to, int limit,
+						 Snapshot snapshot, Snapshot pages_snapshot,
+						 const TableState *st);
 
 /*
  * The tables whose runs rows this transaction changed: changing, by any
@@ -190,7 +199,7 @@ typedef enum CatTable
 } CatTable;
 
 static const Oid tables_types[Natts_tables] = {
-	OIDOID, INT8OID, INT8OID, INT8OID, INT8OID, INT8ARRAYOID, INT8OID
+	OIDOID, INT8OID, INT8OID, INT8OID, INT8OID, INT8ARRAYOID, INT8OID, INT8OID, INT8OID
 };
 static const Oid snapshots_types[Natts_snapshots] = {
 	OIDOID, INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, XID8OID, INT8OID,
@@ -244,6 +253,8 @@ cat_open(CatTable which, LOCKMODE lockmode)
 	Relation	crel = table_open(cat_oid(name, false), lockmode);
 	TupleDesc	desc = RelationGetDescr(crel);
 	bool		match = desc->natts == cat_shapes[which].natts ||
+		/* before catalog 0.11, tables has no commit log columns */
+		(which == CAT_TABLES && desc->natts == Anum_tables_log_run - 1) ||
 		/* before catalog 0.5, runs has no stream column */
 		(which == CAT_RUNS && desc->natts == Anum_runs_stream - 1) ||
 		/* before catalog 0.8, snapshots has no changelog columns */
@@ -433,6 +444,9 @@ snapshot_data_run(Oid relid, int64 snapshot_id, Snapshot snapshot)
 	}
 	systable_endscan(scan);
 	table_close(crel, AccessShareLock);
+	/* a small commit's snapshot is a record of the commit log */
+	if (!HeapTupleIsValid(tup))
+		r = logged_data_run(relid, snapshot_id, snapshot);
 	return r;
 }
 
@@ -510,6 +524,20 @@ cat_run_get(Oid relid, int64 run_id, Snapshot snapshot)
 	crel = cat_open(CAT_RUNS, AccessShareLock);
 	scan = run_row_as(crel, relid, run_id, snapshot, &tup);
 	r = run_from_tuple(crel, tup);
+	systable_endscan(scan);
+	table_close(crel, AccessShareLock);
+	return r;
+}
+
+/* the run's row snapshot sees, or NULL (a run with a row of its own) */
+RunInfo *
+cat_run_find(Oid relid, int64 run_id, Snapshot snapshot)
+{
+	Relation	crel = cat_open(CAT_RUNS, AccessShareLock);
+	HeapTuple	tup;
+	SysScanDesc scan = run_row_find(crel, relid, run_id, snapshot, &tup);
+	RunInfo    *r = HeapTupleIsValid(tup) ? run_from_tuple(crel, tup) : NULL;
+
 	systable_endscan(scan);
 	table_close(crel, AccessShareLock);
 	return r;
@@ -659,6 +687,287 @@ end_runs_of_snapshots(SysScanDesc scan, Relation irel)
 }
 
 /*
+ * ---- small commits' snapshots, in the commit log (commit_log.c) ----
+ *
+ * The functions that show a table's snapshots to every role take no lock
+ * of it, so the log's pages are read through the relation's cache entry
+ * alone (RelationIdGetRelation): the pages of the file the catalog names,
+ * which a TRUNCATE or DROP committing meanwhile removes (the read then
+ * fails with an error; it never reads another table's pages).
+ */
+
+/* can the table's row name a commit log (catalog 0.11)? */
+static bool
+cat_tables_hold_log(void)
+{
+	Relation	crel = cat_open(CAT_TABLES, AccessShareLock);
+	bool		result = RelationGetDescr(crel)->natts >= Anum_tables_log_block;
+
+	table_close(crel, AccessShareLock);
+	return result;
+}
+
+/*
+ * Is a row of pkchangelog.runs a log page of rel's current file?  One of
+ * another file, which an MVCC snapshot sees, is a page that a TRUNCATE or
+ * VACUUM FULL committed since the snapshot replaced: its records cannot be
+ * read any more, and leaving them out would hide snapshots.
+ */
+static bool
+row_is_log_of(Relation crel, HeapTuple tup, Relation rel, Snapshot snapshot)
+{
+	bool		isnull;
+
+	if (strcmp(TextDatumGetCString(heap_getattr(tup, Anum_runs_kind,
+												RelationGetDescr(crel), &isnull)),
+			   run_kinds[RUN_LOG]) != 0)
+		return false;
+	if (DatumGetObjectId(heap_getattr(tup, Anum_runs_relfilenode,
+									  RelationGetDescr(crel), &isnull)) == rel->rd_node.relNode)
+		return true;
+	if (IsMVCCSnapshot(snapshot))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not read the snapshots of pkmerge table \"%s\" as of this transaction's snapshot",
+						RelationGetRelationName(rel)),
+				 errdetail("A TRUNCATE or VACUUM FULL of the table committed after the snapshot was taken."),
+				 errhint("Retry in a new transaction.")));
+	return false;
+}
+
+/*
+ * The first snapshot of the log page that holds snapshot id (the last one
+ * that starts at or before it), or 0 if none does: searched backwards from
+ * it, without reading the table's older runs.
+ */
+static int64
+log_page_start(Relation rel, int64 id, Snapshot snapshot)
+{
+	Relation	crel = cat_open(CAT_RUNS, AccessShareLock);
+	Relation	irel;
+	SysScanDesc scan = begin_runs_of_snapshots(crel, &irel, RelationGetRelid(rel),
+											   PG_INT64_MIN, id, snapshot);
+	HeapTuple	tup;
+	int64		start = 0;
+
+	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, BackwardScanDirection)))
+	{
+		bool		isnull;
+
+		if (row_is_log_of(crel, tup, rel, snapshot) &&
+			!(snapshot == SnapshotAny && inserter_aborted(tup)))
+		{
+			start = DatumGetInt64(heap_getattr(tup, Anum_runs_created_snapshot,
+											   RelationGetDescr(crel), &isnull));
+			break;
+		}
+	}
+	end_runs_of_snapshots(scan, irel);
+	table_close(crel, AccessShareLock);
+	return start;
+}
+
+/*
+ * The log runs of rel's current file that may hold records in (from, to],
+ * in order: a page holds none of them once the next one starts at or
+ * before from + 1.  With SnapshotAny, one version of each row.
+ */
+static List *
+log_runs_between(Relation rel, int64 from, int64 to, Snapshot snapshot)
+{
+	Relation	crel;
+	Relation	irel;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	List	   *result = NIL;
+	int64		start = from > 0 ? log_page_start(rel, from + 1, snapshot) : 0;
+
+	crel = cat_open(CAT_RUNS, AccessShareLock);
+	scan = begin_runs_of_snapshots(crel, &irel, RelationGetRelid(rel),
+								   start > 0 ? start - 1 : PG_INT64_MIN, to, snapshot);
+	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
+	{
+		RunInfo    *r;
+
+		if (!row_is_log_of(crel, tup, rel, snapshot) ||
+			(snapshot == SnapshotAny && inserter_aborted(tup)))
+			continue;
+		r = run_from_tuple(crel, tup);
+		if (result != NIL && ((RunInfo *) llast(result))->run_id == r->run_id)
+			result = list_delete_last(result);	/* another version of it */
+		else if (result != NIL && r->created_snapshot <= from + 1)
+			result = list_delete_last(result);
+		result = lappend(result, r);
+	}
+	end_runs_of_snapshots(scan, irel);
+	table_close(crel, AccessShareLock);
+	return result;
+}
+
+/*
+ * The records of rel's log in (from, to] that snapshot sees, as
+ * commit_log_read says (st: the table's state as an MVCC snapshot sees
+ * it; NULL snapshot: those a table row the caller sees names), on the
+ * pages pages_snapshot sees, in order, at most limit of them (-1: all).
+ */
+static List *
+log_records(Relation rel, int64 from, int64 to, int limit, Snapshot snapshot,
+			Snapshot pages_snapshot, const TableState *st)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, log_runs_between(rel, from, to, pages_snapshot))
+	{
+		bool		stopped;
+
+		result = list_concat(result, commit_log_read(rel, lfirst(lc), from, to, st,
+													 snapshot, &stopped));
+		if (stopped || (limit >= 0 && list_length(result) >= limit))
+			break;
+	}
+	if (limit >= 0 && list_length(result) > limit)
+		result = list_truncate(result, limit);
+	return result;
+}
+
+/*
+ * The data run of relid's snapshot snapshot_id kept in its commit log
+ * record, which a table row snapshot sees names (NULL: no such record).
+ * SnapshotAny: the record's, if its transaction did not abort.
+ */
+static RunInfo *
+logged_data_run(Oid relid, int64 snapshot_id, Snapshot snapshot)
+{
+	Relation	rel;
+	List	   *recs;
+
+	if (!cat_tables_hold_log() || !RelationIsValid(rel = RelationIdGetRelation(relid)))
+		return NULL;
+	recs = log_records(rel, snapshot_id - 1, snapshot_id, 1,
+					   snapshot == SnapshotAny ? SnapshotAny : NULL, snapshot, NULL);
+	RelationClose(rel);
+	return recs != NIL ? ((CommitRecord *) linitial(recs))->data : NULL;
+}
+
+/*
+ * The small commits' snapshots in (from, to] that snapshot sees, from the
+ * commit log, as snapshots_scan returns them.
+ */
+static List *
+logged_snapshots(Oid relid, int64 from, int64 to, int limit, Snapshot snapshot,
+				 bool with_changelog)
+{
+	Relation	rel;
+	TableState	st = {0};
+	TransactionId xmin;
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	if (!cat_tables_hold_log() || !RelationIsValid(rel = RelationIdGetRelation(relid)))
+		return NIL;
+	if (!IsMVCCSnapshot(snapshot) || cat_table_version(relid, snapshot, NULL, &xmin, &st))
+	{
+		foreach(lc, log_records(rel, from, to, limit, snapshot, snapshot, &st))
+		{
+			CommitRecord *rec = lfirst(lc);
+			SnapshotInfo *si = palloc(sizeof(SnapshotInfo));
+
+			si->snapshot_id = rec->snapshot_id;
+			si->kind = rec->kind;
+			si->producer = pstrdup(prod_name(rec->producer));
+			si->commit_time = rec->commit_time;
+			si->changelog = with_changelog ? rec->changelog : NULL;
+			si->data = with_changelog ? rec->data : NULL;
+			result = lappend(result, si);
+		}
+	}
+	RelationClose(rel);
+	return result;
+}
+
+/*
+ * The small commits' snapshots of rel that snapshot sees, from the commit
+ * log, in order: CommitRecords (pkchangelog.log_snapshots).
+ */
+List *
+cat_log_records(Relation rel, Snapshot snapshot)
+{
+	TableState	st = {0};
+	TransactionId xmin;
+
+	if (!cat_tables_hold_log() ||
+		!cat_table_version(RelationGetRelid(rel), snapshot, NULL, &xmin, &st))
+		return NIL;
+	return log_records(rel, 0, PG_INT64_MAX, -1, snapshot, snapshot, &st);
+}
+
+/* the snapshots of two lists in id order, merged: the first limit (-1: all) */
+static List *
+merge_snapshots(List *a, List *b, int limit)
+{
+	List	   *result = NIL;
+	int			i = 0;
+	int			j = 0;
+
+	while ((i < list_length(a) || j < list_length(b)) &&
+		   (limit < 0 || list_length(result) < limit))
+	{
+		SnapshotInfo *sa = i < list_length(a) ? list_nth(a, i) : NULL;
+		SnapshotInfo *sb = j < list_length(b) ? list_nth(b, j) : NULL;
+
+		if (sb == NULL || (sa != NULL && sa->snapshot_id < sb->snapshot_id))
+		{
+			result = lappend(result, sa);
+			i++;
+		}
+		else
+		{
+			result = lappend(result, sb);
+			j++;
+		}
+	}
+	return result;
+}
+
+/*
+ * After expiration went up to snapshot upto: the log pages whose records
+ * all expired go (their blocks are freed once VACUUM removes the rows),
+ * and the page that holds the next keeps the first one retained.
+ */
+void
+cat_log_expired(Oid relid, int64 upto)
+{
+	Relation	rel;
+	List	   *pages;
+	RunInfo    *last;
+	ListCell   *lc;
+
+	if (!cat_tables_hold_log() || !RelationIsValid(rel = RelationIdGetRelation(relid)))
+		return;
+	pages = log_runs_between(rel, PG_INT64_MIN, upto + 1, GetLatestSnapshot());
+	RelationClose(rel);
+	if (pages == NIL)
+		return;
+	last = llast(pages);
+	foreach(lc, pages)
+	{
+		RunInfo    *r = lfirst(lc);
+
+		if (r != last)
+			cat_run_delete(relid, r->run_id);
+	}
+	if (last->min_seq < upto + 1)
+	{
+		const int	attnums[] = {Anum_runs_min_seq};
+		Datum		values[] = {Int64GetDatum(upto + 1)};
+
+		run_update(relid, last->run_id, 1, attnums, values, false);
+	}
+	CommandCounterIncrement();
+}
+
+/*
  * The changelog and delta runs (and data runs written by commits) created
  * by snapshots in (from, to], in snapshot then run order.
  */
@@ -675,7 +984,7 @@ cat_runs_of_snapshots(Oid relid, int64 from, int64 to, Snapshot snapshot)
 	{
 		RunInfo    *r = run_from_tuple(crel, tup);
 
-		if (r->kind != RUN_DATA || r->from_commit)
+		if ((r->kind != RUN_DATA || r->from_commit) && r->kind != RUN_LOG)
 			result = lappend(result, r);
 	}
 	end_runs_of_snapshots(scan, irel);
@@ -808,9 +1117,103 @@ state_from_tuple(Relation crel, HeapTuple tup)
 	st.last_full_compaction = DatumGetInt64(values[Anum_tables_last_full_compaction - 1]);
 	run_ids_from_datum(values[Anum_tables_data_runs - 1], &st.data_runs, &st.ndata_runs);
 	st.commits = DatumGetInt64(values[Anum_tables_commits - 1]);
+	st.log_run = RelationGetDescr(crel)->natts >= Anum_tables_log_block ?
+		DatumGetInt64(values[Anum_tables_log_run - 1]) : 0;
+	st.log_block = st.log_run != 0 ? DatumGetInt64(values[Anum_tables_log_block - 1]) : 0;
 	st.row = tup->t_self;
 	st.row_snapshot_id = st.last_snapshot_id;
 	return st;
+}
+
+/* st, with one more commit folded in: its snapshot, run, rows */
+static void
+fold_one(TableState *st, int *nalloc, int64 snapshot_id, int64 seq, int64 delta)
+{
+	if (*nalloc == 0)
+	{
+		int64	   *ids;
+
+		*nalloc = st->ndata_runs + CAT_TABLE_FOLD_MAX;
+		ids = palloc(sizeof(int64) * *nalloc);
+		memcpy(ids, st->data_runs, sizeof(int64) * st->ndata_runs);
+		st->data_runs = ids;
+	}
+	else if (st->ndata_runs == *nalloc)
+	{
+		*nalloc *= 2;
+		st->data_runs = repalloc(st->data_runs, sizeof(int64) * *nalloc);
+	}
+	st->last_snapshot_id = snapshot_id;
+	st->data_runs[st->ndata_runs++] = -snapshot_id;
+	st->last_seq = Max(st->last_seq, seq);
+	st->total_record_count += delta;
+	st->commits++;
+}
+
+/* a commit folded into a table's state: what fold_one adds */
+typedef struct FoldedCommit
+{
+	int64		snapshot_id;
+	int64		seq;
+	int64		delta;
+} FoldedCommit;
+
+static List *
+folded_add(List *list, int64 snapshot_id, int64 seq, int64 delta)
+{
+	FoldedCommit *f = palloc(sizeof(FoldedCommit));
+
+	f->snapshot_id = snapshot_id;
+	f->seq = seq;
+	f->delta = delta;
+	return lappend(list, f);
+}
+
+static int
+folded_cmp(const ListCell *a, const ListCell *b)
+{
+	int64		ia = ((FoldedCommit *) lfirst(a))->snapshot_id;
+	int64		ib = ((FoldedCommit *) lfirst(b))->snapshot_id;
+
+	return (ia > ib) - (ia < ib);
+}
+
+/*
+ * fold_commits' part for the commit log: the records after the table's
+ * row, added to folded
+ */
+static List *
+fold_logged(Oid relid, Snapshot snapshot, const TableState *st, List *folded)
+{
+	Relation	rel = RelationIdGetRelation(relid);
+	RunInfo		page = {0};
+	bool		stopped;
+	ListCell   *lc;
+
+	if (!RelationIsValid(rel))
+		return folded;
+	/* the row names the page by its block: none if not of this file */
+	if (!commit_log_page_current(rel, (BlockNumber) st->log_block))
+	{
+		RelationClose(rel);
+		return folded;
+	}
+	page.run_id = st->log_run;
+	page.kind = RUN_LOG;
+	page.relfilenode = rel->rd_node.relNode;
+	page.start_block = (BlockNumber) st->log_block;
+	page.nblocks = 1;
+	foreach(lc, commit_log_read(rel, &page, st->row_snapshot_id, PG_INT64_MAX, st,
+								snapshot, &stopped))
+	{
+		CommitRecord *rec = lfirst(lc);
+
+		if (rec->data != NULL)	/* (a logged commit always has one) */
+			folded = folded_add(folded, rec->snapshot_id, rec->data->max_seq,
+								rec->delta_record_count);
+	}
+	RelationClose(rel);
+	return folded;
 }
 
 /*
@@ -818,8 +1221,9 @@ state_from_tuple(Relation crel, HeapTuple tup)
  * since that snapshot sees.  A commit that adds one data run, kept in its
  * snapshot's row, and nothing else does not write the table's row
  * (cat_table_state_folds): its snapshot's row, past the table row's last
- * snapshot, says all it changed (its id, its run and its sequence number,
- * its rows, one more commit).  Every other write of the table's row (a
+ * snapshot, or since catalog 0.11 its commit log record, says all it
+ * changed (its id, its run and its sequence number, its rows, one more
+ * commit).  Every other write of the table's row (a
  * compaction, a TRUNCATE, a larger commit) writes the folded state, so at
  * most CAT_TABLE_FOLD_MAX snapshot rows are read here.
  */
@@ -833,6 +1237,8 @@ fold_commits(Oid relid, Snapshot snapshot, TableState *st)
 	SysScanDesc scan;
 	HeapTuple	tup;
 	int			nalloc = 0;
+	List	   *folded = NIL;
+	ListCell   *lc;
 
 	if (desc->natts < Anum_snapshots_data_max_key)
 	{
@@ -852,31 +1258,28 @@ fold_commits(Oid relid, Snapshot snapshot, TableState *st)
 
 		if (isnull)
 			continue;			/* cannot be: such a commit writes the row */
-		if (nalloc == 0)
-		{
-			int64	   *ids;
-
-			nalloc = st->ndata_runs + CAT_TABLE_FOLD_MAX;
-			ids = palloc(sizeof(int64) * nalloc);
-			memcpy(ids, st->data_runs, sizeof(int64) * st->ndata_runs);
-			st->data_runs = ids;
-		}
-		else if (st->ndata_runs == nalloc)
-		{
-			nalloc *= 2;
-			st->data_runs = repalloc(st->data_runs, sizeof(int64) * nalloc);
-		}
-		st->last_snapshot_id =
-			DatumGetInt64(heap_getattr(tup, Anum_snapshots_snapshot_id, desc, &isnull));
-		st->data_runs[st->ndata_runs++] = -st->last_snapshot_id;
-		st->last_seq = Max(st->last_seq, seq);
-		st->total_record_count +=
-			DatumGetInt64(heap_getattr(tup, Anum_snapshots_delta_record_count, desc, &isnull));
-		st->commits++;
+		folded = folded_add(folded,
+							DatumGetInt64(heap_getattr(tup, Anum_snapshots_snapshot_id,
+													   desc, &isnull)),
+							seq,
+							DatumGetInt64(heap_getattr(tup, Anum_snapshots_delta_record_count,
+													   desc, &isnull)));
 	}
 	systable_endscan_ordered(scan);
 	index_close(irel, AccessShareLock);
 	table_close(crel, AccessShareLock);
+	/* and the small commits' records in the commit log, in id order */
+	if (st->log_run != 0)
+	{
+		folded = fold_logged(relid, snapshot, st, folded);
+		list_sort(folded, folded_cmp);
+	}
+	foreach(lc, folded)
+	{
+		FoldedCommit *f = lfirst(lc);
+
+		fold_one(st, &nalloc, f->snapshot_id, f->seq, f->delta);
+	}
 }
 
 /*
@@ -1070,6 +1473,8 @@ cat_table_state_update(Oid relid, TableState *st)
 	values[Anum_tables_last_full_compaction - 1] = Int64GetDatum(st->last_full_compaction);
 	values[Anum_tables_data_runs - 1] = run_ids_datum(st->data_runs, st->ndata_runs);
 	values[Anum_tables_commits - 1] = Int64GetDatum(st->commits);
+	values[Anum_tables_log_run - 1] = Int64GetDatum(st->log_run);
+	values[Anum_tables_log_block - 1] = Int64GetDatum(st->log_block);
 	newtup = heap_form_tuple(RelationGetDescr(crel), values, nulls);
 	CatalogTupleUpdate(crel, &st->row, newtup);
 	st->row = newtup->t_self;
@@ -1154,6 +1559,51 @@ cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 	return si;
 }
 
+/*
+ * A small commit's snapshot (an APPEND whose runs are kept in its row) as
+ * a record of the table's commit log instead of a row of
+ * pkchangelog.snapshots: what cat_snapshot_insert returns, or NULL when it
+ * cannot be one (a catalog before 0.11, a record too large for a page),
+ * for the caller to insert the row.  st: the state the commit writes; if
+ * it names another log page after this, the table's row must be written.
+ */
+SnapshotInfo *
+cat_snapshot_log(Relation rel, TableState *st, int64 snapshot_id, int64 total,
+				 int64 delta, int64 changelog, PkProducer producer,
+				 double duration_ms, RunInfo *changelog_run, RunInfo *data_run)
+{
+	CommitRecord rec = {0};
+	SnapshotInfo *si;
+
+	if (!cat_tables_hold_log())
+		return NULL;
+	rec.snapshot_id = snapshot_id;
+	rec.xid = GetTopFullTransactionId();
+	rec.commit_time = GetCurrentTimestamp();
+	rec.kind = COMMIT_APPEND;
+	rec.producer = producer;
+	rec.user = GetUserNameFromId(GetUserId(), false);
+	rec.total_record_count = total;
+	rec.delta_record_count = delta;
+	rec.changelog_record_count = changelog;
+	rec.duration_ms = duration_ms;
+	rec.data = data_run;
+	rec.changelog = changelog_run;
+	if (!commit_log_fits(&rec))
+		return NULL;
+	commit_log_append(rel, st, &rec);
+	if (changelog_run)
+		changelog_run->created_snapshot = snapshot_id;
+	si = palloc(sizeof(SnapshotInfo));
+	si->snapshot_id = snapshot_id;
+	si->kind = COMMIT_APPEND;
+	si->producer = pstrdup(prod_name(producer));
+	si->commit_time = rec.commit_time;
+	si->changelog = changelog_run;
+	si->data = data_run;
+	return si;
+}
+
 static RunInfo *
 run_from_tuple(Relation crel, HeapTuple tup)
 {
@@ -1169,7 +1619,8 @@ run_from_tuple(Relation crel, HeapTuple tup)
 		char	   *kind = TextDatumGetCString(v[Anum_runs_kind - 1]);
 
 		r->kind = strcmp(kind, "changelog") == 0 ? RUN_CHANGELOG :
-			strcmp(kind, "delta") == 0 ? RUN_DELTA : RUN_DATA;
+			strcmp(kind, "delta") == 0 ? RUN_DELTA :
+			strcmp(kind, "log") == 0 ? RUN_LOG : RUN_DATA;
 	}
 	r->from_commit = DatumGetBool(v[Anum_runs_from_commit - 1]);
 	r->start_block = (BlockNumber) DatumGetInt64(v[Anum_runs_start_block - 1]);
@@ -1313,6 +1764,7 @@ snapshot_data_runs_any(Oid relid)
 	SysScanDesc scan = cat_scan(crel, "snapshots", relid, SnapshotAny);
 	HeapTuple	tup;
 	List	   *runs = NIL;
+	ListCell   *lc;
 
 	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
@@ -1328,6 +1780,14 @@ snapshot_data_runs_any(Oid relid)
 	}
 	systable_endscan(scan);
 	table_close(crel, AccessShareLock);
+	/* and those of the commit log's records */
+	foreach(lc, logged_snapshots(relid, 0, PG_INT64_MAX, -1, SnapshotAny, true))
+	{
+		SnapshotInfo *si = lfirst(lc);
+
+		if (si->data)
+			runs = lappend(runs, si->data);
+	}
 	return runs;
 }
 
@@ -2001,6 +2461,7 @@ snapshots_scan(Oid relid, int64 from, int64 to, int limit, Snapshot snapshot,
 	SysScanDesc scan;
 	HeapTuple	tup;
 	List	   *result = NIL;
+	int			nlimit = limit;
 
 	ScanKeyInit(&key[0], Anum_snapshots_relid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
 	ScanKeyInit(&key[1], Anum_snapshots_snapshot_id, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(from));
@@ -2028,7 +2489,9 @@ snapshots_scan(Oid relid, int64 from, int64 to, int limit, Snapshot snapshot,
 	systable_endscan_ordered(scan);
 	index_close(irel, AccessShareLock);
 	table_close(crel, AccessShareLock);
-	return result;
+	/* and the small commits', from the commit log */
+	return merge_snapshots(result, logged_snapshots(relid, from, to, nlimit, snapshot,
+												   with_changelog), nlimit);
 }
 
 /*
@@ -2069,6 +2532,7 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id, const TableState *st)
 	ScanKeyData key[2];
 	SysScanDesc scan;
 	HeapTuple	tup;
+	bool		found = false;
 
 	ScanKeyInit(&key[0], Anum_snapshots_relid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
 	ScanKeyInit(&key[1], Anum_snapshots_snapshot_id, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(snapshot_id));
@@ -2078,6 +2542,8 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id, const TableState *st)
 		Datum		v[Natts_snapshots];
 		bool		n[Natts_snapshots];
 		RunInfo    *data;
+
+		found = true;
 
 		/*
 		 * The commit's data run kept in the row, still read by queries:
@@ -2095,12 +2561,35 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id, const TableState *st)
 	systable_endscan(scan);
 	table_close(crel, RowExclusiveLock);
 
+	/*
+	 * A small commit's snapshot, a record of the commit log: its data run
+	 * likewise, if still read; the record goes with its page
+	 * (cat_log_expired).
+	 */
+	if (!found && !data_run_is_delta(st, -snapshot_id, true, snapshot_id))
+	{
+		RunInfo    *data = logged_data_run(relid, snapshot_id, GetLatestSnapshot());
+
+		if (data)
+		{
+			data->in_snapshot_row = false;
+			cat_run_insert(relid, data);
+		}
+	}
+
 	note_change(relid, false);
 	crel = cat_open(CAT_RUNS, RowExclusiveLock);
 	scan = begin_runs_of_snapshots(crel, &irel, relid, snapshot_id - 1, snapshot_id,
 								   GetLatestSnapshot());
 	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
 	{
+		bool		isnull;
+
+		/* a log page goes once all its records expired (cat_log_expired) */
+		if (strcmp(TextDatumGetCString(heap_getattr(tup, Anum_runs_kind,
+													RelationGetDescr(crel), &isnull)),
+				   run_kinds[RUN_LOG]) == 0)
+			continue;
 		/* a commit's data run is still read by queries, unless a delta */
 		if (!row_is_live_data(crel, tup, st))
 			CatalogTupleDelete(crel, &tup->t_self);
@@ -2118,7 +2607,7 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id, const TableState *st)
  * library installs the base script and updates it; an older library, or
  * one with no path from that version, is refused there.
  */
-static const char *const catalog_versions[] = {"0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", PKCHANGELOG_VERSION};
+static const char *const catalog_versions[] = {"0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "0.10", PKCHANGELOG_VERSION};
 
 /* does this library work with the catalog of version, once updated? */
 bool

@@ -12,9 +12,11 @@
 
 #include "datatype/timestamp.h"
 #include "storage/block.h"
+#include "utils/relcache.h"
 #include "utils/snapshot.h"
 
 #include "run_format.h"
+#include "table_options.h"
 
 /* the schema of the extension's catalog tables (the install script's) */
 #define PK_CATALOG_SCHEMA	"pkchangelog"
@@ -25,7 +27,7 @@
  * table's shape against them before it reads a row.
  */
 /* pkchangelog.tables */
-#define Natts_tables 7
+#define Natts_tables 9
 #define Anum_tables_relid 1
 #define Anum_tables_last_snapshot_id 2
 #define Anum_tables_last_seq 3
@@ -33,6 +35,8 @@
 #define Anum_tables_last_full_compaction 5
 #define Anum_tables_data_runs 6
 #define Anum_tables_commits 7
+#define Anum_tables_log_run 8	/* catalog 0.11 */
+#define Anum_tables_log_block 9
 
 /* pkchangelog.snapshots */
 #define Natts_snapshots 17
@@ -111,6 +115,8 @@ typedef struct TableState
 	int64	   *data_runs;		/* run ids of the data runs */
 	int			ndata_runs;
 	int64		commits;		/* APPEND and OVERWRITE snapshots ever */
+	int64		log_run;		/* the log page commits append to (0: none) */
+	int64		log_block;		/* and its block */
 	ItemPointerData row;		/* the row version it was read from */
 	int64		row_snapshot_id;	/* that version's last snapshot: those
 									 * after it are folded commits */
@@ -155,6 +161,7 @@ extern bool cat_table_version(Oid relid, Snapshot snapshot,
 							  TableState *st);
 extern void cat_table_state_set_runs(TableState *st, List *runs);
 extern RunInfo *cat_run_get(Oid relid, int64 run_id, Snapshot snapshot);
+extern RunInfo *cat_run_find(Oid relid, int64 run_id, Snapshot snapshot);
 extern void cat_runs_sort(List *runs);
 extern bool cat_table_state_folds(const TableState *st);
 extern TableState cat_table_state_settle(Oid relid);
@@ -167,6 +174,11 @@ extern SnapshotInfo *cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKin
 								int64 total, int64 delta, int64 changelog,
 								const char *producer, double duration_ms,
 								RunInfo *changelog_run, RunInfo *data_run);
+extern SnapshotInfo *cat_snapshot_log(Relation rel, TableState *st,
+									  int64 snapshot_id, int64 total, int64 delta,
+									  int64 changelog, PkProducer producer,
+									  double duration_ms, RunInfo *changelog_run,
+									  RunInfo *data_run);
 extern void cat_run_retire(Oid relid, const RunInfo *run);
 extern bool cat_prune_runs(Oid relid);
 extern void cat_row_bytes(Oid relid, Snapshot snapshot, int64 *all, int64 *history);
@@ -176,6 +188,8 @@ extern List *cat_snapshots_range(Oid relid, int64 from, int64 to, Snapshot snaps
 extern List *cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit,
 								  Snapshot snapshot);
 extern void cat_snapshot_expire(Oid relid, int64 snapshot_id, const TableState *st);
+extern void cat_log_expired(Oid relid, int64 upto);
+extern List *cat_log_records(Relation rel, Snapshot snapshot);
 extern void cat_drop_table(Oid relid);
 extern bool cat_consumer_get(Oid relid, const char *consumer_id, Snapshot snapshot,
 							 int64 *next_snapshot_id);

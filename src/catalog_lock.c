@@ -143,6 +143,25 @@ cat_commit_lock(Oid relid)
 	return tag;
 }
 
+/*
+ * The commit lock if it is free now, to transaction end (the background
+ * worker's rounds do not wait for committers, nor for a prepared
+ * transaction that holds it).
+ */
+bool
+cat_commit_trylock(Oid relid)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, cat_tables_relid(), relid, 0);
+	if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		return false;
+	AcceptInvalidationMessages();
+	if (nheld < HELD_COMMIT_LOCKS)
+		held[nheld++] = relid;
+	return true;
+}
+
 /* release a commit lock before transaction end; reads no catalog */
 void
 cat_commit_unlock(const LOCKTAG *tag)

@@ -13,6 +13,7 @@
 /* catalog_lock.c */
 extern void cat_lock_init(void);
 extern LOCKTAG cat_commit_lock(Oid relid);
+extern bool cat_commit_trylock(Oid relid);
 extern void cat_commit_unlock(const LOCKTAG *tag);
 extern void cat_compaction_lock(Oid relid);
 extern bool cat_compaction_trylock(Oid relid);

@@ -35,8 +35,9 @@
  * Records are read back from the runs the snapshot wrote (changelog_scan),
  * so the decoded stream is pk_changes' stream, and are batched: one record
  * holds rows up to about PK_WAL_BATCH bytes, a -U and its +U always in the
- * same record.  Redo does nothing: the pages are restored by their own
- * records.
+ * same record.  Redo does nothing for them: the pages are restored by
+ * their own records.  The same resource manager carries the commit log's
+ * records (commit_log.c), which redo applies and decoding skips.
  *
  * A decoded row carries its snapshot id in the tuple header's xmin and
  * xmax, which a decoded tuple does not otherwise use; the pkchangelog
@@ -66,6 +67,7 @@
 
 #include "changelog_read.h"
 #include "changelog_wal.h"
+#include "commit_log.h"
 #include "guc.h"
 #include "run_format.h"
 
@@ -196,10 +198,15 @@ changelog_wal_log_snapshot(Relation rel, const SnapshotInfo *si, List *runs,
 
 /* ---- redo, description ------------------------------------------------ */
 
-/* the pages are restored by their own records: nothing to do */
+/*
+ * The change records need nothing (the pages are restored by their own
+ * records); the commit log's are applied to its pages.
+ */
 static void
 pk_rm_redo(XLogReaderState *record)
 {
+	if ((XLogRecGetInfo(record) & ~XLR_INFO_MASK) != XLOG_PK_CHANGES)
+		commit_log_redo(record);
 }
 
 static const char *
@@ -207,7 +214,7 @@ pk_rm_identify(uint8 info)
 {
 	if ((info & ~XLR_INFO_MASK) == XLOG_PK_CHANGES)
 		return "CHANGES";
-	return NULL;
+	return commit_log_identify(info);
 }
 
 static void
@@ -215,8 +222,12 @@ pk_rm_desc(StringInfo buf, XLogReaderState *record)
 {
 	xl_pk_changes hdr;
 
-	if ((XLogRecGetInfo(record) & ~XLR_INFO_MASK) != XLOG_PK_CHANGES ||
-		XLogRecGetDataLen(record) < sizeof(hdr))
+	if ((XLogRecGetInfo(record) & ~XLR_INFO_MASK) != XLOG_PK_CHANGES)
+	{
+		commit_log_desc(buf, record);
+		return;
+	}
+	if (XLogRecGetDataLen(record) < sizeof(hdr))
 		return;
 	memcpy(&hdr, XLogRecGetData(record), sizeof(hdr));
 	appendStringInfo(buf, "rel %u/%u/%u snapshot %lld changes %u",
@@ -290,9 +301,9 @@ pk_rm_decode(LogicalDecodingContext *ctx, XLogRecordBuffer *buf)
 	ReorderBufferTupleBuf *before = NULL;
 
 	ReorderBufferProcessXid(ctx->reorder, xid, buf->origptr);
+	/* the commit log's records carry no changes for decoding */
 	if ((XLogRecGetInfo(r) & ~XLR_INFO_MASK) != XLOG_PK_CHANGES)
-		elog(ERROR, "unexpected pkchangelog WAL record type: %u",
-			 XLogRecGetInfo(r) & ~XLR_INFO_MASK);
+		return;
 	if (SnapBuildCurrentState(ctx->snapshot_builder) < SNAPBUILD_FULL_SNAPSHOT)
 		return;
 	if (!SnapBuildProcessChange(ctx->snapshot_builder, xid, buf->origptr) ||

@@ -230,6 +230,8 @@ expire_snapshots(Relation rel, int64 max_snapshots)
 	{
 		start_of(relid, true)->pending = from;
 		xact_expired = true;
+		/* the commit log's pages whose records all went */
+		cat_log_expired(relid, from);
 	}
 	return expired;
 }

@@ -41,7 +41,6 @@
 #include "access/xact.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_database.h"
-#include "catalog_lock.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -61,6 +60,8 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "catalog_lock.h"
+#include "commit_log.h"
 #include "guc.h"
 #include "maint_compaction.h"
 #include "maint_expire.h"
@@ -658,6 +659,17 @@ maintain_step(Oid relid, MaintainStep step)
 		TableState	st;
 
 		(void) cat_table_version(relid, GetActiveSnapshot(), NULL, &version, &st);
+		/*
+		 * The commit log's last record, once its transaction ended, is
+		 * marked so, so that no reader ever asks for the status of an old
+		 * transaction (commit_log.c)
+		 */
+		if (st.log_run != 0 && cat_commit_trylock(relid))
+		{
+			TableState	latest = cat_table_state_peek(relid);
+
+			commit_log_resolve(rel, &latest);
+		}
 		if (slot->pending || version != slot->version)
 		{
 			slot->pending = cat_prune_runs(relid);

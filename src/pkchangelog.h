@@ -8,6 +8,6 @@
 #ifndef PKCHANGELOG_H
 #define PKCHANGELOG_H
 
-#define PKCHANGELOG_VERSION "0.10"
+#define PKCHANGELOG_VERSION "0.11"
 
 #endif							/* PKCHANGELOG_H */

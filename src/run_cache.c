@@ -332,6 +332,8 @@ version_runs(Relation rel, Snapshot snapshot, bool committed_only,
 			vst.total_record_count = pub.total_record_count;
 			vst.last_full_compaction = pub.last_full_compaction;
 			vst.commits = pub.commits;
+			vst.log_run = pub.log_run;
+			vst.log_block = pub.log_block;
 			vst.row = pub.row;
 			vst.row_snapshot_id = pub.row_snapshot_id;
 		}
@@ -549,6 +551,8 @@ runcache_commit_visible(void)
 		pub.total_record_count = e->state.total_record_count;
 		pub.last_full_compaction = e->state.last_full_compaction;
 		pub.commits = e->state.commits;
+		pub.log_run = e->state.log_run;
+		pub.log_block = e->state.log_block;
 		pub.row_snapshot_id = e->state.row_snapshot_id;
 		hints_publish_runs(&pub);
 	}

@@ -281,7 +281,8 @@ typedef enum RunKind
 {
 	RUN_DATA,					/* read by queries */
 	RUN_CHANGELOG,				/* RowKind records of one snapshot */
-	RUN_DELTA					/* a compacted commit's data, kept for "none" */
+	RUN_DELTA,					/* a compacted commit's data, kept for "none" */
+	RUN_LOG						/* a page of commit log records (commit_log.c) */
 } RunKind;
 
 /*

@@ -26,6 +26,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "commit_log.h"
 #include "shmem.h"
 #include "tid.h"
 
@@ -224,6 +225,9 @@ space_rewrite(Relation rel, Relation dst, int *nruns, BlockNumber *npages)
 				elog(ERROR, "new storage of relation %u extended to block %u, not %u",
 					 relid, BufferGetBlockNumber(buf), next + i);
 			LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+			/* a commit log page says which file it is a page of */
+			if (r->kind == RUN_LOG)
+				commit_log_page_moved((Page) copy.data, dst->rd_node.relNode);
 			START_CRIT_SECTION();
 			memcpy(BufferGetPage(buf), copy.data, BLCKSZ);
 			MarkBufferDirty(buf);
@@ -249,6 +253,16 @@ space_rewrite(Relation rel, Relation dst, int *nruns, BlockNumber *npages)
 	 */
 	(void) cat_commit_lock(relid);
 	state = cat_table_state(relid, NULL);
+	/* with the block its commit log page now has */
+	if (state.log_run != 0)
+	{
+		RunInfo    *page = cat_run_find(relid, state.log_run, GetLatestSnapshot());
+
+		if (page == NULL)
+			elog(ERROR, "log run %lld of relation %u not found",
+				 (long long) state.log_run, relid);
+		state.log_block = page->start_block;
+	}
 	cat_table_state_update(relid, &state);
 
 	/* the new file has no gaps, and ends after its last run */

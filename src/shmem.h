@@ -55,6 +55,8 @@ typedef struct PublishedRuns
 	int64		total_record_count;
 	int64		last_full_compaction;
 	int64		commits;
+	int64		log_run;
+	int64		log_block;
 	int64		row_snapshot_id;
 } PublishedRuns;
 

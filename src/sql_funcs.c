@@ -20,6 +20,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_class.h"
@@ -38,11 +39,14 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 #include "utils/typcache.h"
+#include "utils/xid8.h"
 
 #include "am_dml.h"
 #include "catalog.h"
 #include "changelog_produce.h"
+#include "commit_log.h"
 #include "maint_compaction.h"
 #include "maint_expire.h"
 #include "pkchangelog.h"
@@ -108,7 +112,67 @@ pk_pkmerge_relid(PG_FUNCTION_ARGS)
 	PG_RETURN_OID(relid);
 }
 
-static const char *const run_kind_names[] = {"data", "changelog", "delta"};
+static const char *const run_kind_names[] = {"data", "changelog", "delta", "log"};
+
+/*
+ * pkchangelog.log_snapshots(rel regclass) -> the small commits' snapshots
+ * of a pkmerge table kept in its commit log (commit_log.c), as rows of
+ * pkchangelog.snapshots would show them, without their runs' bytes and
+ * keys (their sizes instead).  Table-level metadata, which pk_snapshots
+ * shows to every role: it takes no lock of the table, and reads its log
+ * pages as catalog.c says.
+ */
+PG_FUNCTION_INFO_V1(pk_log_snapshots);
+Datum
+pk_log_snapshots(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	rel;
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, 0);
+	pk_check_table(relid);
+	rel = RelationIdGetRelation(relid);
+	if (!RelationIsValid(rel))
+		return (Datum) 0;		/* dropped meanwhile */
+	foreach(lc, cat_log_records(rel, GetActiveSnapshot()))
+	{
+		CommitRecord *rec = lfirst(lc);
+		Datum		values[15];
+		bool		nulls[15] = {0};
+
+		values[0] = ObjectIdGetDatum(relid);
+		values[1] = Int64GetDatum(rec->snapshot_id);
+		values[2] = CStringGetTextDatum("APPEND");
+		values[3] = TimestampTzGetDatum(rec->commit_time);
+		values[4] = CStringGetTextDatum(rec->user);
+		values[5] = FullTransactionIdGetDatum(rec->xid);
+		values[6] = Int64GetDatum(rec->total_record_count);
+		values[7] = Int64GetDatum(rec->delta_record_count);
+		values[8] = Int64GetDatum(rec->changelog_record_count);
+		values[9] = CStringGetTextDatum(prod_name(rec->producer));
+		values[10] = Float8GetDatum(rec->duration_ms);
+		if (rec->changelog)
+			values[11] = Int64GetDatum(rec->changelog->run_id);
+		else
+			nulls[11] = true;
+		if (rec->data)
+		{
+			values[12] = Int64GetDatum(rec->data->max_seq);
+			values[13] = Int32GetDatum((int32) rec->data->stream_len);
+		}
+		else
+			nulls[12] = nulls[13] = true;
+		if (rec->changelog)
+			values[14] = Int32GetDatum((int32) rec->changelog->stream_len);
+		else
+			nulls[14] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	RelationClose(rel);
+	return (Datum) 0;
+}
 
 static int
 run_level_cmp(const ListCell *a, const ListCell *b)
@@ -183,6 +247,9 @@ pk_runs(PG_FUNCTION_ARGS)
 		Datum		values[8];
 		bool		nulls[8] = {0};
 
+		/* the commit log's pages hold snapshots, not rows (pk_snapshots) */
+		if (r->kind == RUN_LOG)
+			continue;
 		/* a small commit's data run: its keys are in its block only */
 		if (keys && r->min_key == NULL && r->kind != RUN_CHANGELOG &&
 			RUN_IS_COMPACT(r) && r->record_count > 0)

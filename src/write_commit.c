@@ -156,6 +156,7 @@ commit_table(WriteBuffer *wb, bool preparing)
 	List	   *before = NIL;
 	bool		prechecked = false;
 	bool		have_state;
+	int64		log_run;
 
 	if (wb->n == 0 && wb->spills == NIL)
 		return;					/* everything rolled back to a savepoint */
@@ -267,12 +268,25 @@ commit_table(WriteBuffer *wb, bool preparing)
 	st.total_record_count = (truncated ? 0 : st.total_record_count) + nrows;
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
-	si = cat_snapshot_insert(wb->relid, snapshot_id,
-						truncated ? COMMIT_OVERWRITE : COMMIT_APPEND,
-						st.total_record_count, nrows,
-						(changelog ? changelog->record_count : 0) + spilled_changelog,
-						prod_name(t->opts.changelog_producer),
-						INSTR_TIME_GET_MILLISEC(duration), changelog, final);
+	/* after a TRUNCATE, the new file has no commit log yet */
+	if (truncated)
+		st.log_run = st.log_block = 0;
+	log_run = st.log_run;
+	/* a small commit's snapshot: a record of the table's commit log */
+	si = NULL;
+	if (final && final->in_snapshot_row && pending == NIL && !truncated &&
+		(changelog == NULL || changelog->in_snapshot_row))
+		si = cat_snapshot_log(rel, &st, snapshot_id, st.total_record_count, nrows,
+							  changelog ? changelog->record_count : 0,
+							  t->opts.changelog_producer,
+							  INSTR_TIME_GET_MILLISEC(duration), changelog, final);
+	if (si == NULL)
+		si = cat_snapshot_insert(wb->relid, snapshot_id,
+								 truncated ? COMMIT_OVERWRITE : COMMIT_APPEND,
+								 st.total_record_count, nrows,
+								 (changelog ? changelog->record_count : 0) + spilled_changelog,
+								 prod_name(t->opts.changelog_producer),
+								 INSTR_TIME_GET_MILLISEC(duration), changelog, final);
 	/* the data runs now: those read under the commit lock, and ours */
 	after = list_concat(list_copy(committed), pending);
 	if (final)
@@ -286,7 +300,7 @@ commit_table(WriteBuffer *wb, bool preparing)
 	 * changed.
 	 */
 	if (final && final->in_snapshot_row && pending == NIL && !truncated &&
-		cat_table_state_folds(&st))
+		st.log_run == log_run && cat_table_state_folds(&st))
 		CommandCounterIncrement();
 	else
 		cat_table_state_update(wb->relid, &st);

@@ -104,35 +104,41 @@ END $$;
 -- from it) must be exactly its data runs in pkchangelog.runs: those whose
 -- row says data, but a commit's run kept as a delta in its row (producer
 -- none: its snapshot made under none, a compaction since, no page); and
--- the commits' data runs kept in snapshot rows (run id minus the
--- snapshot's), but those a compaction since replaced.
+-- the commits' data runs kept in snapshot rows and commit log records
+-- (run id minus the snapshot's), but those a compaction since replaced.
 CREATE OR REPLACE FUNCTION check_data_runs(rel regclass) RETURNS text
 LANGUAGE sql AS $$
 	-- the row's runs, and those of the commits made since its last write
-	-- (each the data run kept in a snapshot row past the row's last one)
+	-- (each the data run kept in a snapshot row, or a commit log record,
+	-- past the row's last one)
 	WITH tb AS (SELECT * FROM pkchangelog.tables WHERE relid = rel),
+		 snaps AS (SELECT s.snapshot_id, s.commit_kind, s.producer, s.data_seq
+				   FROM pkchangelog.snapshots s WHERE s.relid = rel
+				   UNION ALL
+				   SELECT l.snapshot_id, l.commit_kind, l.producer, l.data_seq
+				   FROM pkchangelog.log_snapshots(rel) l),
 		 named AS (SELECT unnest(data_runs) AS run_id FROM tb
 				   UNION ALL
-				   SELECT -s.snapshot_id FROM pkchangelog.snapshots s, tb
-				   WHERE s.relid = rel AND s.data_seq IS NOT NULL
+				   SELECT -s.snapshot_id FROM snaps s, tb
+				   WHERE s.data_seq IS NOT NULL
 					 AND s.snapshot_id > tb.last_snapshot_id),
 		 listed AS (SELECT run_id FROM pkchangelog.runs r
 					JOIN pg_class c ON c.oid = r.relid AND c.relfilenode = r.relfilenode
 					WHERE r.relid = rel AND r.kind = 'data'
 					  AND NOT (r.from_commit AND r.nblocks = 0
 							   AND r.run_id NOT IN (SELECT run_id FROM named)
-							   AND EXISTS (SELECT FROM pkchangelog.snapshots s
-										   WHERE s.relid = rel AND s.snapshot_id = r.created_snapshot
+							   AND EXISTS (SELECT FROM snaps s
+										   WHERE s.snapshot_id = r.created_snapshot
 											 AND s.producer = 'none')
-							   AND EXISTS (SELECT FROM pkchangelog.snapshots s
-										   WHERE s.relid = rel AND s.commit_kind = 'COMPACT'
+							   AND EXISTS (SELECT FROM snaps s
+										   WHERE s.commit_kind = 'COMPACT'
 											 AND s.snapshot_id > r.created_snapshot))
 					UNION ALL
-					SELECT -s.snapshot_id FROM pkchangelog.snapshots s
-					WHERE s.relid = rel AND s.data_seq IS NOT NULL
+					SELECT -s.snapshot_id FROM snaps s
+					WHERE s.data_seq IS NOT NULL
 					  AND NOT (-s.snapshot_id NOT IN (SELECT run_id FROM named)
-							   AND EXISTS (SELECT FROM pkchangelog.snapshots k
-										   WHERE k.relid = rel AND k.commit_kind = 'COMPACT'
+							   AND EXISTS (SELECT FROM snaps k
+										   WHERE k.commit_kind = 'COMPACT'
 											 AND k.snapshot_id > s.snapshot_id))),
 		 extra AS (SELECT string_agg(run_id::text, ',' ORDER BY run_id) AS ids
 				   FROM (SELECT * FROM named EXCEPT SELECT * FROM listed) x),

@@ -34,7 +34,8 @@ CREATE TABLE dr (id int PRIMARY KEY) USING pkmerge;
 INSERT INTO dr VALUES (1);
 INSERT INTO dr VALUES (2);
 SELECT check_data_runs('dr') AS agrees;
--- (the two small commits did not write the row: their runs are past it)
+-- (the first small commit wrote the row as it opened the table's commit
+-- log; the second did not: its run is past it)
 SELECT last_snapshot_id, data_runs FROM pkchangelog.tables WHERE relid = 'dr'::regclass;
 BEGIN;
 UPDATE pkchangelog.tables SET last_snapshot_id = 2 WHERE relid = 'dr'::regclass;

@@ -190,8 +190,8 @@ CREATE TABLE hr (id int PRIMARY KEY, v text) USING pkmerge
   WITH (changelog_producer = 'none');
 INSERT INTO hr VALUES (1, 'a');
 INSERT INTO hr SELECT g, 'b' FROM generate_series(2, 400) g;
-SELECT (SELECT count(data) FROM pkchangelog.snapshots WHERE relid = 'hr'::regclass) AS in_row,
-	   count(*) FILTER (WHERE nblocks > 0) AS on_pages
+SELECT (SELECT count(data_seq) FROM pkchangelog.log_snapshots('hr')) AS in_record,
+	   count(*) FILTER (WHERE nblocks > 0 AND kind = 'data') AS on_pages
   FROM pkchangelog.runs WHERE relid = 'hr'::regclass;
 DELETE FROM hr WHERE id > 2;
 BEGIN;

@@ -246,14 +246,18 @@ CREATE TABLE wr (k int PRIMARY KEY, v int) USING pkmerge
 SELECT pg_current_wal_insert_lsn() AS wr_start \gset
 INSERT INTO wr VALUES (1, 1), (2, 1);
 UPDATE wr SET v = 2 WHERE k = 1;
-SELECT count(*) FILTER (WHERE resource_manager = 'pkchangelog') AS records_without_slot,
+SELECT count(*) FILTER (WHERE resource_manager = 'pkchangelog' AND record_type = 'CHANGES')
+		AS records_without_slot,
+	count(*) FILTER (WHERE resource_manager = 'pkchangelog' AND record_type LIKE 'LOG_APPEND%')
+		AS commit_log_records,
 	count(*) FILTER (WHERE resource_manager = 'Heap') > 0 AS catalog_rows_written
 FROM pg_get_wal_records_info(:'wr_start', pg_current_wal_flush_lsn());
 SELECT 'init' FROM pg_create_logical_replication_slot('wr_slot', 'pkchangelog');
 SELECT pg_current_wal_insert_lsn() AS wr_start \gset
 UPDATE wr SET v = 3 WHERE k = 1;
 DELETE FROM wr WHERE k = 2;
-SELECT count(*) FILTER (WHERE resource_manager = 'pkchangelog') AS records_with_slot
+SELECT count(*) FILTER (WHERE resource_manager = 'pkchangelog' AND record_type = 'CHANGES')
+	AS records_with_slot
 FROM pg_get_wal_records_info(:'wr_start', pg_current_wal_flush_lsn());
 SELECT data FROM pg_logical_slot_get_changes('wr_slot', NULL, NULL,
 	'include-xids', '0', 'skip-empty-xacts', '1');
@@ -266,7 +270,8 @@ SELECT 'init' FROM pg_create_logical_replication_slot('wr_other_slot', 'test_dec
 \c :wr_db
 SELECT pg_current_wal_insert_lsn() AS wr_start \gset
 UPDATE wr SET v = 4 WHERE k = 1;
-SELECT count(*) FILTER (WHERE resource_manager = 'pkchangelog') AS records_other_database
+SELECT count(*) FILTER (WHERE resource_manager = 'pkchangelog' AND record_type = 'CHANGES')
+	AS records_other_database
 FROM pg_get_wal_records_info(:'wr_start', pg_current_wal_flush_lsn());
 SELECT 'stop' FROM pg_drop_replication_slot('wr_other_slot');
 DROP DATABASE wr_other;

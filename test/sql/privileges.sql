@@ -43,12 +43,20 @@ FROM pk_stats('secret');
 SELECT * FROM pk_options('secret') WHERE key IN ('changelog_producer', 'primary_key');
 SELECT level, kind, record_count, min_key, max_key, created_snapshot FROM pk_runs('secret');
 -- the catalog: tables and snapshots are readable, runs without its keys
--- (the table's row as of its last write: small commits since are told by
--- their runs)
+-- (the table's row as of its last write: the first small commit wrote it
+-- as it opened the table's commit log; the second is told by its record)
 SELECT last_snapshot_id, total_record_count FROM pkchangelog.tables
 WHERE relid = 'secret'::regclass;
 SELECT count(*), count(changelog_run_id) AS changelogs_in_rows
   FROM pkchangelog.snapshots WHERE relid = 'secret'::regclass;
+-- the small commits' snapshots, commit log records: their metadata, as
+-- the rows of pkchangelog.snapshots show it, and no bytes of their runs
+SELECT count(*), count(changelog_run_id) AS changelogs, count(data_seq) AS data_runs
+  FROM pkchangelog.log_snapshots('secret');
+SELECT array_agg(attname ORDER BY attnum) AS log_snapshots_columns
+  FROM pg_attribute WHERE attrelid = 'pkchangelog.snapshots'::regclass AND attnum > 0
+   AND attname NOT IN (SELECT unnest(proargnames) FROM pg_proc
+					   WHERE oid = 'pkchangelog.log_snapshots'::regproc);
 -- but not the changelog and data runs kept in snapshot rows, nor their
 -- keys: they hold rows (their sequence numbers are readable)
 SELECT changelog FROM pkchangelog.snapshots;
@@ -58,7 +66,8 @@ SELECT data_max_key FROM pkchangelog.snapshots;
 SELECT count(data_seq) AS data_in_rows FROM pkchangelog.snapshots
  WHERE relid = 'secret'::regclass;
 SELECT * FROM pkchangelog.snapshots;
--- (the small commits' runs are in their snapshots' rows: no run rows)
+-- (the small commits' runs are in their commit log records, on the
+-- table's log page: a run row of kind log, with no keys)
 SELECT level, kind, record_count FROM pkchangelog.runs WHERE relid = 'secret'::regclass
 ORDER BY run_id;
 SELECT * FROM pkchangelog.runs;

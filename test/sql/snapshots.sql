@@ -41,8 +41,10 @@ INSERT INTO orders VALUES (7, 7, 7);
 SELECT snapshot_id, commit_kind, total_record_count, delta_record_count FROM pk_snapshots('orders');
 SELECT level, record_count, min_key, max_key, created_snapshot FROM pk_runs('orders');
 
--- A commit of one small run leaves the table's row as it is, up to 15 in
--- a row: the 16th writes it (no compaction here).  The state is the row
+-- The first small commit opens the table's commit log (a page of its
+-- file), which writes the table's row; after it, a commit of one small run
+-- leaves the row as it is, up to 15 in a row: the 16th writes it (no
+-- compaction here).  The state is the row
 -- and the commits past it, whichever reads it: ids stay dense, pk_stats
 -- counts every commit, the rows are all there, and a TRUNCATE writes them
 -- into the row before it removes their runs (ids go on).

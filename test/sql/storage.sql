@@ -33,13 +33,14 @@ TRUNCATE z;
 INSERT INTO z VALUES (1, 1, 1, 'one');
 SELECT pg_relation_size('z') < :before AS new_storage_small;
 VACUUM z;
--- the 1-row commit's run is in its snapshot's row: the file has no page
--- left
+-- the 1-row commit's run is in its commit log record: the file has one
+-- page left, the log's
 SELECT pg_relation_size('z') AS file_bytes;
-SELECT length(data) < 1536 AS small, data_seq IS NOT NULL AS has_seq
-  FROM pkchangelog.snapshots WHERE relid = 'z'::regclass AND data IS NOT NULL;
+SELECT data_bytes < 1536 AS small, data_seq IS NOT NULL AS has_seq
+  FROM pkchangelog.log_snapshots('z');
 
--- small commits keep their runs in their snapshots' rows (no page, no
+-- small commits keep their runs in their commit log records (on the
+-- table's log page, which many commits share: no page of their own, no
 -- page image in WAL, no run row): their rows have TIDs of their own, one
 -- TID block per run from 3221225472 up (a run kept in its snapshot's row
 -- has minus the snapshot's id as its run id: its block counts down from
@@ -56,16 +57,14 @@ SELECT count(DISTINCT (ctid::text::point)[0]) AS tid_blocks FROM s;
 -- and rows without alignment: 10 bytes of header (magic, CRC, row count,
 -- base sequence number), then per row 3 bytes and the tuple from its
 -- infomask on (14 bytes for (1, 'one'), 16 for (3, 'three')); a 1-row
--- changelog run too.  Their first and last keys are not in the row:
+-- changelog run too.  Their first and last keys are not in the record:
 -- pk_runs reads them from the block.  A point lookup of a key the run
 -- lacks (id 4) and of one it holds read them
-SELECT snapshot_id, delta_record_count, data_seq, data_min_key, data_max_key,
-	   convert_from(substr(data, 1, 4), 'SQL_ASCII') AS magic,
-	   length(data) AS bytes
-  FROM pkchangelog.snapshots WHERE relid = 's'::regclass ORDER BY snapshot_id;
+SELECT snapshot_id, delta_record_count, data_seq, data_bytes
+  FROM pkchangelog.log_snapshots('s') ORDER BY snapshot_id;
 SELECT run_id, record_count, min_key, max_key, created_snapshot
   FROM pk_runs('s') ORDER BY created_snapshot;
-SELECT count(*) AS run_rows FROM pkchangelog.runs WHERE relid = 's'::regclass;
+SELECT kind, count(*) AS run_rows FROM pkchangelog.runs WHERE relid = 's'::regclass GROUP BY kind;
 SELECT * FROM s WHERE id = 4;
 SELECT * FROM s WHERE id = 3;
 SELECT * FROM s ORDER BY id;
@@ -73,8 +72,7 @@ SELECT * FROM s ORDER BY id;
 -- NULLs (a null bitmap) read back as written
 CREATE TABLE st (id int PRIMARY KEY, a text, b int, c text) USING pkmerge;
 INSERT INTO st VALUES (1, repeat('x', 300), NULL, 'c'), (2, NULL, 2, NULL);
-SELECT convert_from(substr(data, 1, 4), 'SQL_ASCII') AS magic
-  FROM pkchangelog.snapshots WHERE relid = 'st'::regclass;
+SELECT data_bytes FROM pkchangelog.log_snapshots('st');
 SELECT id, length(a), b, c FROM st ORDER BY id;
 SELECT id, b FROM st WHERE id = 2;
 DROP TABLE st;
@@ -82,9 +80,8 @@ DROP TABLE st;
 -- (KMRC), and reads the same
 CREATE TABLE sz (id int PRIMARY KEY, v text) USING pkmerge;
 INSERT INTO sz SELECT g, repeat('ab', 30) || g FROM generate_series(1, 20) g;
-SELECT convert_from(substr(data, 1, 4), 'SQL_ASCII') AS magic,
-	   length(data) < 400 AS compressed, delta_record_count
-  FROM pkchangelog.snapshots WHERE relid = 'sz'::regclass;
+SELECT data_bytes < 400 AS compressed, delta_record_count
+  FROM pkchangelog.log_snapshots('sz');
 SELECT count(*), sum(length(v)), min(v), max(id) FROM sz;
 SELECT v FROM sz WHERE id = 17;
 UPDATE sz SET v = 'x' WHERE id = 17;
@@ -94,13 +91,13 @@ CREATE TABLE sl (id int PRIMARY KEY, v text) USING pkmerge
 	WITH (changelog_producer = 'lookup');
 INSERT INTO sl VALUES (1, 'one');
 UPDATE sl SET v = 'uno' WHERE id = 1;
--- (a commit's data and changelog runs are kept in its snapshot's row: no
--- row of their own)
-SELECT count(*) AS run_rows FROM pkchangelog.runs WHERE relid = 'sl'::regclass;
+-- (a commit's data and changelog runs are kept in its commit log record:
+-- no row of their own, the log page's only)
+SELECT kind, count(*) AS run_rows FROM pkchangelog.runs WHERE relid = 'sl'::regclass
+ GROUP BY kind;
 SELECT snapshot_id, changelog_record_count, changelog_run_id IS NOT NULL AS has_run_id,
-	   convert_from(substr(changelog, 1, 4), 'SQL_ASCII') AS magic,
-	   convert_from(substr(data, 1, 4), 'SQL_ASCII') AS data_magic
-  FROM pkchangelog.snapshots WHERE relid = 'sl'::regclass ORDER BY snapshot_id;
+	   changelog_bytes, data_bytes
+  FROM pkchangelog.log_snapshots('sl') ORDER BY snapshot_id;
 SELECT level, kind, record_count, created_snapshot FROM pk_runs('sl')
  ORDER BY created_snapshot, kind DESC;
 SELECT snapshot_id, rowkind, "row" FROM pk_changes('sl');

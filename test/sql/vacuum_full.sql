@@ -100,7 +100,7 @@ SELECT snapshot_id, rowkind, count(*) FROM pk_changes('vf_full') GROUP BY 1, 2 O
 UNION ALL (SELECT * FROM pk_changes('vf_full_twin') EXCEPT ALL SELECT * FROM pk_changes('vf_full'));
 -- rows, and files that are exactly the pages of their runs (delta and
 -- changelog runs too; small ones have no pages: their catalog row holds
--- them, a commit's changelog run its snapshot's row)
+-- them, a small commit's runs its commit log record, on the log's pages)
 SELECT count(*), sum(v) FROM vf_lookup UNION ALL SELECT count(*), sum(v) FROM vf_input
 UNION ALL SELECT count(*), sum(v) FROM vf_none UNION ALL SELECT count(*), sum(v) FROM vf_full;
 SELECT c.relname, pg_relation_size(c.oid) =
@@ -108,8 +108,12 @@ SELECT c.relname, pg_relation_size(c.oid) =
 	   (SELECT string_agg(kind || ':' || n, ' ' ORDER BY kind)
 		  FROM (SELECT kind, count(*) AS n FROM pk_runs(c.oid) GROUP BY kind) k) AS runs,
 	   (SELECT count(*) FROM pkchangelog.runs WHERE relid = c.oid AND stream IS NOT NULL) AS in_catalog,
-	   (SELECT count(changelog) FROM pkchangelog.snapshots WHERE relid = c.oid) AS in_snapshot_rows,
-	   (SELECT count(data) FROM pkchangelog.snapshots WHERE relid = c.oid) AS data_in_snapshot_rows
+	   (SELECT count(changelog) FROM pkchangelog.snapshots WHERE relid = c.oid) +
+	   (SELECT count(changelog_run_id) FROM pkchangelog.log_snapshots(c.oid::regclass))
+		   AS in_snapshots,
+	   (SELECT count(data) FROM pkchangelog.snapshots WHERE relid = c.oid) +
+	   (SELECT count(data_seq) FROM pkchangelog.log_snapshots(c.oid::regclass))
+		   AS data_in_snapshots
   FROM pg_class c WHERE c.relname IN ('vf_lookup', 'vf_input', 'vf_none', 'vf_full') ORDER BY 1;
 
 -- an empty table, a temporary table

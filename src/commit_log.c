@@ -1,0 +1,704 @@
+/*-------------------------------------------------------------------------
+ *
+ * commit_log.c
+ *	  A pkmerge table's commit log (DESIGN §4): a small commit's snapshot
+ *	  is a record appended to a log page of the table's own file, with one
+ *	  WAL record that redo applies, instead of a row of
+ *	  pkchangelog.snapshots and its index entry.
+ *
+ * Log pages are runs of kind 'log' (one page each) in pkchangelog.runs,
+ * placed like any run; the table's row names the page commits append to
+ * and its block (log_run, log_block), and is written whenever a commit
+ * opens a new one.  A log run's
+ * row keeps the id of its first snapshot (created_snapshot) and, in
+ * min_seq, the first one not expired (records before it are gone).  The
+ * records are page items in snapshot order, as commits append them under
+ * the table's commit lock.
+ *
+ * Visibility.  A record is its committing transaction's: it counts only
+ * once that transaction has committed, and an aborted one leaves a record
+ * whose snapshot id the next commit takes again.  Commits of a table are
+ * serialized by its commit lock, held until the transaction is visible to
+ * all (ProcArrayEndTransaction) or aborted, so when a commit appends, the
+ * transaction of the record before it has ended: the append marks that
+ * record committed (RESOLVED) or aborted (DEAD) in the same WAL record.
+ * Only a table's last record is ever unresolved.  For a reader's MVCC
+ * snapshot the table's row it sees (the version V, naming the snapshot
+ * V.row_snapshot_id) splits the records:
+ *
+ *	- up to V's snapshot: V's writer committed after every such record's
+ *	  transaction had ended, and the snapshot sees V, so a committed one is
+ *	  visible: RESOLVED ones are, DEAD ones are not, and the one unresolved
+ *	  record there can be only V's writer's own (checked by its xid);
+ *	- past it (at most CAT_TABLE_FOLD_MAX: the commits folded after V): in
+ *	  order, each is visible if its transaction is committed and not in the
+ *	  snapshot; the first that the snapshot does not see ends them, as every
+ *	  later commit came after it.
+ *
+ * So no reader looks up the status of an old transaction, and clog
+ * truncation never meets a record: the last record, until another commit
+ * of the table resolves it, is resolved by the background worker
+ * (commit_log_resolve) on its rounds.
+ *
+ * Each record carries a CRC32C of its bytes but the flags byte; a record
+ * that fails it, or whose lengths overrun the item, is reported as
+ * corrupt.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/transam.h"
+#include "access/xact.h"
+#include "access/xloginsert.h"
+#include "access/xlogutils.h"
+#include "miscadmin.h"
+#include "port/pg_crc32c.h"
+#include "storage/bufmgr.h"
+#include "storage/bufpage.h"
+#include "storage/procarray.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "changelog_produce.h"
+#include "commit_log.h"
+#include "guc.h"
+#include "run_format.h"
+#include "run_space.h"
+#include "tid.h"
+
+/* WAL record types, under changelog_wal.c's resource manager */
+#define XLOG_PK_LOG_APPEND		0x10
+#define XLOG_PK_LOG_RESOLVE		0x20
+#define XLOG_PK_LOG_INIT_PAGE	0x80	/* with APPEND: the page is new */
+
+#define LOG_PAGE_MAGIC	0x474C4D4B	/* "KMLG" */
+
+/* a log page's special space */
+typedef struct LogPageOpaque
+{
+	uint32		magic;
+	Oid			relfilenode;	/* the file it is a page of */
+	int64		first_snapshot_id;
+} LogPageOpaque;
+
+/* flags, the record's first byte (the only one that changes) */
+#define LOG_RESOLVED	0x01	/* its transaction committed */
+#define LOG_DEAD		0x02	/* its transaction aborted */
+
+/* parts */
+#define LOG_HAS_DATA		0x01
+#define LOG_HAS_CHANGELOG	0x02
+
+/*
+ * A record: this header (unaligned on the page: copied out), then varints
+ * total, delta and changelog record counts, the data run's sequence number
+ * and stream length (with LOG_HAS_DATA), the changelog run's id and stream
+ * length (with LOG_HAS_CHANGELOG), the role name's length; then the role
+ * name, the data stream, the changelog stream.
+ */
+typedef struct LogRecordHeader
+{
+	uint8		flags;
+	uint8		parts;
+	uint8		kind;			/* CommitKind */
+	uint8		producer;		/* PkProducer */
+	pg_crc32c	crc;			/* of everything after it */
+	int64		snapshot_id;
+	uint64		xid;			/* FullTransactionId */
+	TimestampTz commit_time;
+	double		duration_ms;
+} LogRecordHeader;
+
+/* the most a record's varints take */
+#define LOG_VARINTS_MAX		(8 * RUN_VARINT_MAX)
+
+typedef struct xl_pk_log_append
+{
+	OffsetNumber offnum;		/* where the record goes */
+	OffsetNumber resolve;		/* the record before it, or InvalidOffsetNumber */
+	uint8		resolve_flag;	/* what that one becomes */
+	int64		first_snapshot_id;	/* with XLOG_PK_LOG_INIT_PAGE */
+} xl_pk_log_append;
+
+typedef struct xl_pk_log_resolve
+{
+	OffsetNumber offnum;
+	uint8		flag;
+} xl_pk_log_resolve;
+
+static void
+init_page(Page page, Oid relfilenode, int64 first_snapshot_id)
+{
+	LogPageOpaque *o;
+
+	PageInit(page, BLCKSZ, MAXALIGN(sizeof(LogPageOpaque)));
+	o = (LogPageOpaque *) PageGetSpecialPointer(page);
+	o->magic = LOG_PAGE_MAGIC;
+	o->relfilenode = relfilenode;
+	o->first_snapshot_id = first_snapshot_id;
+}
+
+/* is page a log page of the file relfilenode? */
+static bool
+is_log_page(Page page, Oid relfilenode)
+{
+	LogPageOpaque *o = (LogPageOpaque *) PageGetSpecialPointer(page);
+
+	return !PageIsNew(page) &&
+		PageGetSpecialSize(page) == MAXALIGN(sizeof(LogPageOpaque)) &&
+		o->magic == LOG_PAGE_MAGIC && o->relfilenode == relfilenode;
+}
+
+/*
+ * Is block a log page of rel's current file?  The table's row names the
+ * page commits append to by its block; a file that replaced the one it
+ * was written for (TRUNCATE, a rewrite) has no such page there, or none
+ * at all.  VACUUM FULL, which copies the pages, moves it (space_rewrite).
+ */
+bool
+commit_log_page_current(Relation rel, BlockNumber block)
+{
+	Buffer		buf;
+	bool		result;
+
+	if (block >= RelationGetNumberOfBlocks(rel))
+		return false;
+	buf = ReadBuffer(rel, block);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	result = is_log_page(BufferGetPage(buf), rel->rd_node.relNode);
+	UnlockReleaseBuffer(buf);
+	return result;
+}
+
+/* a copy of a log page for another file (VACUUM FULL) */
+void
+commit_log_page_moved(Page page, Oid relfilenode)
+{
+	((LogPageOpaque *) PageGetSpecialPointer(page))->relfilenode = relfilenode;
+}
+
+/* the record's bytes, in the current memory context */
+static char *
+encode(const CommitRecord *rec, uint32 *len)
+{
+	LogRecordHeader h = {0};
+	uint32		ulen = strlen(rec->user);
+	uint32		dlen = rec->data ? rec->data->stream_len : 0;
+	uint32		clen = rec->changelog ? rec->changelog->stream_len : 0;
+	char	   *buf = palloc(sizeof(h) + LOG_VARINTS_MAX + ulen + dlen + clen);
+	char	   *p = buf + sizeof(h);
+
+	h.parts = (rec->data ? LOG_HAS_DATA : 0) | (rec->changelog ? LOG_HAS_CHANGELOG : 0);
+	h.kind = (uint8) rec->kind;
+	h.producer = (uint8) rec->producer;
+	h.snapshot_id = rec->snapshot_id;
+	h.xid = U64FromFullTransactionId(rec->xid);
+	h.commit_time = rec->commit_time;
+	h.duration_ms = rec->duration_ms;
+	p = run_varint_put(p, (uint64) rec->total_record_count);
+	p = run_varint_put(p, (uint64) rec->delta_record_count);
+	p = run_varint_put(p, (uint64) rec->changelog_record_count);
+	if (rec->data)
+	{
+		p = run_varint_put(p, (uint64) rec->data->max_seq);
+		p = run_varint_put(p, dlen);
+	}
+	if (rec->changelog)
+	{
+		p = run_varint_put(p, (uint64) rec->changelog->run_id);
+		p = run_varint_put(p, clen);
+	}
+	p = run_varint_put(p, ulen);
+	memcpy(p, rec->user, ulen);
+	p += ulen;
+	if (dlen)
+		memcpy(p, rec->data->stream, dlen);
+	p += dlen;
+	if (clen)
+		memcpy(p, rec->changelog->stream, clen);
+	p += clen;
+	*len = p - buf;
+	INIT_CRC32C(h.crc);
+	COMP_CRC32C(h.crc, ((char *) &h) + offsetof(LogRecordHeader, snapshot_id),
+				sizeof(h) - offsetof(LogRecordHeader, snapshot_id));
+	COMP_CRC32C(h.crc, buf + sizeof(h), *len - sizeof(h));
+	FIN_CRC32C(h.crc);
+	memcpy(buf, &h, sizeof(h));
+	return buf;
+}
+
+static void
+corrupt(Relation rel, BlockNumber block, OffsetNumber off, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("corrupt commit log record in pkmerge table \"%s\"",
+					RelationGetRelationName(rel)),
+			 errdetail("Block %u, item %u: %s.", block, off, what),
+			 errhint("Restore the table from a backup.")));
+}
+
+/* a run of a record (kind, with its stream), as the catalog's readers form them */
+static RunInfo *
+record_run(Relation rel, RunKind kind, int64 snapshot_id, const char *stream, uint32 len)
+{
+	RunInfo    *r = palloc0(sizeof(RunInfo));
+
+	r->kind = kind;
+	r->in_snapshot_row = true;
+	r->created_snapshot = snapshot_id;
+	r->relfilenode = rel->rd_node.relNode;
+	r->stream = palloc(len);
+	memcpy(r->stream, stream, len);
+	r->stream_len = len;
+	r->size_bytes = len;
+	r->record_count = run_compact_nrows(r->stream, len);
+	return r;
+}
+
+/* the header of item off, checked against the item's length */
+static void
+read_header(Relation rel, BlockNumber block, Page page, OffsetNumber off,
+			LogRecordHeader *h, const char **body, const char **end)
+{
+	ItemId		iid = PageGetItemId(page, off);
+	const char *item;
+
+	if (!ItemIdIsNormal(iid) || ItemIdGetLength(iid) < sizeof(LogRecordHeader))
+		corrupt(rel, block, off, "the item is not a record");
+	item = (const char *) PageGetItem(page, iid);
+	memcpy(h, item, sizeof(*h));
+	*body = item + sizeof(*h);
+	*end = item + ItemIdGetLength(iid);
+}
+
+/* the whole record at off, its CRC checked */
+static CommitRecord *
+decode(Relation rel, BlockNumber block, Page page, OffsetNumber off)
+{
+	LogRecordHeader h;
+	const char *p;
+	const char *end;
+	CommitRecord *rec = palloc0(sizeof(CommitRecord));
+	uint64		v[3];
+	uint64		seq = 0;
+	uint64		dlen = 0;
+	uint64		run_id = 0;
+	uint64		clen = 0;
+	uint64		ulen;
+	pg_crc32c	crc;
+
+	read_header(rel, block, page, off, &h, &p, &end);
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, ((char *) &h) + offsetof(LogRecordHeader, snapshot_id),
+				sizeof(h) - offsetof(LogRecordHeader, snapshot_id));
+	COMP_CRC32C(crc, p, end - p);
+	FIN_CRC32C(crc);
+	if (!EQ_CRC32C(crc, h.crc))
+		corrupt(rel, block, off, "its CRC does not match");
+	for (int i = 0; i < 3; i++)
+		if (!run_varint_get(&p, end, &v[i]))
+			corrupt(rel, block, off, "a count is cut short");
+	if (((h.parts & LOG_HAS_DATA) &&
+		 (!run_varint_get(&p, end, &seq) || !run_varint_get(&p, end, &dlen))) ||
+		((h.parts & LOG_HAS_CHANGELOG) &&
+		 (!run_varint_get(&p, end, &run_id) || !run_varint_get(&p, end, &clen))) ||
+		!run_varint_get(&p, end, &ulen) || ulen >= NAMEDATALEN ||
+		ulen + dlen + clen != (uint64) (end - p) ||
+		h.kind > COMMIT_OVERWRITE || h.producer > PK_PRODUCER_FULL_COMPACTION)
+		corrupt(rel, block, off, "its parts do not add up to its length");
+	rec->snapshot_id = h.snapshot_id;
+	rec->xid = FullTransactionIdFromU64(h.xid);
+	rec->commit_time = h.commit_time;
+	rec->kind = (CommitKind) h.kind;
+	rec->producer = (PkProducer) h.producer;
+	rec->duration_ms = h.duration_ms;
+	rec->total_record_count = (int64) v[0];
+	rec->delta_record_count = (int64) v[1];
+	rec->changelog_record_count = (int64) v[2];
+	rec->user = pnstrdup(p, ulen);
+	p += ulen;
+	if (h.parts & LOG_HAS_DATA)
+	{
+		rec->data = record_run(rel, RUN_DATA, h.snapshot_id, p, dlen);
+		rec->data->run_id = -h.snapshot_id;
+		rec->data->from_commit = true;
+		rec->data->row_base = pk_inline_row_base(rec->data->run_id);
+		rec->data->min_seq = rec->data->max_seq = (int64) seq;
+		p += dlen;
+	}
+	if (h.parts & LOG_HAS_CHANGELOG)
+	{
+		rec->changelog = record_run(rel, RUN_CHANGELOG, h.snapshot_id, p, clen);
+		rec->changelog->run_id = (int64) run_id;
+	}
+	return rec;
+}
+
+/*
+ * Can a record hold this commit?  Its runs must be kept in its row (no
+ * pages) and the record fit a page with room to spare.
+ */
+bool
+commit_log_fits(const CommitRecord *rec)
+{
+	uint32		len = sizeof(LogRecordHeader) + LOG_VARINTS_MAX + strlen(rec->user) +
+		(rec->data ? rec->data->stream_len : 0) +
+		(rec->changelog ? rec->changelog->stream_len : 0);
+
+	return (rec->data == NULL || rec->data->in_snapshot_row) &&
+		(rec->changelog == NULL || rec->changelog->in_snapshot_row) &&
+		MAXALIGN(len) + sizeof(ItemIdData) <=
+		BLCKSZ - SizeOfPageHeaderData - MAXALIGN(sizeof(LogPageOpaque));
+}
+
+/* what the unresolved record at off becomes, its transaction having ended */
+static uint8
+resolution(Relation rel, BlockNumber block, Page page, OffsetNumber off)
+{
+	LogRecordHeader h;
+	const char *body;
+	const char *end;
+	TransactionId xid;
+
+	read_header(rel, block, page, off, &h, &body, &end);
+	if (h.flags & (LOG_RESOLVED | LOG_DEAD))
+		return 0;
+	xid = XidFromFullTransactionId(FullTransactionIdFromU64(h.xid));
+	if (TransactionIdIsCurrentTransactionId(xid) || TransactionIdIsInProgress(xid))
+		return 0;				/* not ended: left as it is */
+	return TransactionIdDidCommit(xid) ? LOG_RESOLVED : LOG_DEAD;
+}
+
+static void
+set_flag(Page page, OffsetNumber off, uint8 flag)
+{
+	char	   *item = (char *) PageGetItem(page, PageGetItemId(page, off));
+
+	item[0] = (char) ((uint8) item[0] | flag);
+}
+
+/* resolve the last record of a page (locked exclusively), WAL-logged */
+static void
+resolve_last(Relation rel, Buffer buf, BlockNumber block)
+{
+	Page		page = BufferGetPage(buf);
+	OffsetNumber last = PageGetMaxOffsetNumber(page);
+	uint8		flag;
+
+	if (last < FirstOffsetNumber ||
+		(flag = resolution(rel, block, page, last)) == 0)
+		return;
+	/* resolution() may read clog: before the critical section */
+	START_CRIT_SECTION();
+	set_flag(page, last, flag);
+	MarkBufferDirty(buf);
+	if (RelationNeedsWAL(rel))
+	{
+		xl_pk_log_resolve xlrec = {.offnum = last,.flag = flag};
+		XLogRecPtr	recptr;
+
+		XLogBeginInsert();
+		XLogRegisterData((char *) &xlrec, sizeof(xlrec));
+		XLogRegisterBuffer(0, buf, REGBUF_STANDARD);
+		recptr = XLogInsert((RmgrId) pk_wal_rmgr_id, XLOG_PK_LOG_RESOLVE);
+		PageSetLSN(page, recptr);
+	}
+	END_CRIT_SECTION();
+}
+
+/*
+ * Append rec as the next record of rel's log, under the table's commit
+ * lock.  st (the state the commit writes) names the page commits append
+ * to; when it is full, or there is none yet, a new page is placed, st
+ * names it, and the caller must write the table's row.
+ */
+void
+commit_log_append(Relation rel, TableState *st, CommitRecord *rec)
+{
+	uint32		len;
+	char	   *item = encode(rec, &len);
+	Buffer		buf = InvalidBuffer;
+	Page		page = NULL;
+	BlockNumber block = InvalidBlockNumber;
+	bool		init = false;
+	xl_pk_log_append xlrec = {0};
+
+	if (st->log_run != 0 && commit_log_page_current(rel, (BlockNumber) st->log_block))
+	{
+		block = (BlockNumber) st->log_block;
+		buf = ReadBuffer(rel, block);
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		page = BufferGetPage(buf);
+		if (PageGetFreeSpace(page) < MAXALIGN(len))
+		{
+			/* full: its last record is resolved now, as the next page opens */
+			resolve_last(rel, buf, block);
+			UnlockReleaseBuffer(buf);
+			buf = InvalidBuffer;
+		}
+	}
+	if (!BufferIsValid(buf))
+	{
+		RunInfo		r = {0};
+
+		r.run_id = cat_next_run_id();
+		r.relfilenode = rel->rd_node.relNode;
+		r.kind = RUN_LOG;
+		r.from_commit = true;
+		r.nblocks = 1;
+		r.size_bytes = BLCKSZ;
+		r.created_snapshot = rec->snapshot_id;
+		r.min_seq = rec->snapshot_id;
+		space_reserve(rel, &r);
+		st->log_run = r.run_id;
+		st->log_block = r.start_block;
+		block = r.start_block;
+		buf = ReadBufferExtended(rel, MAIN_FORKNUM, block, RBM_ZERO_AND_LOCK, NULL);
+		page = BufferGetPage(buf);
+		init = true;
+		xlrec.first_snapshot_id = rec->snapshot_id;
+	}
+
+	/* the record before ours: its transaction has ended (the commit lock) */
+	if (!init && PageGetMaxOffsetNumber(page) >= FirstOffsetNumber)
+	{
+		xlrec.resolve = PageGetMaxOffsetNumber(page);
+		xlrec.resolve_flag = resolution(rel, block, page, xlrec.resolve);
+		if (xlrec.resolve_flag == 0)
+			xlrec.resolve = InvalidOffsetNumber;
+	}
+
+	START_CRIT_SECTION();
+	if (init)
+		init_page(page, rel->rd_node.relNode, rec->snapshot_id);
+	else if (xlrec.resolve != InvalidOffsetNumber)
+		set_flag(page, xlrec.resolve, xlrec.resolve_flag);
+	xlrec.offnum = OffsetNumberNext(PageGetMaxOffsetNumber(page));
+	if (PageAddItem(page, (Item) item, len, xlrec.offnum, false, false) != xlrec.offnum)
+		elog(PANIC, "could not add a commit log record to block %u", block);
+	MarkBufferDirty(buf);
+	if (RelationNeedsWAL(rel))
+	{
+		XLogRecPtr	recptr;
+
+		XLogBeginInsert();
+		XLogRegisterData((char *) &xlrec, sizeof(xlrec));
+		XLogRegisterBuffer(0, buf, REGBUF_STANDARD | (init ? REGBUF_WILL_INIT : 0));
+		XLogRegisterBufData(0, item, len);
+		recptr = XLogInsert((RmgrId) pk_wal_rmgr_id,
+							XLOG_PK_LOG_APPEND | (init ? XLOG_PK_LOG_INIT_PAGE : 0));
+		PageSetLSN(page, recptr);
+	}
+	END_CRIT_SECTION();
+	UnlockReleaseBuffer(buf);
+	pfree(item);
+}
+
+/*
+ * The background worker's round: resolve rel's last record, if its
+ * transaction has ended, so that no reader ever needs that transaction's
+ * status (which clog truncation would take away).  Under the commit lock.
+ */
+void
+commit_log_resolve(Relation rel, const TableState *st)
+{
+	BlockNumber block;
+	Buffer		buf;
+
+	if (st->log_run == 0 || !commit_log_page_current(rel, (BlockNumber) st->log_block))
+		return;
+	block = (BlockNumber) st->log_block;
+	buf = ReadBuffer(rel, block);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	resolve_last(rel, buf, block);
+	UnlockReleaseBuffer(buf);
+}
+
+/*
+ * Is the record with header h visible, by the rules in the header comment?
+ * Sets *stop when no later record can be.
+ */
+static bool
+record_visible(const LogRecordHeader *h, const TableState *st, Snapshot snapshot,
+			   bool *stop)
+{
+	TransactionId xid = XidFromFullTransactionId(FullTransactionIdFromU64(h->xid));
+
+	if (h->flags & LOG_DEAD)
+		return false;
+	if (TransactionIdIsCurrentTransactionId(xid))
+		return true;
+	/* no snapshot: a record a visible table row names, so committed if not aborted */
+	if (snapshot == NULL)
+		return (h->flags & LOG_RESOLVED) || TransactionIdDidCommit(xid);
+	if (!IsMVCCSnapshot(snapshot))
+	{
+		/* SnapshotAny and the like: every record not aborted */
+		return (h->flags & LOG_RESOLVED) || TransactionIdIsInProgress(xid) ||
+			TransactionIdDidCommit(xid);
+	}
+	if (h->snapshot_id <= st->row_snapshot_id)
+		return (h->flags & LOG_RESOLVED) || TransactionIdDidCommit(xid);
+	if (XidInMVCCSnapshot(xid, snapshot))
+	{
+		*stop = true;
+		return false;
+	}
+	return (h->flags & LOG_RESOLVED) || TransactionIdDidCommit(xid);
+}
+
+/*
+ * The records of log page page_run (a log run of rel, which the caller has
+ * locked) with snapshot ids in (from, to] that snapshot sees, in order:
+ * CommitRecords.  st: the table's state as snapshot sees it (its row's
+ * snapshot, row_snapshot_id).  Sets *stopped when a record the snapshot
+ * does not see ended them (no later page has any it sees).  A NULL
+ * snapshot reads records that a table row the caller sees names: the
+ * committed ones.  SnapshotAny reads every record not aborted.
+ */
+List *
+commit_log_read(Relation rel, const RunInfo *page_run, int64 from, int64 to,
+				const TableState *st, Snapshot snapshot, bool *stopped)
+{
+	BlockNumber block = page_run->start_block;
+	Buffer		buf;
+	Page		page;
+	OffsetNumber maxoff;
+	List	   *result = NIL;
+	LogPageOpaque *o;
+
+	*stopped = false;
+	from = Max(from, page_run->min_seq - 1);
+	buf = ReadBuffer(rel, block);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	o = (LogPageOpaque *) PageGetSpecialPointer(page);
+	if (!is_log_page(page, rel->rd_node.relNode) ||
+		(page_run->created_snapshot != 0 && o->first_snapshot_id != page_run->created_snapshot))
+		corrupt(rel, block, 0, "the page is not the log page the catalog names");
+	maxoff = PageGetMaxOffsetNumber(page);
+	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff && !*stopped; off++)
+	{
+		LogRecordHeader h;
+		const char *body;
+		const char *end;
+
+		read_header(rel, block, page, off, &h, &body, &end);
+		if (h.snapshot_id > to)
+			break;
+		if (h.snapshot_id <= from)
+			continue;
+		if (record_visible(&h, st, snapshot, stopped))
+			result = lappend(result, decode(rel, block, page, off));
+	}
+	UnlockReleaseBuffer(buf);
+	return result;
+}
+
+/* ---- redo, description ------------------------------------------------ */
+
+void
+commit_log_redo(XLogReaderState *record)
+{
+	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+	XLogRecPtr	lsn = record->EndRecPtr;
+	Buffer		buf;
+	Page		page;
+
+	if ((info & ~XLOG_PK_LOG_INIT_PAGE) == XLOG_PK_LOG_APPEND)
+	{
+		xl_pk_log_append xlrec;
+		XLogRedoAction action;
+
+		memcpy(&xlrec, XLogRecGetData(record), sizeof(xlrec));
+		if (info & XLOG_PK_LOG_INIT_PAGE)
+		{
+			RelFileNode rnode;
+
+			XLogRecGetBlockTag(record, 0, &rnode, NULL, NULL);
+			buf = XLogInitBufferForRedo(record, 0);
+			init_page(BufferGetPage(buf), rnode.relNode, xlrec.first_snapshot_id);
+			action = BLK_NEEDS_REDO;
+		}
+		else
+			action = XLogReadBufferForRedo(record, 0, &buf);
+		if (action == BLK_NEEDS_REDO)
+		{
+			Size		len;
+			char	   *item = XLogRecGetBlockData(record, 0, &len);
+
+			page = BufferGetPage(buf);
+			if (xlrec.resolve != InvalidOffsetNumber)
+				set_flag(page, xlrec.resolve, xlrec.resolve_flag);
+			if (PageAddItem(page, (Item) item, len, xlrec.offnum, false, false) != xlrec.offnum)
+				elog(PANIC, "commit log redo: could not add the record at item %u",
+					 xlrec.offnum);
+			PageSetLSN(page, lsn);
+			MarkBufferDirty(buf);
+		}
+		if (BufferIsValid(buf))
+			UnlockReleaseBuffer(buf);
+	}
+	else if (info == XLOG_PK_LOG_RESOLVE)
+	{
+		xl_pk_log_resolve xlrec;
+
+		memcpy(&xlrec, XLogRecGetData(record), sizeof(xlrec));
+		if (XLogReadBufferForRedo(record, 0, &buf) == BLK_NEEDS_REDO)
+		{
+			page = BufferGetPage(buf);
+			set_flag(page, xlrec.offnum, xlrec.flag);
+			PageSetLSN(page, lsn);
+			MarkBufferDirty(buf);
+		}
+		if (BufferIsValid(buf))
+			UnlockReleaseBuffer(buf);
+	}
+	else
+		elog(PANIC, "commit log redo: unknown record type %u", info);
+}
+
+const char *
+commit_log_identify(uint8 info)
+{
+	switch (info & ~XLR_INFO_MASK)
+	{
+		case XLOG_PK_LOG_APPEND:
+			return "LOG_APPEND";
+		case XLOG_PK_LOG_APPEND | XLOG_PK_LOG_INIT_PAGE:
+			return "LOG_APPEND+INIT";
+		case XLOG_PK_LOG_RESOLVE:
+			return "LOG_RESOLVE";
+	}
+	return NULL;
+}
+
+void
+commit_log_desc(StringInfo buf, XLogReaderState *record)
+{
+	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+
+	if ((info & ~XLOG_PK_LOG_INIT_PAGE) == XLOG_PK_LOG_APPEND)
+	{
+		xl_pk_log_append xlrec;
+
+		memcpy(&xlrec, XLogRecGetData(record), sizeof(xlrec));
+		appendStringInfo(buf, "item %u", xlrec.offnum);
+		if (xlrec.resolve != InvalidOffsetNumber)
+			appendStringInfo(buf, ", item %u %s", xlrec.resolve,
+							 xlrec.resolve_flag == LOG_DEAD ? "aborted" : "committed");
+		if (info & XLOG_PK_LOG_INIT_PAGE)
+			appendStringInfo(buf, ", new page from snapshot %lld",
+							 (long long) xlrec.first_snapshot_id);
+	}
+	else if (info == XLOG_PK_LOG_RESOLVE)
+	{
+		xl_pk_log_resolve xlrec;
+
+		memcpy(&xlrec, XLogRecGetData(record), sizeof(xlrec));
+		appendStringInfo(buf, "item %u %s", xlrec.offnum,
+						 xlrec.flag == LOG_DEAD ? "aborted" : "committed");
+	}
+}
