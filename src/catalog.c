@@ -697,7 +697,7 @@ end_runs_of_snapshots(SysScanDesc scan, Relation irel)
  */
 
 /* can the table's row name a commit log (catalog 0.11)? */
-static bool
+bool
 cat_tables_hold_log(void)
 {
 	Relation	crel = cat_open(CAT_TABLES, AccessShareLock);
@@ -1556,51 +1556,6 @@ cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 	}
 	CatalogTupleInsert(crel, heap_form_tuple(RelationGetDescr(crel), values, nulls));
 	table_close(crel, RowExclusiveLock);
-	return si;
-}
-
-/*
- * A small commit's snapshot (an APPEND whose runs are kept in its row) as
- * a record of the table's commit log instead of a row of
- * pkchangelog.snapshots: what cat_snapshot_insert returns, or NULL when it
- * cannot be one (a catalog before 0.11, a record too large for a page),
- * for the caller to insert the row.  st: the state the commit writes; if
- * it names another log page after this, the table's row must be written.
- */
-SnapshotInfo *
-cat_snapshot_log(Relation rel, TableState *st, int64 snapshot_id, int64 total,
-				 int64 delta, int64 changelog, PkProducer producer,
-				 double duration_ms, RunInfo *changelog_run, RunInfo *data_run)
-{
-	CommitRecord rec = {0};
-	SnapshotInfo *si;
-
-	if (!cat_tables_hold_log())
-		return NULL;
-	rec.snapshot_id = snapshot_id;
-	rec.xid = GetTopFullTransactionId();
-	rec.commit_time = GetCurrentTimestamp();
-	rec.kind = COMMIT_APPEND;
-	rec.producer = producer;
-	rec.user = GetUserNameFromId(GetUserId(), false);
-	rec.total_record_count = total;
-	rec.delta_record_count = delta;
-	rec.changelog_record_count = changelog;
-	rec.duration_ms = duration_ms;
-	rec.data = data_run;
-	rec.changelog = changelog_run;
-	if (!commit_log_fits(&rec))
-		return NULL;
-	commit_log_append(rel, st, &rec);
-	if (changelog_run)
-		changelog_run->created_snapshot = snapshot_id;
-	si = palloc(sizeof(SnapshotInfo));
-	si->snapshot_id = snapshot_id;
-	si->kind = COMMIT_APPEND;
-	si->producer = pstrdup(prod_name(producer));
-	si->commit_time = rec.commit_time;
-	si->changelog = changelog_run;
-	si->data = data_run;
 	return si;
 }
 

@@ -170,15 +170,11 @@ extern uint64 cat_table_last_write(Oid relid);
 extern bool cat_table_written_here(Oid relid);
 extern bool cat_snapshots_hold_changelogs(void);
 extern bool cat_snapshots_hold_data(void);
+extern bool cat_tables_hold_log(void);
 extern SnapshotInfo *cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 								int64 total, int64 delta, int64 changelog,
 								const char *producer, double duration_ms,
 								RunInfo *changelog_run, RunInfo *data_run);
-extern SnapshotInfo *cat_snapshot_log(Relation rel, TableState *st,
-									  int64 snapshot_id, int64 total, int64 delta,
-									  int64 changelog, PkProducer producer,
-									  double duration_ms, RunInfo *changelog_run,
-									  RunInfo *data_run);
 extern void cat_run_retire(Oid relid, const RunInfo *run);
 extern bool cat_prune_runs(Oid relid);
 extern void cat_row_bytes(Oid relid, Snapshot snapshot, int64 *all, int64 *history);

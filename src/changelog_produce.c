@@ -29,22 +29,6 @@
 #include "read_point.h"
 #include "run_merge.h"
 
-const char *
-prod_name(PkProducer p)
-{
-	switch (p)
-	{
-		case PK_PRODUCER_INPUT:
-			return "input";
-		case PK_PRODUCER_LOOKUP:
-			return "lookup";
-		case PK_PRODUCER_FULL_COMPACTION:
-			return "full-compaction";
-		default:
-			return "none";
-	}
-}
-
 static bool
 rows_equal(MinimalTuple a, MinimalTuple b)
 {

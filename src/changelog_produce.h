@@ -12,7 +12,6 @@
 #include "write_buffer.h"
 
 /* changelog_produce.c */
-extern const char *prod_name(PkProducer p);
 extern RunInfo *prod_commit(Relation rel, PkTable *t, WriteBuffer *wb,
 							List *prev_runs, List *pending,
 							int64 snapshot_id, uint64 seq);

@@ -64,7 +64,6 @@
 #include "commit_log.h"
 #include "guc.h"
 #include "run_format.h"
-#include "run_space.h"
 #include "tid.h"
 
 /* WAL record types, under changelog_wal.c's resource manager */
@@ -409,69 +408,50 @@ resolve_last(Relation rel, Buffer buf, BlockNumber block)
 }
 
 /*
- * Append rec as the next record of rel's log, under the table's commit
- * lock.  st (the state the commit writes) names the page commits append
- * to; when it is full, or there is none yet, a new page is placed, st
- * names it, and the caller must write the table's row.
+ * Append rec as the next record of rel's log, on page block, under the
+ * table's commit lock.  new_page: the caller has just placed the page
+ * (a log run of one block), which this initializes.  False if rec does
+ * not fit the page: its last record is then resolved, as a new page takes
+ * the next ones.
  */
-void
-commit_log_append(Relation rel, TableState *st, CommitRecord *rec)
+bool
+commit_log_append(Relation rel, BlockNumber block, bool new_page, CommitRecord *rec)
 {
 	uint32		len;
 	char	   *item = encode(rec, &len);
-	Buffer		buf = InvalidBuffer;
-	Page		page = NULL;
-	BlockNumber block = InvalidBlockNumber;
-	bool		init = false;
+	Buffer		buf;
+	Page		page;
 	xl_pk_log_append xlrec = {0};
 
-	if (st->log_run != 0 && commit_log_page_current(rel, (BlockNumber) st->log_block))
+	if (new_page)
+		buf = ReadBufferExtended(rel, MAIN_FORKNUM, block, RBM_ZERO_AND_LOCK, NULL);
+	else
 	{
-		block = (BlockNumber) st->log_block;
 		buf = ReadBuffer(rel, block);
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-		page = BufferGetPage(buf);
-		if (PageGetFreeSpace(page) < MAXALIGN(len))
-		{
-			/* full: its last record is resolved now, as the next page opens */
-			resolve_last(rel, buf, block);
-			UnlockReleaseBuffer(buf);
-			buf = InvalidBuffer;
-		}
 	}
-	if (!BufferIsValid(buf))
+	page = BufferGetPage(buf);
+	if (!new_page && PageGetFreeSpace(page) < MAXALIGN(len))
 	{
-		RunInfo		r = {0};
-
-		r.run_id = cat_next_run_id();
-		r.relfilenode = rel->rd_node.relNode;
-		r.kind = RUN_LOG;
-		r.from_commit = true;
-		r.nblocks = 1;
-		r.size_bytes = BLCKSZ;
-		r.created_snapshot = rec->snapshot_id;
-		r.min_seq = rec->snapshot_id;
-		space_reserve(rel, &r);
-		st->log_run = r.run_id;
-		st->log_block = r.start_block;
-		block = r.start_block;
-		buf = ReadBufferExtended(rel, MAIN_FORKNUM, block, RBM_ZERO_AND_LOCK, NULL);
-		page = BufferGetPage(buf);
-		init = true;
-		xlrec.first_snapshot_id = rec->snapshot_id;
+		resolve_last(rel, buf, block);
+		UnlockReleaseBuffer(buf);
+		pfree(item);
+		return false;
 	}
 
 	/* the record before ours: its transaction has ended (the commit lock) */
-	if (!init && PageGetMaxOffsetNumber(page) >= FirstOffsetNumber)
+	if (!new_page && PageGetMaxOffsetNumber(page) >= FirstOffsetNumber)
 	{
 		xlrec.resolve = PageGetMaxOffsetNumber(page);
 		xlrec.resolve_flag = resolution(rel, block, page, xlrec.resolve);
 		if (xlrec.resolve_flag == 0)
 			xlrec.resolve = InvalidOffsetNumber;
 	}
+	if (new_page)
+		xlrec.first_snapshot_id = rec->snapshot_id;
 
 	START_CRIT_SECTION();
-	if (init)
+	if (new_page)
 		init_page(page, rel->rd_node.relNode, rec->snapshot_id);
 	else if (xlrec.resolve != InvalidOffsetNumber)
 		set_flag(page, xlrec.resolve, xlrec.resolve_flag);
@@ -485,15 +465,16 @@ commit_log_append(Relation rel, TableState *st, CommitRecord *rec)
 
 		XLogBeginInsert();
 		XLogRegisterData((char *) &xlrec, sizeof(xlrec));
-		XLogRegisterBuffer(0, buf, REGBUF_STANDARD | (init ? REGBUF_WILL_INIT : 0));
+		XLogRegisterBuffer(0, buf, REGBUF_STANDARD | (new_page ? REGBUF_WILL_INIT : 0));
 		XLogRegisterBufData(0, item, len);
 		recptr = XLogInsert((RmgrId) pk_wal_rmgr_id,
-							XLOG_PK_LOG_APPEND | (init ? XLOG_PK_LOG_INIT_PAGE : 0));
+							XLOG_PK_LOG_APPEND | (new_page ? XLOG_PK_LOG_INIT_PAGE : 0));
 		PageSetLSN(page, recptr);
 	}
 	END_CRIT_SECTION();
 	UnlockReleaseBuffer(buf);
 	pfree(item);
+	return true;
 }
 
 /*

@@ -38,7 +38,8 @@ typedef struct CommitRecord
 extern bool commit_log_fits(const CommitRecord *rec);
 extern bool commit_log_page_current(Relation rel, BlockNumber block);
 extern void commit_log_page_moved(Page page, Oid relfilenode);
-extern void commit_log_append(Relation rel, TableState *st, CommitRecord *rec);
+extern bool commit_log_append(Relation rel, BlockNumber block, bool new_page,
+							  CommitRecord *rec);
 extern void commit_log_resolve(Relation rel, const TableState *st);
 extern List *commit_log_read(Relation rel, const RunInfo *page_run, int64 from,
 							 int64 to, const TableState *st, Snapshot snapshot,

@@ -589,3 +589,20 @@ pkopt_show(Datum reloptions)
 	}
 	return result;
 }
+
+/* a changelog producer's name, as changelog_producer takes it */
+const char *
+prod_name(PkProducer p)
+{
+	switch (p)
+	{
+		case PK_PRODUCER_INPUT:
+			return "input";
+		case PK_PRODUCER_LOOKUP:
+			return "lookup";
+		case PK_PRODUCER_FULL_COMPACTION:
+			return "full-compaction";
+		default:
+			return "none";
+	}
+}

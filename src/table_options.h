@@ -74,6 +74,7 @@ extern Datum pkopt_merge_reloptions(Datum oldopts, List *set_defs,
 									List *reset_names);
 extern List *pkopt_split_key(const char *primary_key);
 extern const char *pkopt_value(List *defs, const char *name);
+extern const char *prod_name(PkProducer p);
 extern List *pkopt_show(Datum reloptions);
 
 #endif							/* PK_OPTIONS_H */

@@ -238,13 +238,18 @@ FROM pk_snapshots('$tbl')});
 		ok($min == 1 && $max == $n && $nd == $n,
 			"$label: $tbl snapshot ids are dense 1..n") or diag("count|min|max|distinct = $snap");
 		ok($n > 0, "$label: $tbl has snapshots") if $tbl eq 'acct';
-		# the table's row, and the commits folded after it (each a snapshot
-		# row past the table row's last snapshot, holding its data run; at
-		# most 15)
+		# the table's row, and the commits folded after it (each a commit
+		# log record, or a snapshot row, past the table row's last snapshot,
+		# holding its data run; at most 15)
 		my ($row, $folded) = split /\|/, $node->safe_psql('postgres', qq{
 SELECT coalesce(tb.last_snapshot_id, 0),
-	   coalesce((SELECT max(s.snapshot_id) FROM pkchangelog.snapshots s
-				 WHERE s.relid = tb.relid AND s.data_seq IS NOT NULL
+	   coalesce((SELECT max(s.snapshot_id)
+				 FROM (SELECT snapshot_id, data_seq FROM pkchangelog.snapshots
+					   WHERE relid = tb.relid
+					   UNION ALL
+					   SELECT snapshot_id, data_seq
+					   FROM pkchangelog.log_snapshots(tb.relid::regclass)) s
+				 WHERE s.data_seq IS NOT NULL
 				   AND s.snapshot_id > tb.last_snapshot_id), tb.last_snapshot_id, 0)
 FROM (SELECT '$tbl'::regclass::oid AS relid) t
 	 LEFT JOIN pkchangelog.tables tb USING (relid)});

@@ -499,7 +499,8 @@ CREATE TABLE $t (id int PRIMARY KEY, v text) USING pkmerge;
 INSERT INTO $t VALUES $rows;
 SELECT pk_compact('$t', true);});
 		my $hex = $node->safe_psql('postgres', qq{
-SELECT encode(stream, 'hex') || '|' || index_offset FROM pkchangelog.runs WHERE relid = '$t'::regclass});
+SELECT encode(stream, 'hex') || '|' || index_offset FROM pkchangelog.runs
+ WHERE relid = '$t'::regclass AND kind = 'data'});
 		my ($stream_hex, $index_offset) = split /\|/, $hex;
 		my $stream = pack('H*', $stream_hex);
 		is(substr($stream, 0, 4) . " $index_offset", ($form eq 'c' ? 'KMRC' : 'KMRT') . ' 0',
@@ -527,40 +528,99 @@ SELECT encode(stream, 'hex') || '|' || index_offset FROM pkchangelog.runs WHERE 
 			$set = "stream = '\\x" . unpack('H*', $stream) . "'::bytea";
 			$set .= ', record_count = 1000' if $f eq 'nrows_both';
 		}
-		$node->safe_psql('postgres', "UPDATE pkchangelog.runs SET $set WHERE relid = '$t'::regclass");
+		$node->safe_psql('postgres',
+			"UPDATE pkchangelog.runs SET $set WHERE relid = '$t'::regclass AND kind = 'data'");
 	}
 }
-my %snapshot_data_damage = (
-	magic => q{data = set_byte(data, 0, 0)},
-	payload => q{data = set_byte(data, 30, get_byte(data, 30) # 255)},
-	short => q{data = substr(data, 1, 10)});
-for my $f (sort keys %snapshot_data_damage)
+# A small commit's snapshot is a record of the table's commit log, on a
+# page of its file, its runs kept tight in it: the record's CRC32C covers
+# it (sd_crc: a byte flipped), and with that CRC recomputed the run's own
+# checks still hold (sd_magic: its magic number; sd_payload: a payload
+# byte, which its CRC32C covers).  The pages are edited with the server
+# down.
+my %log_damage;
+for my $f ('crc', 'magic', 'payload')
 {
 	$node->safe_psql('postgres', qq{
 CREATE TABLE sd_$f (id int PRIMARY KEY, v text) USING pkmerge;
 INSERT INTO sd_$f VALUES (1, 'one'), (2, 'two');});
 	is($node->safe_psql('postgres', qq{
-SELECT convert_from(substr(data, 1, 4), 'SQL_ASCII') || ' ' || data_seq
-  FROM pkchangelog.snapshots WHERE relid = 'sd_$f'::regclass}),
-		'KMRT 1', "sd_$f: a 2-row commit's run is kept tight in its snapshot's row");
-	$node->safe_psql('postgres',
-		"UPDATE pkchangelog.snapshots SET $snapshot_data_damage{$f} WHERE relid = 'sd_$f'::regclass");
+SELECT data_seq || ' ' || data_bytes FROM pkchangelog.log_snapshots('sd_$f')}),
+		'1 44', "sd_$f: a 2-row commit's run is kept tight (44 bytes) in its commit log record");
+	$log_damage{"sd_$f"} = [ $f, 1, 'data' ];
 }
-# a lookup commit's changelog run, kept tight in its snapshot's row, with
-# a payload byte flipped: the change stream refuses it
+# a lookup commit's changelog run, kept tight in its record, with a
+# payload byte flipped (the record's CRC recomputed): the change stream
+# refuses it
 $node->safe_psql('postgres', q{
 CREATE TABLE scl (id int PRIMARY KEY, v text) USING pkmerge
 	WITH (changelog_producer = 'lookup');
 INSERT INTO scl VALUES (1, 'one'), (2, 'two');
 UPDATE scl SET v = 'uno' WHERE id = 1;});
 is($node->safe_psql('postgres', q{
-SELECT string_agg(convert_from(substr(changelog, 1, 4), 'SQL_ASCII'), ',' ORDER BY snapshot_id)
-  FROM pkchangelog.snapshots WHERE relid = 'scl'::regclass}),
-	'KMRT,KMRT', "scl: the commits' changelog runs are kept tight in their snapshots' rows");
-$node->safe_psql('postgres', q{
-UPDATE pkchangelog.snapshots SET changelog = set_byte(changelog, 20, get_byte(changelog, 20) # 255)
- WHERE relid = 'scl'::regclass AND snapshot_id = 2});
-$node->restart;
+SELECT string_agg(changelog_bytes::text, ',' ORDER BY snapshot_id)
+  FROM pkchangelog.log_snapshots('scl')}),
+	'44,44', "scl: the commits' changelog runs are kept tight in their commit log records");
+$log_damage{scl} = [ 'payload', 2, 'changelog' ];
+my %log_where;
+for my $t (keys %log_damage)
+{
+	$log_where{$t} = [ split /\|/, $node->safe_psql('postgres', qq{
+SELECT pg_relation_filepath('$t') || '|' || log_block
+  FROM pkchangelog.tables WHERE relid = '$t'::regclass}) ];
+}
+$node->stop;
+
+# the varint at $$pos of $bytes (unsigned LEB128), $$pos moved past it
+sub varint
+{
+	my ($bytes, $pos) = @_;
+	my ($v, $shift) = (0, 0);
+	while (1)
+	{
+		my $b = unpack('C', substr($bytes, $$pos++, 1));
+		$v |= ($b & 0x7F) << $shift;
+		last unless $b & 0x80;
+		$shift += 7;
+	}
+	return $v;
+}
+
+# Damage record $item's run ($part: data or changelog) on block $block of
+# $file: a record is a 40-byte header (flags, parts, kind, producer, then
+# the CRC32C of every byte after it), varint counts and lengths, the role
+# name, the data run, the changelog run
+for my $t (sort keys %log_damage)
+{
+	my ($how, $item, $part) = @{ $log_damage{$t} };
+	my ($path, $block) = @{ $log_where{$t} };
+	my $file = "$datadir/$path";
+	open(my $fh, '+<', $file) or die "open $file: $!";
+	binmode $fh;
+	sysseek($fh, $block * 8192, 0) or die "seek: $!";
+	my $page;
+	sysread($fh, $page, 8192) == 8192 or die "read: $!";
+	my $lp = unpack('V', substr($page, 24 + 4 * ($item - 1), 4));
+	my ($off, $len) = ($lp & 0x7FFF, ($lp >> 17) & 0x7FFF);
+	my $rec = substr($page, $off, $len);
+	my $parts = unpack('C', substr($rec, 1, 1));
+	my $pos = 40;
+	varint($rec, \$pos) for 1 .. 3;
+	my ($dlen, $clen) = (0, 0);
+	if ($parts & 1) { varint($rec, \$pos); $dlen = varint($rec, \$pos); }
+	if ($parts & 2) { varint($rec, \$pos); $clen = varint($rec, \$pos); }
+	my $ulen = varint($rec, \$pos);
+	my $run = $pos + $ulen + ($part eq 'data' ? 0 : $dlen);
+	is(substr($rec, $run, 4), 'KMRT', "$t: the record's $part run is tight");
+	my $at = $how eq 'magic' ? $run : $run + ($part eq 'data' ? $dlen : $clen) - 2;
+	substr($rec, $at, 1) = pack('C', unpack('C', substr($rec, $at, 1)) ^ 0xFF);
+	substr($rec, 4, 4) = pack('V', crc32c(substr($rec, 8))) unless $how eq 'crc';
+	substr($page, $off, $len) = $rec;
+	sysseek($fh, $block * 8192, 0) or die "seek: $!";
+	syswrite($fh, $page) == 8192 or die "write: $!";
+	close $fh;
+}
+$node->start;
 ($ret, $out, $err) = $node->psql('postgres',
 	"\\set VERBOSITY verbose\nSELECT snapshot_id, rowkind FROM pk_changes('scl', 1)");
 is($out, '', 'scl: no changes from a damaged changelog run');
@@ -569,6 +629,14 @@ like($err, qr/ERROR:  XX001: corrupt .* of run -?\d+ in pkmerge table "scl"/,
 like($err, qr/CRC32C mismatch/, 'scl: the detail says what is wrong');
 is($node->safe_psql('postgres', q{SELECT string_agg(v, ',' ORDER BY id) FROM scl}), 'uno,two',
 	'scl: the table reads (its data runs are whole)');
+for my $q ("SELECT count(*) FROM sd_crc", "SELECT * FROM pk_snapshots('sd_crc')")
+{
+	($ret, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\n$q");
+	is($out, '', "sd_crc: nothing from a damaged commit log record ($q)");
+	like($err, qr/ERROR:  XX001: corrupt commit log record in pkmerge table "sd_crc"/,
+		"sd_crc: XX001 naming the table ($q)");
+	like($err, qr/its CRC does not match/, "sd_crc: the detail says what is wrong ($q)");
+}
 my %compact_detail = (
 	c_magic => qr/Not a compact run's magic number/,
 	c_payload => qr/CRC32C mismatch/,
@@ -583,8 +651,7 @@ my %compact_detail = (
 	t_nrows_crc => qr/row count does not match the catalog/,
 	t_nrows_both => qr/A row lies outside the block/,
 	sd_magic => qr/Not a compact run's magic number/,
-	sd_payload => qr/CRC32C mismatch/,
-	sd_short => qr/CRC32C mismatch/);
+	sd_payload => qr/CRC32C mismatch/);
 for my $t (sort keys %compact_detail)
 {
 	for my $q ("SELECT count(*), string_agg(v, ',') FROM $t",

@@ -56,22 +56,26 @@ INSERT INTO $name SELECT i, 0 FROM generate_series(1, 100) i;
 CALL churn('$name', $commits);
 ALTER TABLE $name SET (snapshot_time_retained = '0ms');
 });
-	return $node->safe_psql('postgres',
-		"SELECT count(*) FROM pkchangelog.snapshots WHERE relid = '$name'::regclass");
+	return $node->safe_psql('postgres', "SELECT count(*) FROM pk_snapshots('$name')");
 }
 
 # what is left of a table after its backlog expired: snapshots, changelog
-# and delta runs of expired snapshots, rows
+# and delta runs of expired snapshots, commit log pages but the one commits
+# append to (their records all expired), rows
 sub left_after
 {
 	my ($name) = @_;
 	return $node->safe_psql('postgres', qq{
 SELECT (SELECT count(*) FROM pk_snapshots('$name')) || ' snapshot, ' ||
 	   (SELECT count(*) FROM pkchangelog.runs r
-		WHERE relid = '$name'::regclass AND kind <> 'data'
-		  AND NOT EXISTS (SELECT FROM pkchangelog.snapshots s
-						  WHERE s.relid = r.relid AND s.snapshot_id = r.created_snapshot))
+		WHERE relid = '$name'::regclass AND kind NOT IN ('data', 'log')
+		  AND NOT EXISTS (SELECT FROM pk_snapshots('$name') s
+						  WHERE s.snapshot_id = r.created_snapshot))
 	   || ' runs of expired snapshots, ' ||
+	   (SELECT count(*) FROM pkchangelog.runs r
+		WHERE relid = '$name'::regclass AND kind = 'log'
+		  AND run_id <> (SELECT log_run FROM pkchangelog.tables t WHERE t.relid = r.relid))
+	   || ' old log pages, ' ||
 	   (SELECT count(*) || ' rows, sum ' || sum(v) FROM $name)});
 }
 
@@ -101,7 +105,7 @@ is($expired, $before - 1, 'pk_expire_snapshots expired the backlog in one call')
 $peak = $hwm if defined $hwm && $hwm =~ /^\d+$/ && $hwm > $peak;
 cmp_ok($peak, '<', $limit_kb, "its backend's peak memory stayed below the bound");
 diag("pk_expire_snapshots of $before snapshots: backend peak ${peak} kB");
-is(left_after('fn_none'), '1 snapshot, 0 runs of expired snapshots, 100 rows, sum 20000',
+is(left_after('fn_none'), '1 snapshot, 0 runs of expired snapshots, 0 old log pages, 100 rows, sum 20000',
 	'the snapshots went with their delta runs, the rows stayed');
 
 # the background worker, over a backlog in a none and a lookup table
@@ -117,8 +121,8 @@ DECLARE
 	deadline timestamptz := clock_timestamp() + interval '100 s';
 BEGIN
 	LOOP
-		n := (SELECT count(*) FROM pkchangelog.snapshots
-			  WHERE relid IN ('w_none'::regclass, 'w_lookup'::regclass));
+		n := (SELECT count(*) FROM pk_snapshots('w_none')) +
+			 (SELECT count(*) FROM pk_snapshots('w_lookup'));
 		IF n < last AND n > 2 THEN
 			steps := steps + 1;
 		END IF;
@@ -128,8 +132,8 @@ BEGIN
 			IF (SELECT bool_or(pg_terminate_backend(pid, 10000)) FROM pg_stat_activity
 				WHERE backend_type = 'pkchangelog worker') THEN
 				killed_at := n;
-				after_kill := (SELECT count(*) FROM pkchangelog.snapshots
-							   WHERE relid IN ('w_none'::regclass, 'w_lookup'::regclass));
+				after_kill := (SELECT count(*) FROM pk_snapshots('w_none')) +
+							  (SELECT count(*) FROM pk_snapshots('w_lookup'));
 			END IF;
 		END IF;
 		EXIT WHEN n <= 2 OR clock_timestamp() > deadline;
@@ -156,9 +160,9 @@ is($out, 'steps several, killed t, kept after kill t, end 2',
   or diag($err);
 cmp_ok($peak, '<', $limit_kb, "the workers' peak memory stayed below the bound");
 diag("workers draining $total snapshots: peak ${peak} kB");
-is(left_after('w_none'), '1 snapshot, 0 runs of expired snapshots, 100 rows, sum 15000',
+is(left_after('w_none'), '1 snapshot, 0 runs of expired snapshots, 0 old log pages, 100 rows, sum 15000',
 	'none: the snapshots went with their delta runs');
-is(left_after('w_lookup'), '1 snapshot, 0 runs of expired snapshots, 100 rows, sum 12000',
+is(left_after('w_lookup'), '1 snapshot, 0 runs of expired snapshots, 0 old log pages, 100 rows, sum 12000',
 	'lookup: the snapshots went with their changelog runs');
 PkWorker::set($node, 'worker_enabled', 'off');
 

@@ -140,22 +140,22 @@ for my $p (@producers)
 }
 
 # --- the commits since the update keep their small changelog runs in their
-# snapshots' rows; those from before are rows of pkchangelog.runs; the
+# commit log records; those from before are rows of pkchangelog.runs; the
 # streams (checked above) read both
 for my $p ('input', 'lookup')
 {
 	is($node->safe_psql('upgraded', qq{
 SELECT (SELECT count(*) > 0 FROM pkchangelog.runs WHERE relid = '$table{$p}'::regclass AND kind = 'changelog')
-   AND (SELECT count(changelog) > 0 FROM pkchangelog.snapshots WHERE relid = '$table{$p}'::regclass)}),
-		't', "$p: changelog runs in rows of their own (before) and in snapshot rows (since)");
+   AND (SELECT count(changelog_run_id) > 0 FROM pkchangelog.log_snapshots('$table{$p}'))}),
+		't', "$p: changelog runs in rows of their own (before) and in commit log records (since)");
 }
 
 # --- every form of a run in a catalog row is read: a full compaction
 # moves the 1-row commit's run written on pages before the update into its
 # row as it was written (run format 2, index_offset > 0), beside the
-# retained commits' runs written compact since, in their snapshots' rows
-# (the larger ones compressed, KMRC; the 1-row one tight, KMRT); the
-# stream of producer none reads them all
+# retained commits' runs written compact since, in their commit log
+# records (the larger ones compressed, the 1-row one tight: their sizes
+# tell); the stream of producer none reads them all
 $node->safe_psql('upgraded', qq{INSERT INTO $table{none} VALUES (3001, 3, 3, 'compact')});
 $node->safe_psql('upgraded', qq{SELECT pk_compact('$table{none}', true)});
 is($node->safe_psql('upgraded', qq{
@@ -163,10 +163,11 @@ SELECT string_agg(DISTINCT CASE WHEN r.index_offset = 0 THEN 'compact' ELSE 'for
   FROM pkchangelog.runs r JOIN pk_runs('$table{none}') p USING (run_id)
  WHERE r.relid = '$table{none}'::regclass AND p.kind = 'delta' AND r.stream IS NOT NULL}) . ' / ' .
    $node->safe_psql('upgraded', qq{
-SELECT string_agg(DISTINCT convert_from(substr(s.data, 1, 4), 'SQL_ASCII'), ',')
-  FROM pkchangelog.snapshots s JOIN pk_runs('$table{none}') p ON p.run_id = -s.snapshot_id
- WHERE s.relid = '$table{none}'::regclass AND p.kind = 'delta'}), 'format 2 / KMRC,KMRT',
-	'none: retained commits\' runs in catalog rows in every form (the compact ones, compressed and tight, in their snapshots\' rows)');
+SELECT count(*) || ' in commit log records'
+  FROM pkchangelog.log_snapshots('$table{none}') l
+	   JOIN pk_runs('$table{none}') p ON p.run_id = -l.snapshot_id
+ WHERE p.kind = 'delta'}), 'format 2 / 3 in commit log records',
+	'none: retained commits\' runs in catalog rows and commit log records, in every form');
 is($node->safe_psql('upgraded', qq{
 SELECT string_agg(rowkind || ("row"->>'id') || '=' || ("row"->>'amount'), ' ' ORDER BY ord)
   FROM pk_changes('$table{none}') WITH ORDINALITY c(s, rowkind, "row", p, ord)
@@ -234,8 +235,8 @@ is(mid_kinds(), 'data:1 delta:2 / {"data": 1, "delta": 2, "changelog": 0}',
 $node->safe_psql('mid', 'ALTER EXTENSION pkchangelog UPDATE');
 $node->safe_psql('mid', 'INSERT INTO d VALUES (3, 3)');
 $node->safe_psql('mid', q{SELECT pk_compact('d', true)});
-is(mid_kinds(), 'data:1 delta:2 / {"data": 1, "delta": 3, "changelog": 0}',
-	"$default: the new delta is kept in its snapshot's row; pk_stats tells the three deltas apart");
+is(mid_kinds(), 'data:1 delta:2 log:1 / {"data": 1, "delta": 3, "changelog": 0}',
+	"$default: the new delta is kept in its commit log record (on the log's page); pk_stats tells the three deltas apart");
 is($node->safe_psql('mid', q{SELECT string_agg(kind, ',' ORDER BY run_id) FROM pk_runs('d')}),
 	'delta,delta,delta,data', "$default: and so does pk_runs");
 $node->safe_psql('mid', q{
@@ -243,13 +244,14 @@ ALTER TABLE d SET (snapshot_num_retained_min = 1, snapshot_time_retained = '0ms'
 SELECT pk_expire_snapshots('d');});
 is($node->safe_psql('mid', q{
 SELECT string_agg(kind, ',' ORDER BY run_id) FROM pkchangelog.runs WHERE relid = 'd'::regclass}),
-	'data', 'expiration deletes the deltas of both kinds');
+	'log,data', 'expiration deletes the deltas of both kinds (the log page commits append to stays)');
 is($node->safe_psql('mid', q{SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM d}),
 	'1:1,2:2,3:3', 'the rows are all there');
 
 # --- a catalog at 0.8: every commit writes the table's row (its pk_stats
 # counts the row's commits); after the update small commits are folded
-# after the row, and pk_stats counts them
+# after the row (the first writes it as it opens the commit log), and
+# pk_stats counts them
 $node->safe_psql('postgres', 'CREATE DATABASE pre09');
 $node->safe_psql('pre09', "CREATE EXTENSION pkchangelog VERSION '0.8'");
 $node->safe_psql('pre09', 'CREATE TABLE f (id int PRIMARY KEY, v int) USING pkmerge');
@@ -261,8 +263,8 @@ is($node->safe_psql('pre09', $row_and_stats), '3/3 3',
 	'catalog 0.8: each commit wrote the row');
 $node->safe_psql('pre09', 'ALTER EXTENSION pkchangelog UPDATE');
 $node->safe_psql('pre09', "INSERT INTO f VALUES ($_, $_)") for 4 .. 6;
-is($node->safe_psql('pre09', $row_and_stats), '3/3 6',
-	"$default: the three commits since are folded after the row, and counted");
+is($node->safe_psql('pre09', $row_and_stats), '4/4 6',
+	"$default: the two commits after the first since are folded after the row, and counted");
 is($node->safe_psql('pre09', q{SELECT max(snapshot_id) || ' ' || (SELECT sum(v) FROM f) FROM pk_snapshots('f')}),
 	'6 21', "$default: ids go on, the rows are all there");
 
@@ -292,9 +294,10 @@ is($node->safe_psql('pre010', $users), '1:postgres:name,2:writer010:name,3:write
 	"$default: the roles kept, the next commit's added; pk_snapshots returns names");
 is($node->safe_psql('pre010', q{
 SELECT string_agg(commit_user || ':' || pg_typeof(commit_user), ',' ORDER BY snapshot_id)
-FROM pkchangelog.snapshots}),
+FROM (SELECT snapshot_id, commit_user FROM pkchangelog.snapshots
+	  UNION ALL SELECT snapshot_id, commit_user FROM pkchangelog.log_snapshots('u')) s}),
 	'postgres:text,writer010:text,writer010:text',
-	"$default: pkchangelog.snapshots keeps them as text");
+	"$default: pkchangelog.snapshots and the commit log keep them as text");
 is($node->safe_psql('pre010', q{
 SELECT has_column_privilege('public', 'pkchangelog.snapshots', 'commit_user', 'SELECT')}),
 	't', "$default: still readable by every role");

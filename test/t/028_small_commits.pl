@@ -168,16 +168,16 @@ SELECT count(*) FROM pk_runs('$t') WHERE kind = 'data' AND level = 5}), '1',
 		"$t: the loaded run stayed at the bottom, beside the small runs' merges");
 }
 # a small commit's data run (retained as a delta) and changelog run are
-# in its snapshot's row, with no row of their own
+# in its commit log record, with no row of their own
 cmp_ok($node->safe_psql('postgres', q{
-SELECT count(data) FROM pkchangelog.snapshots WHERE relid = 't_none'::regclass}),
-	'>', 100, 't_none: small commits\' runs (retained deltas) are in their snapshots\' rows');
+SELECT count(data_seq) FROM pkchangelog.log_snapshots('t_none')}),
+	'>', 100, 't_none: small commits\' runs (retained deltas) are in their commit log records');
 is($node->safe_psql('postgres', q{
 SELECT count(*) FROM pkchangelog.runs WHERE relid = 't_none'::regclass AND from_commit
    AND nblocks = 0}), '0', 't_none: no small commit\'s run has a row of its own');
 cmp_ok($node->safe_psql('postgres', q{
-SELECT count(changelog) FROM pkchangelog.snapshots WHERE relid = 't_lookup'::regclass}),
-	'>', 100, 't_lookup: small changelog runs are in their snapshots\' rows');
+SELECT count(changelog_run_id) FROM pkchangelog.log_snapshots('t_lookup')}),
+	'>', 100, 't_lookup: small changelog runs are in their commit log records');
 is($node->safe_psql('postgres', q{
 SELECT count(*) FROM pkchangelog.runs WHERE relid = 't_lookup'::regclass AND kind = 'changelog'
    AND nblocks = 0}), '0', 't_lookup: no small changelog run has a row of its own');
