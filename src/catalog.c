@@ -32,7 +32,6 @@
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
 #include "miscadmin.h"
-#include "storage/buf_internals.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/procarray.h"
@@ -1029,31 +1028,6 @@ cat_table_state_set_runs(TableState *st, List *runs)
 }
 
 /*
- * Is block blkno of rel in shared buffers?  Then it exists: a truncation
- * drops the buffers of the blocks it removes before it shortens the file,
- * under an AccessExclusiveLock that the caller's lock on rel excludes.  It
- * spares table_row_at the lseek that asking for the relation's size costs
- * (PostgreSQL caches sizes only in recovery), once per commit and per
- * statement.
- */
-static bool
-block_in_buffers(Relation rel, BlockNumber blkno)
-{
-	BufferTag	tag;
-	uint32		hash;
-	LWLock	   *partition;
-	int			id;
-
-	INIT_BUFFERTAG(tag, rel->rd_node, MAIN_FORKNUM, blkno);
-	hash = BufTableHashCode(&tag);
-	partition = BufMappingPartitionLock(hash);
-	LWLockAcquire(partition, LW_SHARED);
-	id = BufTableLookup(&tag, hash);
-	LWLockRelease(partition);
-	return id >= 0;
-}
-
-/*
  * The version of relid's tables row at hint, if snapshot sees that one
  * there (a copy), else NULL.  The hint is a TID another backend published
  * for the version it wrote (run_cache.c): checked, not trusted.  A snapshot
@@ -1072,8 +1046,7 @@ table_row_at(Relation crel, Oid relid, const ItemPointerData *hint,
 	bool		isnull;
 
 	if (hint == NULL || !ItemPointerIsValid(hint) ||
-		(!block_in_buffers(crel, ItemPointerGetBlockNumber(hint)) &&
-		 ItemPointerGetBlockNumber(hint) >= RelationGetNumberOfBlocks(crel)))
+		!pk_block_exists(crel, ItemPointerGetBlockNumber(hint)))
 		return NULL;
 	tuple.t_self = *hint;
 	if (heap_fetch(crel, snapshot, &tuple, &buf, true) &&

@@ -54,6 +54,7 @@
 #include "access/xlogutils.h"
 #include "miscadmin.h"
 #include "port/pg_crc32c.h"
+#include "storage/buf_internals.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "storage/procarray.h"
@@ -150,6 +151,32 @@ is_log_page(Page page, Oid relfilenode)
 }
 
 /*
+ * Does block blkno of rel exist?  If it is in shared buffers it does: a
+ * truncation drops the buffers of the blocks it removes before it
+ * shortens the file, under an AccessExclusiveLock that the caller's lock
+ * on rel excludes (a caller without one reads at its own risk, see
+ * catalog.c).  That spares the lseek asking for the relation's size costs
+ * (PostgreSQL caches sizes only in recovery), at each commit and per
+ * statement.
+ */
+bool
+pk_block_exists(Relation rel, BlockNumber blkno)
+{
+	BufferTag	tag;
+	uint32		hash;
+	LWLock	   *partition;
+	int			id;
+
+	INIT_BUFFERTAG(tag, rel->rd_node, MAIN_FORKNUM, blkno);
+	hash = BufTableHashCode(&tag);
+	partition = BufMappingPartitionLock(hash);
+	LWLockAcquire(partition, LW_SHARED);
+	id = BufTableLookup(&tag, hash);
+	LWLockRelease(partition);
+	return id >= 0 || blkno < RelationGetNumberOfBlocks(rel);
+}
+
+/*
  * Is block a log page of rel's current file?  The table's row names the
  * page commits append to by its block; a file that replaced the one it
  * was written for (TRUNCATE, a rewrite) has no such page there, or none
@@ -161,7 +188,7 @@ commit_log_page_current(Relation rel, BlockNumber block)
 	Buffer		buf;
 	bool		result;
 
-	if (block >= RelationGetNumberOfBlocks(rel))
+	if (!pk_block_exists(rel, block))
 		return false;
 	buf = ReadBuffer(rel, block);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);

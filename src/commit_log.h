@@ -36,6 +36,7 @@ typedef struct CommitRecord
 
 /* commit_log.c */
 extern bool commit_log_fits(const CommitRecord *rec);
+extern bool pk_block_exists(Relation rel, BlockNumber blkno);
 extern bool commit_log_page_current(Relation rel, BlockNumber block);
 extern void commit_log_page_moved(Page page, Oid relfilenode);
 extern bool commit_log_append(Relation rel, BlockNumber block, bool new_page,

@@ -92,6 +92,33 @@ FROM pkchangelog.tables WHERE relid = 'folds'::regclass;
 SELECT commits FROM pk_stats('folds');
 DROP TABLE folds;
 
+-- A small commit's snapshot is a record of the table's commit log, its
+-- transaction's: a prepared commit's record counts once COMMIT PREPARED
+-- (until then the commit lock is held), a record whose transaction rolled
+-- back is skipped and its snapshot id taken by the next commit, and the
+-- table's row names the page the records go to (a run of kind log, its
+-- first snapshot and block)
+CREATE TABLE pl (id int PRIMARY KEY, v int) USING pkmerge;
+INSERT INTO pl VALUES (1, 1);
+BEGIN;
+UPDATE pl SET v = 2 WHERE id = 1;
+PREPARE TRANSACTION 'pl_rollback';
+SELECT snapshot_id FROM pk_snapshots('pl');
+ROLLBACK PREPARED 'pl_rollback';
+UPDATE pl SET v = 3 WHERE id = 1;
+BEGIN;
+UPDATE pl SET v = 4 WHERE id = 1;
+PREPARE TRANSACTION 'pl_commit';
+SELECT snapshot_id, delta_record_count FROM pk_snapshots('pl');
+COMMIT PREPARED 'pl_commit';
+SELECT snapshot_id, delta_record_count, data_seq FROM pkchangelog.log_snapshots('pl');
+SELECT * FROM pl;
+SELECT count(*) AS snapshot_rows FROM pkchangelog.snapshots WHERE relid = 'pl'::regclass;
+SELECT r.kind, r.created_snapshot, r.min_seq, r.start_block = t.log_block AS block_named
+  FROM pkchangelog.tables t JOIN pkchangelog.runs r ON r.relid = t.relid AND r.run_id = t.log_run
+ WHERE t.relid = 'pl'::regclass;
+DROP TABLE pl;
+
 -- DROP removes the table's catalog rows, in its transaction
 SELECT 'orders'::regclass::oid AS relid \gset
 BEGIN;
