@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * commit_log.c
- *	  A pkmerge table's commit log (DESIGN §4): a small commit's snapshot
+ *	  A pkmerge table's commit log (DESIGN §4, §5): a small commit's snapshot
  *	  is a record appended to a log page of the table's own file, with one
  *	  WAL record that redo applies, instead of a row of
  *	  pkchangelog.snapshots and its index entry.
@@ -9,11 +9,10 @@
  * Log pages are runs of kind 'log' (one page each) in pkchangelog.runs,
  * placed like any run; the table's row names the page commits append to
  * and its block (log_run, log_block), and is written whenever a commit
- * opens a new one.  A log run's
- * row keeps the id of its first snapshot (created_snapshot) and, in
- * min_seq, the first one not expired (records before it are gone).  The
- * records are page items in snapshot order, as commits append them under
- * the table's commit lock.
+ * opens a new one.  A log run's row keeps the id of its first snapshot
+ * (created_snapshot) and, in min_seq, the first one not expired (records
+ * before it are gone).  The records are page items in snapshot order, as
+ * commits append them under the table's commit lock.
  *
  * Visibility.  A record is its committing transaction's: it counts only
  * once that transaction has committed, and an aborted one leaves a record
@@ -28,8 +27,9 @@
  *
  *	- up to V's snapshot: V's writer committed after every such record's
  *	  transaction had ended, and the snapshot sees V, so a committed one is
- *	  visible: RESOLVED ones are, DEAD ones are not, and the one unresolved
- *	  record there can be only V's writer's own (checked by its xid);
+ *	  visible: RESOLVED ones are, DEAD ones are not, and an unresolved one
+ *	  (the table's last record: V's writer's own, or one before a
+ *	  compaction that wrote V) by its transaction's status;
  *	- past it (at most CAT_TABLE_FOLD_MAX: the commits folded after V): in
  *	  order, each is visible if its transaction is committed and not in the
  *	  snapshot; the first that the snapshot does not see ends them, as every

@@ -659,22 +659,24 @@ maintain_step(Oid relid, MaintainStep step)
 		TableState	st;
 
 		(void) cat_table_version(relid, GetActiveSnapshot(), NULL, &version, &st);
+		if (slot->pending || version != slot->version)
+		{
+			slot->pending = cat_prune_runs(relid);
+			slot->version = version;
+			space_truncate(rel, &before, &after, &used);
+		}
+
 		/*
 		 * The commit log's last record, once its transaction ended, is
 		 * marked so, so that no reader ever asks for the status of an old
-		 * transaction (commit_log.c)
+		 * transaction (commit_log.c).  Last: the commit lock, if free, is
+		 * held to the end of this short transaction.
 		 */
 		if (st.log_run != 0 && cat_commit_trylock(relid))
 		{
 			TableState	latest = cat_table_state_peek(relid);
 
 			commit_log_resolve(rel, &latest);
-		}
-		if (slot->pending || version != slot->version)
-		{
-			slot->pending = cat_prune_runs(relid);
-			slot->version = version;
-			space_truncate(rel, &before, &after, &used);
 		}
 	}
 	else if (t->opts.changelog_producer == PK_PRODUCER_FULL_COMPACTION &&

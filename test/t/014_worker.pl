@@ -3,7 +3,8 @@
 # full_compaction_delta_commits commits, expires snapshots, picks up a
 # database where the extension is created later, lets DROP DATABASE through,
 # compacts at once when a commit asks for it (after worker_request_delay
-# when it served others just before), and stops when switched off.
+# when it served others just before), marks a table's last commit log
+# record committed, and stops when switched off.
 use strict;
 use warnings;
 use FindBin;
@@ -43,6 +44,19 @@ is($node->safe_psql('postgres',
 	1, 'as a COMPACT snapshot');
 is($node->safe_psql('postgres', q{SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM c}),
 	'1:10,2:2,3:3', 'with the same rows');
+
+# the last record of a table's commit log, which no later commit marks:
+# the worker marks it on its rounds (a LOG_RESOLVE record), so that no
+# reader ever needs the status of its transaction once that is old
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_walinspect');
+my $lsn = $node->safe_psql('postgres', 'SELECT pg_current_wal_insert_lsn()');
+$node->safe_psql('postgres', q{
+CREATE TABLE lr (id int PRIMARY KEY) USING pkmerge;
+INSERT INTO lr VALUES (1);});
+ok($node->poll_query_until('postgres', qq{
+SELECT count(*) > 0 FROM pg_get_wal_records_info('$lsn', pg_current_wal_flush_lsn())
+ WHERE resource_manager = 'pkchangelog' AND record_type = 'LOG_RESOLVE'}),
+	'the worker marked the table\'s last commit log record');
 
 # the full-compaction producer's schedule
 $node->safe_psql('postgres', q{
