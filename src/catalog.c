@@ -58,6 +58,9 @@ static bool inserter_aborted(HeapTuple tup);
 static RunInfo *logged_data_run(Oid relid, int64 snapshot_id, Snapshot snapshot);
 static List *logged_snapshots(Oid relid, int64 from, int64 to, int limit,
 							  Snapshot snapshot, bool with_changelog);
+static bool table_row_version(Oid relid, Snapshot snapshot,
+							  const ItemPointerData *hint, TransactionId *xmin,
+							  TableState *st);
 static List *log_records(Relation rel, int64 from, int64 to, int limit,
 						 Snapshot snapshot, Snapshot pages_snapshot,
 						 const TableState *st);
@@ -767,39 +770,89 @@ log_page_start(Relation rel, int64 id, Snapshot snapshot)
 }
 
 /*
- * The log runs of rel's current file that may hold records in (from, to],
- * in order: a page holds none of them once the next one starts at or
- * before from + 1.  With SnapshotAny, one version of each row.
+ * A scan of the log runs of rel's current file that may hold records in
+ * (from, to], in order (log_pages_next): a page holds none of them once the
+ * next one starts at or before from + 1.  With SnapshotAny, one version of
+ * each row.  Pages are returned as the scan goes, so a caller that needs
+ * the first few records does not read the rows of every later page.
  */
-static List *
-log_runs_between(Relation rel, int64 from, int64 to, Snapshot snapshot)
+typedef struct LogPageScan
 {
+	Relation	rel;
 	Relation	crel;
 	Relation	irel;
 	SysScanDesc scan;
-	HeapTuple	tup;
-	List	   *result = NIL;
+	Snapshot	snapshot;
+	int64		from;
+	RunInfo    *held;			/* read, not returned yet */
+	bool		done;			/* the index scan ended (asking again restarts it) */
+} LogPageScan;
+
+static void
+log_pages_begin(LogPageScan *s, Relation rel, int64 from, int64 to, Snapshot snapshot)
+{
 	int64		start = from > 0 ? log_page_start(rel, from + 1, snapshot) : 0;
 
-	crel = cat_open(CAT_RUNS, AccessShareLock);
-	scan = begin_runs_of_snapshots(crel, &irel, RelationGetRelid(rel),
-								   start > 0 ? start - 1 : PG_INT64_MIN, to, snapshot);
-	while (HeapTupleIsValid(tup = systable_getnext_ordered(scan, ForwardScanDirection)))
+	s->rel = rel;
+	s->snapshot = snapshot;
+	s->from = from;
+	s->held = NULL;
+	s->done = false;
+	s->crel = cat_open(CAT_RUNS, AccessShareLock);
+	s->scan = begin_runs_of_snapshots(s->crel, &s->irel, RelationGetRelid(rel),
+									  start > 0 ? start - 1 : PG_INT64_MIN, to, snapshot);
+}
+
+/* the next page, or NULL */
+static RunInfo *
+log_pages_next(LogPageScan *s)
+{
+	HeapTuple	tup;
+
+	while (!s->done &&
+		   HeapTupleIsValid(tup = systable_getnext_ordered(s->scan, ForwardScanDirection)))
 	{
 		RunInfo    *r;
+		RunInfo    *prev = s->held;
 
-		if (!row_is_log_of(crel, tup, rel, snapshot) ||
-			(snapshot == SnapshotAny && inserter_aborted(tup)))
+		if (!row_is_log_of(s->crel, tup, s->rel, s->snapshot) ||
+			(s->snapshot == SnapshotAny && inserter_aborted(tup)))
 			continue;
-		r = run_from_tuple(crel, tup);
-		if (result != NIL && ((RunInfo *) llast(result))->run_id == r->run_id)
-			result = list_delete_last(result);	/* another version of it */
-		else if (result != NIL && r->created_snapshot <= from + 1)
-			result = list_delete_last(result);
-		result = lappend(result, r);
+		r = run_from_tuple(s->crel, tup);
+		s->held = r;
+		/* another version of the held page, or one that ends before from */
+		if (prev != NULL && prev->run_id != r->run_id && r->created_snapshot > s->from + 1)
+			return prev;
 	}
-	end_runs_of_snapshots(scan, irel);
-	table_close(crel, AccessShareLock);
+	/* the last page */
+	{
+		RunInfo    *last = s->held;
+
+		s->done = true;
+		s->held = NULL;
+		return last;
+	}
+}
+
+static void
+log_pages_end(LogPageScan *s)
+{
+	end_runs_of_snapshots(s->scan, s->irel);
+	table_close(s->crel, AccessShareLock);
+}
+
+/* every page log_pages_next returns, as a list */
+static List *
+log_runs_between(Relation rel, int64 from, int64 to, Snapshot snapshot)
+{
+	LogPageScan s;
+	RunInfo    *r;
+	List	   *result = NIL;
+
+	log_pages_begin(&s, rel, from, to, snapshot);
+	while ((r = log_pages_next(&s)) != NULL)
+		result = lappend(result, r);
+	log_pages_end(&s);
 	return result;
 }
 
@@ -814,17 +867,20 @@ log_records(Relation rel, int64 from, int64 to, int limit, Snapshot snapshot,
 			Snapshot pages_snapshot, const TableState *st)
 {
 	List	   *result = NIL;
-	ListCell   *lc;
+	LogPageScan s;
+	RunInfo    *page;
 
-	foreach(lc, log_runs_between(rel, from, to, pages_snapshot))
+	log_pages_begin(&s, rel, from, to, pages_snapshot);
+	while ((page = log_pages_next(&s)) != NULL)
 	{
 		bool		stopped;
 
-		result = list_concat(result, commit_log_read(rel, lfirst(lc), from, to, st,
+		result = list_concat(result, commit_log_read(rel, page, from, to, st,
 													 snapshot, &stopped));
 		if (stopped || (limit >= 0 && list_length(result) >= limit))
 			break;
 	}
+	log_pages_end(&s);
 	if (limit >= 0 && list_length(result) > limit)
 		result = list_truncate(result, limit);
 	return result;
@@ -865,7 +921,8 @@ logged_snapshots(Oid relid, int64 from, int64 to, int limit, Snapshot snapshot,
 
 	if (!cat_tables_hold_log() || !RelationIsValid(rel = RelationIdGetRelation(relid)))
 		return NIL;
-	if (!IsMVCCSnapshot(snapshot) || cat_table_version(relid, snapshot, NULL, &xmin, &st))
+	/* the visibility rules need the row's snapshot, not the folded state */
+	if (!IsMVCCSnapshot(snapshot) || table_row_version(relid, snapshot, NULL, &xmin, &st))
 	{
 		foreach(lc, log_records(rel, from, to, limit, snapshot, snapshot, &st))
 		{
@@ -886,19 +943,42 @@ logged_snapshots(Oid relid, int64 from, int64 to, int limit, Snapshot snapshot,
 }
 
 /*
- * The small commits' snapshots of rel that snapshot sees, from the commit
- * log, in order: CommitRecords (pkchangelog.log_snapshots).
+ * Each small commit's snapshot of rel that snapshot sees, from the commit
+ * log, in order, to cb (pkchangelog.log_snapshots): a page at a time, in
+ * memory freed after each page, however many the table retains.
  */
-List *
-cat_log_records(Relation rel, Snapshot snapshot)
+void
+cat_log_records_each(Relation rel, Snapshot snapshot,
+					 void (*cb) (const CommitRecord *rec, void *arg), void *arg)
 {
 	TableState	st = {0};
 	TransactionId xmin;
+	LogPageScan s;
+	RunInfo    *page;
+	MemoryContext pagecxt;
+	MemoryContext old;
 
 	if (!cat_tables_hold_log() ||
-		!cat_table_version(RelationGetRelid(rel), snapshot, NULL, &xmin, &st))
-		return NIL;
-	return log_records(rel, 0, PG_INT64_MAX, -1, snapshot, snapshot, &st);
+		!table_row_version(RelationGetRelid(rel), snapshot, NULL, &xmin, &st))
+		return;
+	pagecxt = AllocSetContextCreate(CurrentMemoryContext, "pkmerge commit log page",
+									ALLOCSET_DEFAULT_SIZES);
+	log_pages_begin(&s, rel, 0, PG_INT64_MAX, snapshot);
+	while ((page = log_pages_next(&s)) != NULL)
+	{
+		bool		stopped;
+		ListCell   *lc;
+
+		old = MemoryContextSwitchTo(pagecxt);
+		foreach(lc, commit_log_read(rel, page, 0, PG_INT64_MAX, &st, snapshot, &stopped))
+			cb(lfirst(lc), arg);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(pagecxt);
+		if (stopped)
+			break;
+	}
+	log_pages_end(&s);
+	MemoryContextDelete(pagecxt);
 }
 
 /* the snapshots of two lists in id order, merged: the first limit (-1: all) */
@@ -930,12 +1010,13 @@ merge_snapshots(List *a, List *b, int limit)
 }
 
 /*
- * After expiration went up to snapshot upto: the log pages whose records
- * all expired go (their blocks are freed once VACUUM removes the rows),
- * and the page that holds the next keeps the first one retained.
+ * After expiration went from snapshot from (every one up to it expired
+ * before) up to snapshot upto: the log pages whose records all expired go
+ * (their blocks are freed once VACUUM removes the rows), and the page that
+ * holds the next keeps the first one retained.
  */
 void
-cat_log_expired(Oid relid, int64 upto)
+cat_log_expired(Oid relid, int64 from, int64 upto)
 {
 	Relation	rel;
 	List	   *pages;
@@ -944,7 +1025,8 @@ cat_log_expired(Oid relid, int64 upto)
 
 	if (!cat_tables_hold_log() || !RelationIsValid(rel = RelationIdGetRelation(relid)))
 		return;
-	pages = log_runs_between(rel, PG_INT64_MIN, upto + 1, GetLatestSnapshot());
+	/* the pages that held snapshots in (from, upto + 1] */
+	pages = log_runs_between(rel, from, upto + 1, GetLatestSnapshot());
 	RelationClose(rel);
 	if (pages == NIL)
 		return;
@@ -1295,6 +1377,17 @@ bool
 cat_table_version(Oid relid, Snapshot snapshot, const ItemPointerData *hint,
 				  TransactionId *xmin, TableState *st)
 {
+	if (!table_row_version(relid, snapshot, hint, xmin, st))
+		return false;
+	fold_commits(relid, snapshot, st);
+	return true;
+}
+
+/* the same, without the commits folded after the row (st: the row's) */
+static bool
+table_row_version(Oid relid, Snapshot snapshot, const ItemPointerData *hint,
+				  TransactionId *xmin, TableState *st)
+{
 	Relation	crel = cat_open(CAT_TABLES, AccessShareLock);
 	HeapTuple	tup = table_row_at(crel, relid, hint, snapshot);
 	SysScanDesc scan = NULL;
@@ -1312,10 +1405,7 @@ cat_table_version(Oid relid, Snapshot snapshot, const ItemPointerData *hint,
 	if (scan)
 		systable_endscan(scan);
 	table_close(crel, AccessShareLock);
-	if (!HeapTupleIsValid(tup))
-		return false;
-	fold_commits(relid, snapshot, st);
-	return true;
+	return HeapTupleIsValid(tup);
 }
 
 /*

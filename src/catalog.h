@@ -184,8 +184,11 @@ extern List *cat_snapshots_range(Oid relid, int64 from, int64 to, Snapshot snaps
 extern List *cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit,
 								  Snapshot snapshot);
 extern void cat_snapshot_expire(Oid relid, int64 snapshot_id, const TableState *st);
-extern void cat_log_expired(Oid relid, int64 upto);
-extern List *cat_log_records(Relation rel, Snapshot snapshot);
+extern void cat_log_expired(Oid relid, int64 from, int64 upto);
+struct CommitRecord;
+extern void cat_log_records_each(Relation rel, Snapshot snapshot,
+								 void (*cb) (const struct CommitRecord *rec, void *arg),
+								 void *arg);
 extern void cat_drop_table(Oid relid);
 extern bool cat_consumer_get(Oid relid, const char *consumer_id, Snapshot snapshot,
 							 int64 *next_snapshot_id);

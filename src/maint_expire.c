@@ -146,6 +146,7 @@ expire_snapshots(Relation rel, int64 max_snapshots)
 	int64		floor;
 	int64		upto;
 	int64		from = 0;
+	int64		first_from;
 	int64		expired = 0;
 	bool		done = false;
 	bool		first = true;
@@ -176,6 +177,7 @@ expire_snapshots(Relation rel, int64 max_snapshots)
 	start = start_of(relid, false);
 	if (start != NULL)
 		from = start->gone;
+	first_from = from;
 	batchcxt = AllocSetContextCreate(CurrentMemoryContext, "pkmerge expiration batch",
 									 ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(batchcxt);
@@ -231,7 +233,7 @@ expire_snapshots(Relation rel, int64 max_snapshots)
 		start_of(relid, true)->pending = from;
 		xact_expired = true;
 		/* the commit log's pages whose records all went */
-		cat_log_expired(relid, from);
+		cat_log_expired(relid, first_from, from);
 	}
 	return expired;
 }

@@ -114,6 +114,13 @@ pk_pkmerge_relid(PG_FUNCTION_ARGS)
 
 static const char *const run_kind_names[] = {"data", "changelog", "delta", "log"};
 
+/* where pk_log_snapshots puts its rows, and of which table */
+typedef struct LogSnapshotsOut
+{
+	ReturnSetInfo *rsinfo;
+	Oid			relid;
+} LogSnapshotsOut;
+
 /*
  * pkchangelog.log_snapshots(rel regclass) -> the small commits' snapshots
  * of a pkmerge table kept in its commit log (commit_log.c), as rows of
@@ -122,54 +129,58 @@ static const char *const run_kind_names[] = {"data", "changelog", "delta", "log"
  * shows to every role: it takes no lock of the table, and reads its log
  * pages as catalog.c says.
  */
+/* one record as a row of pkchangelog.log_snapshots */
+static void
+log_snapshot_row(const CommitRecord *rec, void *arg)
+{
+	LogSnapshotsOut *out = (LogSnapshotsOut *) arg;
+	Datum		values[15];
+	bool		nulls[15] = {0};
+
+	values[0] = ObjectIdGetDatum(out->relid);
+	values[1] = Int64GetDatum(rec->snapshot_id);
+	values[2] = CStringGetTextDatum("APPEND");
+	values[3] = TimestampTzGetDatum(rec->commit_time);
+	values[4] = CStringGetTextDatum(rec->user);
+	values[5] = FullTransactionIdGetDatum(rec->xid);
+	values[6] = Int64GetDatum(rec->total_record_count);
+	values[7] = Int64GetDatum(rec->delta_record_count);
+	values[8] = Int64GetDatum(rec->changelog_record_count);
+	values[9] = CStringGetTextDatum(prod_name(rec->producer));
+	values[10] = Float8GetDatum(rec->duration_ms);
+	if (rec->changelog)
+	{
+		values[11] = Int64GetDatum(rec->changelog->run_id);
+		values[14] = Int32GetDatum((int32) rec->changelog->stream_len);
+	}
+	else
+		nulls[11] = nulls[14] = true;
+	if (rec->data)
+	{
+		values[12] = Int64GetDatum(rec->data->max_seq);
+		values[13] = Int32GetDatum((int32) rec->data->stream_len);
+	}
+	else
+		nulls[12] = nulls[13] = true;
+	tuplestore_putvalues(out->rsinfo->setResult, out->rsinfo->setDesc, values, nulls);
+}
+
 PG_FUNCTION_INFO_V1(pk_log_snapshots);
 Datum
 pk_log_snapshots(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	LogSnapshotsOut out;
 	Relation	rel;
-	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
 	pk_check_table(relid);
 	rel = RelationIdGetRelation(relid);
 	if (!RelationIsValid(rel))
 		return (Datum) 0;		/* dropped meanwhile */
-	foreach(lc, cat_log_records(rel, GetActiveSnapshot()))
-	{
-		CommitRecord *rec = lfirst(lc);
-		Datum		values[15];
-		bool		nulls[15] = {0};
-
-		values[0] = ObjectIdGetDatum(relid);
-		values[1] = Int64GetDatum(rec->snapshot_id);
-		values[2] = CStringGetTextDatum("APPEND");
-		values[3] = TimestampTzGetDatum(rec->commit_time);
-		values[4] = CStringGetTextDatum(rec->user);
-		values[5] = FullTransactionIdGetDatum(rec->xid);
-		values[6] = Int64GetDatum(rec->total_record_count);
-		values[7] = Int64GetDatum(rec->delta_record_count);
-		values[8] = Int64GetDatum(rec->changelog_record_count);
-		values[9] = CStringGetTextDatum(prod_name(rec->producer));
-		values[10] = Float8GetDatum(rec->duration_ms);
-		if (rec->changelog)
-			values[11] = Int64GetDatum(rec->changelog->run_id);
-		else
-			nulls[11] = true;
-		if (rec->data)
-		{
-			values[12] = Int64GetDatum(rec->data->max_seq);
-			values[13] = Int32GetDatum((int32) rec->data->stream_len);
-		}
-		else
-			nulls[12] = nulls[13] = true;
-		if (rec->changelog)
-			values[14] = Int32GetDatum((int32) rec->changelog->stream_len);
-		else
-			nulls[14] = true;
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
+	out.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	out.relid = relid;
+	cat_log_records_each(rel, GetActiveSnapshot(), log_snapshot_row, &out);
 	RelationClose(rel);
 	return (Datum) 0;
 }
