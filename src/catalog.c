@@ -297,6 +297,17 @@ stream_bytea(const RunInfo *r)
 	return b;
 }
 
+/* has catalog table which column anum (catalogs before an update lack some)? */
+static bool
+cat_has_column(CatTable which, int anum)
+{
+	Relation	crel = cat_open(which, AccessShareLock);
+	bool		result = RelationGetDescr(crel)->natts >= anum;
+
+	table_close(crel, AccessShareLock);
+	return result;
+}
+
 /*
  * Can a run's row hold its bytes (catalog 0.5)?  Before the update, small
  * runs keep their pages.
@@ -304,11 +315,7 @@ stream_bytea(const RunInfo *r)
 bool
 cat_runs_hold_streams(void)
 {
-	Relation	crel = cat_open(CAT_RUNS, AccessShareLock);
-	bool		result = RelationGetDescr(crel)->natts >= Anum_runs_stream;
-
-	table_close(crel, AccessShareLock);
-	return result;
+	return cat_has_column(CAT_RUNS, Anum_runs_stream);
 }
 
 /*
@@ -318,11 +325,7 @@ cat_runs_hold_streams(void)
 bool
 cat_snapshots_hold_changelogs(void)
 {
-	Relation	crel = cat_open(CAT_SNAPSHOTS, AccessShareLock);
-	bool		result = RelationGetDescr(crel)->natts >= Anum_snapshots_changelog;
-
-	table_close(crel, AccessShareLock);
-	return result;
+	return cat_has_column(CAT_SNAPSHOTS, Anum_snapshots_changelog);
 }
 
 /*
@@ -332,11 +335,7 @@ cat_snapshots_hold_changelogs(void)
 bool
 cat_snapshots_hold_data(void)
 {
-	Relation	crel = cat_open(CAT_SNAPSHOTS, AccessShareLock);
-	bool		result = RelationGetDescr(crel)->natts >= Anum_snapshots_data_max_key;
-
-	table_close(crel, AccessShareLock);
-	return result;
+	return cat_has_column(CAT_SNAPSHOTS, Anum_snapshots_data_max_key);
 }
 
 /*
@@ -702,11 +701,7 @@ end_runs_of_snapshots(SysScanDesc scan, Relation irel)
 bool
 cat_tables_hold_log(void)
 {
-	Relation	crel = cat_open(CAT_TABLES, AccessShareLock);
-	bool		result = RelationGetDescr(crel)->natts >= Anum_tables_log_block;
-
-	table_close(crel, AccessShareLock);
-	return result;
+	return cat_has_column(CAT_TABLES, Anum_tables_log_block);
 }
 
 /*

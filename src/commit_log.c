@@ -437,9 +437,10 @@ resolve_last(Relation rel, Buffer buf, BlockNumber block)
 /*
  * Append rec as the next record of rel's log, on page block, under the
  * table's commit lock.  new_page: the caller has just placed the page
- * (a log run of one block), which this initializes.  False if rec does
- * not fit the page: its last record is then resolved, as a new page takes
- * the next ones.
+ * (a log run of one block), which this initializes.  False if block is
+ * not a log page of rel's current file (the table's row was written for a
+ * file a TRUNCATE or rewrite replaced), or if rec does not fit it: its
+ * last record is then resolved, as a new page takes the next ones.
  */
 bool
 commit_log_append(Relation rel, BlockNumber block, bool new_page, CommitRecord *rec)
@@ -454,8 +455,19 @@ commit_log_append(Relation rel, BlockNumber block, bool new_page, CommitRecord *
 		buf = ReadBufferExtended(rel, MAIN_FORKNUM, block, RBM_ZERO_AND_LOCK, NULL);
 	else
 	{
+		if (!pk_block_exists(rel, block))
+		{
+			pfree(item);
+			return false;
+		}
 		buf = ReadBuffer(rel, block);
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		if (!is_log_page(BufferGetPage(buf), rel->rd_node.relNode))
+		{
+			UnlockReleaseBuffer(buf);
+			pfree(item);
+			return false;
+		}
 	}
 	page = BufferGetPage(buf);
 	if (!new_page && PageGetFreeSpace(page) < MAXALIGN(len))

@@ -160,7 +160,7 @@ log_snapshot(Relation rel, TableState *st, int64 snapshot_id, int64 total,
 	rec.changelog = changelog_run;
 	if (!commit_log_fits(&rec))
 		return NULL;
-	if (st->log_run == 0 || !commit_log_page_current(rel, (BlockNumber) st->log_block) ||
+	if (st->log_run == 0 ||
 		!commit_log_append(rel, (BlockNumber) st->log_block, false, &rec))
 	{
 		RunInfo		page = {0};
