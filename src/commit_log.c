@@ -42,7 +42,10 @@
  *
  * Each record carries a CRC32C of its bytes but the flags byte; a record
  * that fails it, or whose lengths overrun the item, is reported as
- * corrupt.
+ * corrupt.  Records are read in both of their layouts: the first (a
+ * 40-byte header of fixed-width fields) and the short one written now
+ * (LOG_SHORT_HEADER: the snapshot id, the transaction id and the duration
+ * as varints), which saves a quarter of a 1-row commit's record.
  *
  *-------------------------------------------------------------------------
  */
@@ -89,13 +92,21 @@ typedef struct LogPageOpaque
 /* parts */
 #define LOG_HAS_DATA		0x01
 #define LOG_HAS_CHANGELOG	0x02
+#define LOG_SHORT_HEADER	0x04	/* the short layout, below */
 
 /*
- * A record: this header (unaligned on the page: copied out), then varints
- * total, delta and changelog record counts, the data run's sequence number
- * and stream length (with LOG_HAS_DATA), the changelog run's id and stream
- * length (with LOG_HAS_CHANGELOG), the role name's length; then the role
- * name, the data stream, the changelog stream.
+ * A record: a header, then varints total, delta and changelog record
+ * counts, the data run's sequence number and stream length (with
+ * LOG_HAS_DATA), the changelog run's id and stream length (with
+ * LOG_HAS_CHANGELOG), the role name's length; then the role name, the
+ * data stream, the changelog stream.  The header's first 8 bytes are the
+ * flags, parts, kind (CommitKind), producer (PkProducer) bytes and the
+ * CRC32C of every byte after them; then, in the short layout
+ * (LOG_SHORT_HEADER), the commit time (8 bytes) and varints snapshot id,
+ * full transaction id and duration in nanoseconds; in the first layout,
+ * the fields of LogRecordHeader below as they are in memory (40 bytes).
+ * Records are unaligned on the page: read by copying out.  A header read
+ * in either layout is this struct.
  */
 typedef struct LogRecordHeader
 {
@@ -110,16 +121,27 @@ typedef struct LogRecordHeader
 	double		duration_ms;
 } LogRecordHeader;
 
-/* the most a record's varints take */
-#define LOG_VARINTS_MAX		(8 * RUN_VARINT_MAX)
+#define LOG_HEADER_FIXED	(4 + sizeof(pg_crc32c))	/* what the CRC leaves out */
+#define LOG_SHORT_FIXED		(LOG_HEADER_FIXED + sizeof(TimestampTz))
 
+/* the most a record's varints take: 3 of the header, 8 of the body */
+#define LOG_VARINTS_MAX		(11 * RUN_VARINT_MAX)
+
+/*
+ * XLOG_PK_LOG_APPEND's main data: this, then (with XLOG_PK_LOG_INIT_PAGE)
+ * the page's first snapshot id (int64, unaligned).  WAL written by the
+ * first build with the commit log has one 16-byte struct instead (the
+ * snapshot id at offset 8, always there); redo tells them by length.
+ */
 typedef struct xl_pk_log_append
 {
 	OffsetNumber offnum;		/* where the record goes */
 	OffsetNumber resolve;		/* the record before it, or InvalidOffsetNumber */
 	uint8		resolve_flag;	/* what that one becomes */
-	int64		first_snapshot_id;	/* with XLOG_PK_LOG_INIT_PAGE */
 } xl_pk_log_append;
+
+#define SizeOfPkLogAppend	(offsetof(xl_pk_log_append, resolve_flag) + sizeof(uint8))
+#define SizeOfPkLogAppendV1	16
 
 typedef struct xl_pk_log_resolve
 {
@@ -208,20 +230,24 @@ commit_log_page_moved(Page page, Oid relfilenode)
 static char *
 encode(const CommitRecord *rec, uint32 *len)
 {
-	LogRecordHeader h = {0};
 	uint32		ulen = strlen(rec->user);
 	uint32		dlen = rec->data ? rec->data->stream_len : 0;
 	uint32		clen = rec->changelog ? rec->changelog->stream_len : 0;
-	char	   *buf = palloc(sizeof(h) + LOG_VARINTS_MAX + ulen + dlen + clen);
-	char	   *p = buf + sizeof(h);
+	char	   *buf = palloc(LOG_SHORT_FIXED + LOG_VARINTS_MAX + ulen + dlen + clen);
+	char	   *p = buf + LOG_SHORT_FIXED;
+	double		ns = rec->duration_ms * 1e6;
+	pg_crc32c	crc;
 
-	h.parts = (rec->data ? LOG_HAS_DATA : 0) | (rec->changelog ? LOG_HAS_CHANGELOG : 0);
-	h.kind = (uint8) rec->kind;
-	h.producer = (uint8) rec->producer;
-	h.snapshot_id = rec->snapshot_id;
-	h.xid = U64FromFullTransactionId(rec->xid);
-	h.commit_time = rec->commit_time;
-	h.duration_ms = rec->duration_ms;
+	buf[0] = 0;
+	buf[1] = (char) (LOG_SHORT_HEADER | (rec->data ? LOG_HAS_DATA : 0) |
+					 (rec->changelog ? LOG_HAS_CHANGELOG : 0));
+	buf[2] = (char) rec->kind;
+	buf[3] = (char) rec->producer;
+	memcpy(buf + LOG_HEADER_FIXED, &rec->commit_time, sizeof(TimestampTz));
+	p = run_varint_put(p, (uint64) rec->snapshot_id);
+	p = run_varint_put(p, U64FromFullTransactionId(rec->xid));
+	/* a clock that went back counts as no time; a day as the most */
+	p = run_varint_put(p, (uint64) (ns > 0 ? Min(ns, 86400e9) + 0.5 : 0));
 	p = run_varint_put(p, (uint64) rec->total_record_count);
 	p = run_varint_put(p, (uint64) rec->delta_record_count);
 	p = run_varint_put(p, (uint64) rec->changelog_record_count);
@@ -245,12 +271,10 @@ encode(const CommitRecord *rec, uint32 *len)
 		memcpy(p, rec->changelog->stream, clen);
 	p += clen;
 	*len = p - buf;
-	INIT_CRC32C(h.crc);
-	COMP_CRC32C(h.crc, ((char *) &h) + offsetof(LogRecordHeader, snapshot_id),
-				sizeof(h) - offsetof(LogRecordHeader, snapshot_id));
-	COMP_CRC32C(h.crc, buf + sizeof(h), *len - sizeof(h));
-	FIN_CRC32C(h.crc);
-	memcpy(buf, &h, sizeof(h));
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, buf + LOG_HEADER_FIXED, *len - LOG_HEADER_FIXED);
+	FIN_CRC32C(crc);
+	memcpy(buf + 4, &crc, sizeof(crc));
 	return buf;
 }
 
@@ -283,7 +307,11 @@ record_run(Relation rel, RunKind kind, int64 snapshot_id, const char *stream, ui
 	return r;
 }
 
-/* the header of item off, checked against the item's length */
+/*
+ * The header of item off, in either layout, checked against the item's
+ * length; *body: where the counts start; *end: the item's end.  The CRC
+ * covers [item + LOG_HEADER_FIXED, *end) in both.
+ */
 static void
 read_header(Relation rel, BlockNumber block, Page page, OffsetNumber off,
 			LogRecordHeader *h, const char **body, const char **end)
@@ -291,12 +319,32 @@ read_header(Relation rel, BlockNumber block, Page page, OffsetNumber off,
 	ItemId		iid = PageGetItemId(page, off);
 	const char *item;
 
-	if (!ItemIdIsNormal(iid) || ItemIdGetLength(iid) < sizeof(LogRecordHeader))
+	if (!ItemIdIsNormal(iid) || ItemIdGetLength(iid) < LOG_SHORT_FIXED)
 		corrupt(rel, block, off, "the item is not a record");
 	item = (const char *) PageGetItem(page, iid);
-	memcpy(h, item, sizeof(*h));
-	*body = item + sizeof(*h);
 	*end = item + ItemIdGetLength(iid);
+	if (((uint8) item[1]) & LOG_SHORT_HEADER)
+	{
+		uint64		id;
+		uint64		ns;
+
+		memcpy(h, item, LOG_HEADER_FIXED);
+		memcpy(&h->commit_time, item + LOG_HEADER_FIXED, sizeof(TimestampTz));
+		*body = item + LOG_SHORT_FIXED;
+		if (!run_varint_get(body, *end, &id) ||
+			!run_varint_get(body, *end, &h->xid) ||
+			!run_varint_get(body, *end, &ns))
+			corrupt(rel, block, off, "its header is cut short");
+		h->snapshot_id = (int64) id;
+		h->duration_ms = ns / 1e6;
+	}
+	else
+	{
+		if (ItemIdGetLength(iid) < sizeof(LogRecordHeader))
+			corrupt(rel, block, off, "the item is not a record");
+		memcpy(h, item, sizeof(*h));
+		*body = item + sizeof(*h);
+	}
 }
 
 /* the whole record at off, its CRC checked */
@@ -317,9 +365,8 @@ decode(Relation rel, BlockNumber block, Page page, OffsetNumber off)
 
 	read_header(rel, block, page, off, &h, &p, &end);
 	INIT_CRC32C(crc);
-	COMP_CRC32C(crc, ((char *) &h) + offsetof(LogRecordHeader, snapshot_id),
-				sizeof(h) - offsetof(LogRecordHeader, snapshot_id));
-	COMP_CRC32C(crc, p, end - p);
+	COMP_CRC32C(crc, (const char *) PageGetItem(page, PageGetItemId(page, off)) +
+				LOG_HEADER_FIXED, ItemIdGetLength(PageGetItemId(page, off)) - LOG_HEADER_FIXED);
 	FIN_CRC32C(crc);
 	if (!EQ_CRC32C(crc, h.crc))
 		corrupt(rel, block, off, "its CRC does not match");
@@ -332,7 +379,8 @@ decode(Relation rel, BlockNumber block, Page page, OffsetNumber off)
 		 (!run_varint_get(&p, end, &run_id) || !run_varint_get(&p, end, &clen))) ||
 		!run_varint_get(&p, end, &ulen) || ulen >= NAMEDATALEN ||
 		ulen + dlen + clen != (uint64) (end - p) ||
-		h.kind > COMMIT_OVERWRITE || h.producer > PK_PRODUCER_FULL_COMPACTION)
+		h.kind > COMMIT_OVERWRITE || h.producer > PK_PRODUCER_FULL_COMPACTION ||
+		h.snapshot_id <= 0)
 		corrupt(rel, block, off, "its parts do not add up to its length");
 	rec->snapshot_id = h.snapshot_id;
 	rec->xid = FullTransactionIdFromU64(h.xid);
@@ -369,7 +417,7 @@ decode(Relation rel, BlockNumber block, Page page, OffsetNumber off)
 bool
 commit_log_fits(const CommitRecord *rec)
 {
-	uint32		len = sizeof(LogRecordHeader) + LOG_VARINTS_MAX + strlen(rec->user) +
+	uint32		len = LOG_SHORT_FIXED + LOG_VARINTS_MAX + strlen(rec->user) +
 		(rec->data ? rec->data->stream_len : 0) +
 		(rec->changelog ? rec->changelog->stream_len : 0);
 
@@ -486,8 +534,6 @@ commit_log_append(Relation rel, BlockNumber block, bool new_page, CommitRecord *
 		if (xlrec.resolve_flag == 0)
 			xlrec.resolve = InvalidOffsetNumber;
 	}
-	if (new_page)
-		xlrec.first_snapshot_id = rec->snapshot_id;
 
 	START_CRIT_SECTION();
 	if (new_page)
@@ -503,7 +549,9 @@ commit_log_append(Relation rel, BlockNumber block, bool new_page, CommitRecord *
 		XLogRecPtr	recptr;
 
 		XLogBeginInsert();
-		XLogRegisterData((char *) &xlrec, sizeof(xlrec));
+		XLogRegisterData((char *) &xlrec, SizeOfPkLogAppend);
+		if (new_page)
+			XLogRegisterData((char *) &rec->snapshot_id, sizeof(int64));
 		XLogRegisterBuffer(0, buf, REGBUF_STANDARD | (new_page ? REGBUF_WILL_INIT : 0));
 		XLogRegisterBufData(0, item, len);
 		recptr = XLogInsert((RmgrId) pk_wal_rmgr_id,
@@ -619,6 +667,27 @@ commit_log_read(Relation rel, const RunInfo *page_run, int64 from, int64 to,
 
 /* ---- redo, description ------------------------------------------------ */
 
+/*
+ * An append's main data, in either layout (xl_pk_log_append); the page's
+ * first snapshot id is there only with XLOG_PK_LOG_INIT_PAGE.  False if
+ * its length is neither's.
+ */
+static bool
+append_data(XLogReaderState *record, xl_pk_log_append *xlrec, int64 *first_snapshot_id)
+{
+	const char *data = XLogRecGetData(record);
+	Size		len = XLogRecGetDataLen(record);
+	Size		at = len == SizeOfPkLogAppendV1 ? 8 : SizeOfPkLogAppend;
+
+	if (len < SizeOfPkLogAppend || (len > at && len != at + sizeof(int64)))
+		return false;
+	memcpy(xlrec, data, SizeOfPkLogAppend);
+	*first_snapshot_id = 0;
+	if (len == at + sizeof(int64))
+		memcpy(first_snapshot_id, data + at, sizeof(int64));
+	return true;
+}
+
 void
 commit_log_redo(XLogReaderState *record)
 {
@@ -630,16 +699,19 @@ commit_log_redo(XLogReaderState *record)
 	if ((info & ~XLOG_PK_LOG_INIT_PAGE) == XLOG_PK_LOG_APPEND)
 	{
 		xl_pk_log_append xlrec;
+		int64		first_snapshot_id;
 		XLogRedoAction action;
 
-		memcpy(&xlrec, XLogRecGetData(record), sizeof(xlrec));
+		if (!append_data(record, &xlrec, &first_snapshot_id))
+			elog(PANIC, "commit log redo: an append record of %u bytes",
+				 XLogRecGetDataLen(record));
 		if (info & XLOG_PK_LOG_INIT_PAGE)
 		{
 			RelFileNode rnode;
 
 			XLogRecGetBlockTag(record, 0, &rnode, NULL, NULL);
 			buf = XLogInitBufferForRedo(record, 0);
-			init_page(BufferGetPage(buf), rnode.relNode, xlrec.first_snapshot_id);
+			init_page(BufferGetPage(buf), rnode.relNode, first_snapshot_id);
 			action = BLK_NEEDS_REDO;
 		}
 		else
@@ -703,15 +775,20 @@ commit_log_desc(StringInfo buf, XLogReaderState *record)
 	if ((info & ~XLOG_PK_LOG_INIT_PAGE) == XLOG_PK_LOG_APPEND)
 	{
 		xl_pk_log_append xlrec;
+		int64		first_snapshot_id;
 
-		memcpy(&xlrec, XLogRecGetData(record), sizeof(xlrec));
+		if (!append_data(record, &xlrec, &first_snapshot_id))
+		{
+			appendStringInfo(buf, "malformed (%u bytes)", XLogRecGetDataLen(record));
+			return;
+		}
 		appendStringInfo(buf, "item %u", xlrec.offnum);
 		if (xlrec.resolve != InvalidOffsetNumber)
 			appendStringInfo(buf, ", item %u %s", xlrec.resolve,
 							 xlrec.resolve_flag == LOG_DEAD ? "aborted" : "committed");
 		if (info & XLOG_PK_LOG_INIT_PAGE)
 			appendStringInfo(buf, ", new page from snapshot %lld",
-							 (long long) xlrec.first_snapshot_id);
+							 (long long) first_snapshot_id);
 	}
 	else if (info == XLOG_PK_LOG_RESOLVE)
 	{

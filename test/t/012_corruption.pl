@@ -562,6 +562,20 @@ SELECT string_agg(changelog_bytes::text, ',' ORDER BY snapshot_id)
   FROM pkchangelog.log_snapshots('scl')}),
 	'44,44', "scl: the commits' changelog runs are kept tight in their commit log records");
 $log_damage{scl} = [ 'payload', 2, 'changelog' ];
+# A record in the first layout (a 40-byte header of fixed-width fields,
+# written by earlier builds) reads as it did: sd_v1's first record is
+# rewritten in that layout, moved to the page's free space
+$node->safe_psql('postgres', q{
+CREATE TABLE sd_v1 (id int PRIMARY KEY, v text) USING pkmerge;
+INSERT INTO sd_v1 VALUES (1, 'one'), (2, 'two');
+INSERT INTO sd_v1 VALUES (3, 'three');});
+my $v1_query = q{SELECT snapshot_id, commit_kind, commit_time, commit_user, commit_xid,
+  total_record_count, delta_record_count, changelog_record_count, producer,
+  duration_ms, data_seq, data_bytes FROM pkchangelog.log_snapshots('sd_v1')
+  ORDER BY snapshot_id};
+my $v1_before = $node->safe_psql('postgres', $v1_query);
+like($v1_before, qr/^1\|APPEND\|.*\n2\|APPEND\|/s, 'sd_v1: two small commits in the log');
+$log_damage{sd_v1} = [ 'v1', 1, 'data' ];
 my %log_where;
 for my $t (keys %log_damage)
 {
@@ -587,9 +601,13 @@ sub varint
 }
 
 # Damage record $item's run ($part: data or changelog) on block $block of
-# $file: a record is a 40-byte header (flags, parts, kind, producer, then
-# the CRC32C of every byte after it), varint counts and lengths, the role
-# name, the data run, the changelog run
+# $file, or (v1) rewrite the record in the first layout: a record is a
+# header (flags, parts, kind, producer, the CRC32C of every byte after
+# them; then, in the short layout (parts bit 4), the commit time and
+# varints snapshot id, xid and duration in nanoseconds; in the first, int64
+# snapshot id, uint64 xid, int64 commit time, double duration in ms),
+# varint counts and lengths, the role name, the data run, the changelog
+# run
 for my $t (sort keys %log_damage)
 {
 	my ($how, $item, $part) = @{ $log_damage{$t} };
@@ -604,7 +622,25 @@ for my $t (sort keys %log_damage)
 	my ($off, $len) = ($lp & 0x7FFF, ($lp >> 17) & 0x7FFF);
 	my $rec = substr($page, $off, $len);
 	my $parts = unpack('C', substr($rec, 1, 1));
-	my $pos = 40;
+	ok($parts & 4, "$t: the record has the short header");
+	my $pos = 16;
+	my ($snap, $xid, $ns) = map { varint($rec, \$pos) } 1 .. 3;
+	if ($how eq 'v1')
+	{
+		my $v1 = pack('C4 V q< Q< a8 d<', unpack('C', $rec), $parts & ~4, unpack('C2', substr($rec, 2, 2)),
+			0, $snap, $xid, substr($rec, 8, 8), $ns / 1e6) . substr($rec, $pos);
+		substr($v1, 4, 4) = pack('V', crc32c(substr($v1, 8)));
+		# the page's pd_upper moves down by the new item's aligned length
+		my $upper = unpack('v', substr($page, 14, 2)) - ((length($v1) + 7) & ~7);
+		substr($page, $upper, length($v1)) = $v1;
+		substr($page, 14, 2) = pack('v', $upper);
+		substr($page, 24 + 4 * ($item - 1), 4) =
+			pack('V', $upper | (1 << 15) | (length($v1) << 17));
+		sysseek($fh, $block * 8192, 0) or die "seek: $!";
+		syswrite($fh, $page) == 8192 or die "write: $!";
+		close $fh;
+		next;
+	}
 	varint($rec, \$pos) for 1 .. 3;
 	my ($dlen, $clen) = (0, 0);
 	if ($parts & 1) { varint($rec, \$pos); $dlen = varint($rec, \$pos); }
@@ -621,6 +657,13 @@ for my $t (sort keys %log_damage)
 	close $fh;
 }
 $node->start;
+is($node->safe_psql('postgres', $v1_query), $v1_before,
+	'sd_v1: a record in the first layout reads as it did');
+$node->safe_psql('postgres', q{INSERT INTO sd_v1 VALUES (4, 'four');});
+is($node->safe_psql('postgres', q{SELECT string_agg(id || v, ',' ORDER BY id) FROM sd_v1}),
+	'1one,2two,3three,4four', 'sd_v1: the table reads, and takes commits after it');
+is($node->safe_psql('postgres', q{SELECT string_agg(snapshot_id::text, ',' ORDER BY snapshot_id)
+  FROM pk_snapshots('sd_v1')}), '1,2,3', 'sd_v1: its snapshots are there, the new one after');
 ($ret, $out, $err) = $node->psql('postgres',
 	"\\set VERBOSITY verbose\nSELECT snapshot_id, rowkind FROM pk_changes('scl', 1)");
 is($out, '', 'scl: no changes from a damaged changelog run');
