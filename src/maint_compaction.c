@@ -18,8 +18,9 @@
  * this departs from Paimon, whose writers flush large files: a level-0 run
  * compaction_small_run_ratio times smaller than the table's largest sorted
  * run is left out of Paimon's pick, which neither counts nor weighs it
- * (it counts as 1/SMALL_RUNS_PER_SORTED_RUN of a sorted run towards the
- * stop trigger only), and such runs are merged among themselves in tiers
+ * (towards the stop trigger only, those beyond SMALL_RUNS_MAX, the worker's
+ * cue, count SMALL_RUNS_PER_SORTED_RUN to a sorted run), and such runs are
+ * merged among themselves in tiers
  * of similar sizes (by size ratio, into level 0) before anything merges
  * them into a larger run, so a 1-row commit does not make the next
  * compaction rewrite a level of thousands of rows, however many levels
@@ -159,20 +160,25 @@ sorted_runs(List *runs)
 /*
  * How many of the youngest sorted runs are small (compaction_small_run_ratio
  * times smaller than the largest, in bytes; none when the ratio is 0), how
- * many sorted runs are not (*nrest), and what all the sorted runs count
- * as towards the stop trigger (*effective: small ones
- * SMALL_RUNS_PER_SORTED_RUN to one).  From the runs
- * themselves, without making the sorted runs (every commit asks,
+ * many sorted runs are not (*nrest), and what all the sorted runs and a
+ * run of new_bytes about to be added (none if 0) count as towards the stop
+ * trigger (*effective).  Small runs count there only beyond
+ * SMALL_RUNS_MAX, where the worker is asked to merge them,
+ * SMALL_RUNS_PER_SORTED_RUN to one: the writers compact first only when
+ * the worker has not kept up.  From the
+ * runs themselves, without making the sorted runs (every commit asks,
  * compact_due): the small ones are the level-0 runs newer than the newest
  * one that is not small, as the sorted runs list them.
  */
 static int
-count_small(const PkOptions *o, List *runs, int *nrest, int *effective)
+count_small(const PkOptions *o, List *runs, int64 new_bytes, int *nrest,
+			int *effective)
 {
 	int64		largest = 0;
 	int			maxlevel = 0;
 	int			n = 0;
 	int			nsmall = 0;
+	int			nsmall_after;
 	const RunInfo *newest_large = NULL;
 	ListCell   *lc;
 
@@ -225,9 +231,18 @@ count_small(const PkOptions *o, List *runs, int *nrest, int *effective)
 				nsmall++;
 		}
 	}
+	nsmall_after = nsmall;
 	*nrest = n - nsmall;
-	*effective = *nrest +
-		(nsmall + SMALL_RUNS_PER_SORTED_RUN - 1) / SMALL_RUNS_PER_SORTED_RUN;
+	*effective = *nrest;
+	/* the new run: one more small one, or a sorted run of its own */
+	if (new_bytes > 0 && o->compaction_small_run_ratio > 0 &&
+		new_bytes * o->compaction_small_run_ratio < largest)
+		nsmall_after++;
+	else if (new_bytes > 0)
+		(*effective)++;
+	if (nsmall_after > SMALL_RUNS_MAX)
+		*effective += (nsmall_after - SMALL_RUNS_MAX + SMALL_RUNS_PER_SORTED_RUN - 1) /
+			SMALL_RUNS_PER_SORTED_RUN;
 	return nsmall;
 }
 
@@ -283,7 +298,8 @@ pick(const PkOptions *o, List *runs, List *srs, bool force, int *outlevel)
 	int			count = 0;
 	int			effective;
 	int			nrest;
-	int			nsmall = count_small(o, runs, &nrest, &effective);
+	/* the stop trigger as the next commit would find it (a 1-row run) */
+	int			nsmall = count_small(o, runs, 1, &nrest, &effective);
 
 	if (n == 0)
 		return 0;
@@ -323,7 +339,8 @@ pick(const PkOptions *o, List *runs, List *srs, bool force, int *outlevel)
 	 * At the stop trigger (writers compact first), a pick merges something:
 	 * the small runs, if nothing else is due (a stop trigger at the
 	 * compaction trigger can be reached with the sorted runs below them
-	 * short of it).
+	 * short of it).  The worker merges them there too, before a writer has
+	 * to.
 	 */
 	if (!force && count < 2 && nsmall >= 2 &&
 		effective >= o->num_sorted_run_stop_trigger)
@@ -368,23 +385,24 @@ pick(const PkOptions *o, List *runs, List *srs, bool force, int *outlevel)
 /*
  * Is a compaction due: enough sorted runs below the small ones for one
  * (the compaction trigger), or enough small runs for theirs, or so many
- * sorted runs, small ones counted SMALL_RUNS_PER_SORTED_RUN to one, that
- * writers compact first (the stop trigger)?  runs: the table's data runs;
- * extra: level-0 runs about to be added.
+ * sorted runs (small ones counted as count_small says) that writers
+ * compact first (the stop trigger)?  runs: the table's data runs;
+ * spilled: level-0 runs about to be added, each a sorted run; new_bytes:
+ * what the run a commit is about to add from memory holds (0: none; more
+ * than its compressed bytes, so it is small only if surely small).
  */
 CompactDue
-compact_due(Relation rel, List *runs, int extra)
+compact_due(Relation rel, List *runs, int spilled, int64 new_bytes)
 {
 	PkTable    *t = pk_table(rel);
 	int			effective;
 	int			nrest;
-	int			nsmall = count_small(&t->opts, runs, &nrest, &effective);
+	int			nsmall = count_small(&t->opts, runs, new_bytes, &nrest, &effective);
 
-	if (effective + extra >= t->opts.num_sorted_run_stop_trigger)
+	if (effective + spilled >= t->opts.num_sorted_run_stop_trigger)
 		return COMPACT_STOP;
-	/* the runs about to be added are the youngest: small ones, as a rule */
-	if (nrest >= t->opts.num_sorted_run_compaction_trigger ||
-		nsmall + extra >= SMALL_RUNS_MAX)
+	if (nrest + spilled >= t->opts.num_sorted_run_compaction_trigger ||
+		nsmall + (new_bytes > 0 ? 1 : 0) >= SMALL_RUNS_MAX)
 		return COMPACT_DUE;
 	return COMPACT_NOT_DUE;
 }

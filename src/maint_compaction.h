@@ -19,7 +19,7 @@ typedef enum CompactDue
 	COMPACT_STOP				/* num_sorted_run_stop_trigger reached */
 } CompactDue;
 
-extern CompactDue compact_due(Relation rel, List *runs, int extra);
+extern CompactDue compact_due(Relation rel, List *runs, int spilled, int64 new_bytes);
 extern int64 compact_commits_since_full(Relation rel, int64 limit);
 
 #endif							/* PK_COMPACTION_H */

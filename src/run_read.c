@@ -639,7 +639,7 @@ run_index_get(Relation rel, PkTable *t, const RunInfo *run)
 								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 		for (int i = 0; i < 2; i++)
 			index_gen[i] = AllocSetContextCreate(index_cxt, "pkmerge run index generation",
-												 0, 8 * 1024, 64 * 1024);
+												 0, 8 * 1024, 16 * 1024);
 	}
 	memset(&key, 0, sizeof(key));
 	key.run_id = run->run_id;

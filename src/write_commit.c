@@ -396,7 +396,7 @@ commit_table(WriteBuffer *wb, bool preparing)
 	 * one once this commit is visible.  Not for a temporary table, which
 	 * the worker cannot read.
 	 */
-	due = compact_due(rel, after, 0);
+	due = compact_due(rel, after, 0, 0);
 	if (due != COMPACT_NOT_DUE && nrequests < MAX_REQUESTS &&
 		rel->rd_rel->relpersistence != RELPERSISTENCE_TEMP)
 		requests[nrequests++] = wb->relid;
@@ -431,8 +431,8 @@ compact_before_commit(WriteBuffer *wb)
 		return;					/* dropped later in this transaction */
 	/* the committed runs, the spilled ones, and the run the buffer makes */
 	if (runcache_data_runs(rel, GetLatestSnapshot(), true, &committed) &&
-		compact_due(rel, committed, list_length(spill_runs(rel, wb)) +
-					(wb->n > 0 ? 1 : 0)) == COMPACT_STOP &&
+		compact_due(rel, committed, list_length(spill_runs(rel, wb)),
+					wb->n > 0 ? Max(wb->bytes, 1) : 0) == COMPACT_STOP &&
 		cat_compaction_trylock(wb->relid))
 		(void) compact_table(rel, false);
 	table_close(rel, NoLock);

@@ -90,7 +90,10 @@ class Model:
         nsmall = sum(1 for r in runs if r.level == 0 and
                      (newest_large is None or self.l0_order(r) > self.l0_order(newest_large)))
         per = SMALL_RUNS_PER_SORTED_RUN
-        return nsmall, n - nsmall + (nsmall + per - 1) // per
+        # towards the stop trigger: every small run (--before), or those
+        # beyond SMALL_RUNS_MAX, where the worker is asked for them
+        counted = nsmall if self.a.before else max(0, nsmall - SMALL_RUNS_MAX)
+        return nsmall, n - nsmall + (counted + per - 1) // per
 
     def ratio_count(self, srs, first, start, limit, by_bytes):
         key = 'bytes' if by_bytes else 'size'
@@ -194,12 +197,12 @@ class Model:
         nsmall, effective = self.count_small(runs)
         if self.a.before:
             return effective >= self.a.trigger
-        per = SMALL_RUNS_PER_SORTED_RUN
         if self.a.fanin:
             small_due = self.tier_count(self.sorted_runs(runs), nsmall) >= 2
         else:
             small_due = nsmall >= SMALL_RUNS_MAX
-        return effective - (nsmall + per - 1) // per >= self.a.trigger or small_due
+        nrest = len(self.sorted_runs(runs)) - nsmall
+        return nrest >= self.a.trigger or small_due
 
     def simulate(self, seed):
         a = self.a

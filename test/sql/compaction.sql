@@ -168,13 +168,17 @@ SELECT pk_compact('lv') AS nothing_due;
 SELECT level, record_count FROM pk_runs('lv') WHERE kind = 'data' ORDER BY level;
 SELECT count(*), v FROM lv WHERE id IN (1, 24000) GROUP BY v ORDER BY v;
 -- with the stop trigger at the compaction trigger, small runs alone can
--- reach it (eight count as one sorted run there): the commit that would
--- reach it merges them first
+-- reach it: they count there only beyond sixteen (where the worker is
+-- asked to merge them), eight to one sorted run.  The 17th small commit
+-- merges the sixteen before it first
 ALTER TABLE lv SET (num_sorted_run_compaction_trigger = 3, num_sorted_run_stop_trigger = 3);
-UPDATE lv SET v = 'y' WHERE id = 2;
-UPDATE lv SET v = 'z' WHERE id = 3;
+SELECT format('UPDATE lv SET v = %L WHERE id = %s', 'y' || g, g)
+  FROM generate_series(2, 16) g \gexec
+SELECT level, count(*), sum(record_count) FROM pk_runs('lv') WHERE kind = 'data'
+  GROUP BY level ORDER BY level;
+UPDATE lv SET v = 'z' WHERE id = 17;
 SELECT level, record_count FROM pk_runs('lv') WHERE kind = 'data' ORDER BY level, record_count;
-SELECT id, v FROM lv WHERE id <= 3 ORDER BY id;
+SELECT id, v FROM lv WHERE id <= 18 ORDER BY id;
 
 -- each table's row in pkchangelog.tables names exactly its data runs
 SELECT t, check_data_runs(t) FROM unnest('{c,tb,s,l0,sm,lv}'::regclass[]) t;
