@@ -2509,12 +2509,13 @@ snapshots_scan(Oid relid, int64 from, int64 to, int limit, Snapshot snapshot,
 
 /*
  * The snapshots (id, commit kind, producer, changelog run kept in the
- * row) in (from, to] that snapshot sees, ascending.
+ * row) in (from, to] that snapshot sees, ascending; the first limit of
+ * them (-1: all).
  */
 List *
-cat_snapshots_range(Oid relid, int64 from, int64 to, Snapshot snapshot)
+cat_snapshots_range(Oid relid, int64 from, int64 to, int limit, Snapshot snapshot)
 {
-	return snapshots_scan(relid, from, to, -1, snapshot, true);
+	return snapshots_scan(relid, from, to, limit, snapshot, true);
 }
 
 /*

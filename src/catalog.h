@@ -180,7 +180,8 @@ extern bool cat_prune_runs(Oid relid);
 extern void cat_row_bytes(Oid relid, Snapshot snapshot, int64 *all, int64 *history);
 extern bool cat_runs_hold_streams(void);
 extern List *cat_runs_of_snapshots(Oid relid, int64 from, int64 to, Snapshot snapshot);
-extern List *cat_snapshots_range(Oid relid, int64 from, int64 to, Snapshot snapshot);
+extern List *cat_snapshots_range(Oid relid, int64 from, int64 to, int limit,
+								 Snapshot snapshot);
 extern List *cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit,
 								  Snapshot snapshot);
 extern void cat_snapshot_expire(Oid relid, int64 snapshot_id, const TableState *st);

@@ -210,22 +210,45 @@ run_order_cmp(const ListCell *a, const ListCell *b)
 	return (ra->run_id > rb->run_id) - (ra->run_id < rb->run_id);
 }
 
+/* snapshots changelog_scan reads at a time: its memory, whatever the range */
+#define SCAN_BATCH_SNAPSHOTS	1024
+
 /*
  * Calls cb for every record of the snapshots in (from, to] that snapshot
  * sees, in stream order: a TRUNCATE record (tup NULL) where
- * changelog_truncate_is_record says so, then each run's rows.  The tuple is valid during the call only;
- * memory the callback allocates in CurrentMemoryContext is reset after each
- * row.  pk_changes and the WAL records for logical decoding
- * (changelog_wal.c) both read the stream here, so they cannot differ.
+ * changelog_truncate_is_record says so, then each run's rows.  The tuple
+ * is valid during the call only; memory the callback allocates in
+ * CurrentMemoryContext is reset after each row.  The snapshots and their
+ * runs are read SCAN_BATCH_SNAPSHOTS at a time, so a range of any length
+ * (a consumer's backlog of small commits) is read in bounded memory.
+ * pk_changes and the WAL records for logical decoding (changelog_wal.c)
+ * both read the stream here, so they cannot differ.
  */
 void
 changelog_scan(Relation rel, int64 from, int64 to, Snapshot snapshot,
 			   ChangeCallback cb, void *arg)
 {
 	Oid			relid = RelationGetRelid(rel);
+	MemoryContext batchcxt = AllocSetContextCreate(CurrentMemoryContext,
+												   "pkmerge change batch",
+												   ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(batchcxt);
 
-	scan_snapshots(rel, cat_snapshots_range(relid, from, to, snapshot),
-				   cat_runs_of_snapshots(relid, from, to, snapshot), cb, arg);
+	while (from < to)
+	{
+		List	   *snaps = cat_snapshots_range(relid, from, to, SCAN_BATCH_SNAPSHOTS,
+												snapshot);
+		int64		upto = list_length(snaps) < SCAN_BATCH_SNAPSHOTS ? to :
+			((SnapshotInfo *) llast(snaps))->snapshot_id;
+
+		if (snaps != NIL)
+			scan_snapshots(rel, snaps, cat_runs_of_snapshots(relid, from, upto, snapshot),
+						   cb, arg);
+		from = upto;
+		MemoryContextReset(batchcxt);
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(batchcxt);
 }
 
 /*
@@ -252,7 +275,7 @@ scan_run(Relation rel, PkTable *t, const SnapshotInfo *si, const RunInfo *r,
 {
 	RunCursor	cur;
 
-	run_cursor_open(&cur, rel, t, r, NULL);
+	run_cursor_open_once(&cur, rel, t, r);
 	for (run_cursor_start(&cur); !cur.done; run_cursor_next(&cur))
 	{
 		RunRowHeader *rh = run_cursor_row(&cur);

@@ -20,11 +20,10 @@
  * run is left out of Paimon's pick, which neither counts nor weighs it
  * (towards the stop trigger only, those beyond SMALL_RUNS_MAX, the worker's
  * cue, count SMALL_RUNS_PER_SORTED_RUN to a sorted run), and such runs are
- * merged among themselves in tiers
- * of similar sizes (by size ratio, into level 0) before anything merges
- * them into a larger run, so a 1-row commit does not make the next
- * compaction rewrite a level of thousands of rows, however many levels
- * hold runs.  doc/DECISIONS.md has the figures;
+ * merged among themselves in tiers of similar sizes (by size ratio, into
+ * level 0) before anything merges them into a larger run, so a 1-row
+ * commit does not make the next compaction rewrite a level of thousands of
+ * rows, however many levels hold runs.  doc/DECISIONS.md has the figures;
  * test/bench/compaction_sim.py models the picker.
  *
  *-------------------------------------------------------------------------
@@ -165,10 +164,10 @@ sorted_runs(List *runs)
  * trigger (*effective).  Small runs count there only beyond
  * SMALL_RUNS_MAX, where the worker is asked to merge them,
  * SMALL_RUNS_PER_SORTED_RUN to one: the writers compact first only when
- * the worker has not kept up.  From the
- * runs themselves, without making the sorted runs (every commit asks,
- * compact_due): the small ones are the level-0 runs newer than the newest
- * one that is not small, as the sorted runs list them.
+ * the worker has not kept up.  From the runs themselves, without making
+ * the sorted runs (every commit asks, compact_due): the small ones are the
+ * level-0 runs newer than the newest one that is not small, as the sorted
+ * runs list them.
  */
 static int
 count_small(const PkOptions *o, List *runs, int64 new_bytes, int *nrest,

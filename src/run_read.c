@@ -398,14 +398,13 @@ static bool run_bloom_may_contain(RunIndex *idx, uint32 hash);
  * block cache when a row is.
  */
 static RunIndex *
-load_compact_index(Relation rel, PkTable *t, const RunInfo *run)
+load_compact_index(Relation rel, PkTable *t, const RunInfo *run, MemoryContext gen)
 {
 	uint32		magic;
 	RunBlockHeader bh;
 	RunIndex   *idx;
 	RunBlock   *b;
 	uint32		nbits;
-	MemoryContext gen = index_gen[index_generation % 2];
 	uint64		nrows;
 
 	read_stream(rel, run, 0, sizeof(magic), (char *) &magic, NULL);
@@ -484,7 +483,7 @@ load_index(Relation rel, PkTable *t, const RunInfo *run)
 	MemoryContext old;
 
 	if (RUN_IS_COMPACT(run))
-		return load_compact_index(rel, t, run);
+		return load_compact_index(rel, t, run, index_gen[index_generation % 2]);
 	read_stream(rel, run, 0, sizeof(hdr), (char *) &hdr, NULL);
 	if (hdr.crc != crc_of(&hdr, offsetof(RunHeader, crc)))
 		corrupt(rel, run, "header at block", run->start_block, "CRC32C mismatch.");
@@ -997,7 +996,10 @@ run_compact_key_range(Relation rel, PkTable *t, const RunInfo *run,
 	Datum		keys[INDEX_MAX_KEYS];
 
 	Assert(RUN_IS_COMPACT(run));
-	b = run_block_get(rel, t, run, run_index_get(rel, t, run), 0, true, NULL, NULL);
+	/* read once, as pk_runs reads every small commit's: not cached */
+	reader_init();
+	b = run_block_get(rel, t, run, load_compact_index(rel, t, run, CurrentMemoryContext),
+					  0, true, NULL, NULL);
 	pk_row_key(t, RUN_ROW_TUPLE((RunRowHeader *) (b->raw + b->offsets[0])), keys);
 	*min_key = pk_key_text(t, keys);
 	pk_row_key(t, RUN_ROW_TUPLE((RunRowHeader *) (b->raw + b->offsets[b->nrows - 1])),
@@ -1107,6 +1109,32 @@ run_cursor_open(RunCursor *c, Relation rel, PkTable *t, const RunInfo *run,
 	c->run = run;
 	c->strategy = strategy;
 	c->index = run_index_get(rel, t, run);
+	c->blockno = 0;
+	c->unloaded = true;
+}
+
+/*
+ * The same, for one pass over the run (the change stream reads each run
+ * once): a compact run's index is made in CurrentMemoryContext instead of
+ * the index cache, whose current generation only a transaction's end lets
+ * go, so that a pass over a backlog of small commits' runs does not hold
+ * an index per run until then.  Making it costs about what a cache lookup
+ * saves: the run's one block is decoded, as the cursor decodes it anyway.
+ */
+void
+run_cursor_open_once(RunCursor *c, Relation rel, PkTable *t, const RunInfo *run)
+{
+	if (!RUN_IS_COMPACT(run))
+	{
+		run_cursor_open(c, rel, t, run, NULL);
+		return;
+	}
+	reader_init();
+	memset(c, 0, sizeof(RunCursor));
+	c->rel = rel;
+	c->table = t;
+	c->run = run;
+	c->index = load_compact_index(rel, t, run, CurrentMemoryContext);
 	c->blockno = 0;
 	c->unloaded = true;
 }

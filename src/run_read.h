@@ -72,6 +72,8 @@ extern void run_cache_forget(int64 run_id, Oid relfilenode);
 extern void run_cache_forget_all(void);
 extern void run_cursor_open(RunCursor *c, Relation rel, PkTable *t,
 							const RunInfo *run, BufferAccessStrategy strategy);
+extern void run_cursor_open_once(RunCursor *c, Relation rel, PkTable *t,
+								 const RunInfo *run);
 extern void run_cursor_seek(RunCursor *c, const Datum *key, int nprefix);
 extern void run_cursor_start(RunCursor *c);
 extern void run_cursor_next(RunCursor *c);

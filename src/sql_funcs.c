@@ -198,94 +198,154 @@ run_level_cmp(const ListCell *a, const ListCell *b)
 	return ra->run_id < rb->run_id ? -1 : ra->run_id > rb->run_id ? 1 : 0;
 }
 
+/* snapshots pk_runs reads at a time: its memory, whatever the history */
+#define RUNS_BATCH_SNAPSHOTS	1024
+
+/* pk_runs' state: where rows go, and what they may show */
+typedef struct RunsOut
+{
+	ReturnSetInfo *rsinfo;
+	Oid			relid;
+	bool		keys;
+	Relation	rel;			/* opened to read small runs' keys */
+	MemoryContext rowcxt;
+} RunsOut;
+
+/* run r as a row of pk_runs */
+static void
+runs_put(RunsOut *out, RunInfo *r)
+{
+	Datum		values[8];
+	bool		nulls[8] = {0};
+	char	   *min_key = r->min_key;
+	char	   *max_key = r->max_key;
+	MemoryContext old;
+
+	/* the commit log's pages hold snapshots, not rows (pk_snapshots) */
+	if (r->kind == RUN_LOG)
+		return;
+	old = MemoryContextSwitchTo(out->rowcxt);
+	/* a small commit's data run: its keys are in its block only */
+	if (out->keys && min_key == NULL && r->kind != RUN_CHANGELOG &&
+		RUN_IS_COMPACT(r) && r->record_count > 0)
+	{
+		if (out->rel == NULL)
+		{
+			MemoryContextSwitchTo(old);
+			out->rel = table_open(out->relid, AccessShareLock);
+			MemoryContextSwitchTo(out->rowcxt);
+		}
+		run_compact_key_range(out->rel, pk_table(out->rel), r, &min_key, &max_key);
+	}
+	values[0] = Int64GetDatum(r->run_id);
+	values[1] = Int32GetDatum(r->level);
+	values[2] = CStringGetTextDatum(run_kind_names[r->kind]);
+	values[3] = Int64GetDatum(r->record_count);
+	values[4] = Int64GetDatum(r->size_bytes);
+	nulls[5] = !out->keys || min_key == NULL;
+	if (!nulls[5])
+		values[5] = CStringGetTextDatum(min_key);
+	nulls[6] = !out->keys || max_key == NULL;
+	if (!nulls[6])
+		values[6] = CStringGetTextDatum(max_key);
+	values[7] = Int64GetDatum(r->created_snapshot);
+	tuplestore_putvalues(out->rsinfo->setResult, out->rsinfo->setDesc, values, nulls);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(out->rowcxt);
+}
+
 /*
  * pk_runs(rel regclass) -> the table's runs, by level, then the snapshot
  * that made them, then run id (a commit's data run kept in its snapshot's
- * row has minus the snapshot's id).  The
- * runs are table-level metadata; their first and last keys are values of
- * the table's rows, shown only to a caller who may read the key columns
+ * row or commit log record has minus the snapshot's id).  The runs are
+ * table-level metadata; their first and last keys are values of the
+ * table's rows, shown only to a caller who may read the key columns
  * (pk_may_read_keys), NULL to others.  Reads the catalog as of the
  * caller's snapshot; locks the table (AccessShareLock) only to read the
  * keys of small commits' runs, which their blocks alone hold.
+ *
+ * The runs with rows of pkchangelog.runs are read at once; the commits'
+ * runs kept in their snapshots (one per retained small commit: millions,
+ * on a busy table) RUNS_BATCH_SNAPSHOTS snapshots at a time, merged into
+ * them in order (all of level 0, in snapshot order), so memory stays
+ * bounded whatever the history.
  */
 PG_FUNCTION_INFO_V1(pk_runs);
 Datum
 pk_runs(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	bool		keys;
+	RunsOut		out = {0};
 	List	   *runs;
-	List	   *snaps;
-	List	   *in_rows = NIL;
-	Relation	rel = NULL;
-	ListCell   *lc;
+	ListCell   *next;
+	MemoryContext batchcxt;
+	MemoryContext old;
+	int64		from = 0;
+	bool		more = true;
 
 	InitMaterializedSRF(fcinfo, 0);
 	pk_check_table(relid);
-	keys = pk_may_read_keys(relid);
+	out.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	out.relid = relid;
+	out.keys = pk_may_read_keys(relid);
+	out.rowcxt = AllocSetContextCreate(CurrentMemoryContext, "pk_runs row",
+									   ALLOCSET_DEFAULT_SIZES);
+	batchcxt = AllocSetContextCreate(CurrentMemoryContext, "pk_runs batch",
+									 ALLOCSET_DEFAULT_SIZES);
 	runs = cat_runs_visible(relid, GetActiveSnapshot(), false);
+	list_sort(runs, run_level_cmp);
+	next = list_head(runs);
 
 	/*
-	 * And the commits' data and changelog runs kept in their snapshots'
-	 * rows.  A data run that compaction replaced is a delta of producer
-	 * none's stream; under another producer it is no run any more (its
-	 * bytes go with the snapshot's row: catalog_bytes counts them).
+	 * The commits' data and changelog runs kept in their snapshots.  A data
+	 * run that compaction replaced is a delta of producer none's stream;
+	 * under another producer it is no run any more (its bytes go with the
+	 * snapshot: catalog_bytes counts them).
 	 */
-	snaps = cat_snapshots_range(relid, 0, PG_INT64_MAX, GetActiveSnapshot());
-	foreach(lc, snaps)
+	while (more)
 	{
-		SnapshotInfo *si = lfirst(lc);
+		List	   *snaps;
+		List	   *in_rows = NIL;
+		List	   *shown = NIL;
+		ListCell   *lc;
 
-		if (si->data)
-			in_rows = lappend(in_rows, si->data);
-		if (si->changelog)
-			runs = lappend(runs, si->changelog);
-	}
-	cat_runs_mark_deltas(relid, GetActiveSnapshot(), in_rows);
-	foreach(lc, snaps)
-	{
-		SnapshotInfo *si = lfirst(lc);
-
-		if (si->data && (si->data->kind == RUN_DATA ||
-						 strcmp(si->producer, prod_name(PK_PRODUCER_NONE)) == 0))
-			runs = lappend(runs, si->data);
-	}
-	list_sort(runs, run_level_cmp);
-	foreach(lc, runs)
-	{
-		RunInfo    *r = lfirst(lc);
-		Datum		values[8];
-		bool		nulls[8] = {0};
-
-		/* the commit log's pages hold snapshots, not rows (pk_snapshots) */
-		if (r->kind == RUN_LOG)
-			continue;
-		/* a small commit's data run: its keys are in its block only */
-		if (keys && r->min_key == NULL && r->kind != RUN_CHANGELOG &&
-			RUN_IS_COMPACT(r) && r->record_count > 0)
+		old = MemoryContextSwitchTo(batchcxt);
+		snaps = cat_snapshots_range(relid, from, PG_INT64_MAX, RUNS_BATCH_SNAPSHOTS,
+									GetActiveSnapshot());
+		more = list_length(snaps) == RUNS_BATCH_SNAPSHOTS;
+		foreach(lc, snaps)
 		{
-			if (rel == NULL)
-				rel = table_open(relid, AccessShareLock);
-			run_compact_key_range(rel, pk_table(rel), r, &r->min_key, &r->max_key);
-		}
+			SnapshotInfo *si = lfirst(lc);
 
-		values[0] = Int64GetDatum(r->run_id);
-		values[1] = Int32GetDatum(r->level);
-		values[2] = CStringGetTextDatum(run_kind_names[r->kind]);
-		values[3] = Int64GetDatum(r->record_count);
-		values[4] = Int64GetDatum(r->size_bytes);
-		nulls[5] = !keys || r->min_key == NULL;
-		if (!nulls[5])
-			values[5] = CStringGetTextDatum(r->min_key);
-		nulls[6] = !keys || r->max_key == NULL;
-		if (!nulls[6])
-			values[6] = CStringGetTextDatum(r->max_key);
-		values[7] = Int64GetDatum(r->created_snapshot);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			if (si->data)
+				in_rows = lappend(in_rows, si->data);
+			from = si->snapshot_id;
+		}
+		cat_runs_mark_deltas(relid, GetActiveSnapshot(), in_rows);
+		foreach(lc, snaps)
+		{
+			SnapshotInfo *si = lfirst(lc);
+
+			if (si->changelog)
+				shown = lappend(shown, si->changelog);
+			if (si->data && (si->data->kind == RUN_DATA ||
+							 strcmp(si->producer, prod_name(PK_PRODUCER_NONE)) == 0))
+				shown = lappend(shown, si->data);
+		}
+		list_sort(shown, run_level_cmp);
+		MemoryContextSwitchTo(old);
+		foreach(lc, shown)
+		{
+			for (; next && run_level_cmp(next, lc) < 0; next = lnext(runs, next))
+				runs_put(&out, lfirst(next));
+			runs_put(&out, lfirst(lc));
+		}
+		MemoryContextReset(batchcxt);
 	}
-	if (rel != NULL)
-		table_close(rel, AccessShareLock);
+	for (; next; next = lnext(runs, next))
+		runs_put(&out, lfirst(next));
+	if (out.rel != NULL)
+		table_close(out.rel, AccessShareLock);
 	PG_RETURN_VOID();
 }
 

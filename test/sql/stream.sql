@@ -153,3 +153,58 @@ ALTER TABLE shape ADD COLUMN d int;
 INSERT INTO shape VALUES (2, 2);
 SELECT * FROM pk_changes('shape');
 DROP TABLE shape;
+
+-- a long range is read a batch of snapshots at a time (in bounded
+-- memory): read whole, it is the stream read snapshot by snapshot, across
+-- the batches' edges, a larger commit's snapshot row and a compaction
+CREATE TABLE lr (k int PRIMARY KEY, v int) USING pkmerge
+	WITH (changelog_producer = 'lookup');
+CREATE PROCEDURE lr_commits() LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1..2100 LOOP
+		INSERT INTO lr VALUES (i % 50, i);
+		COMMIT;
+		IF i = 1000 THEN
+			INSERT INTO lr SELECT g, -g FROM generate_series(100, 3099) g;
+			COMMIT;
+		END IF;
+		IF i = 1500 THEN
+			PERFORM pk_compact('lr', true);
+			COMMIT;
+		END IF;
+	END LOOP;
+END $$;
+CALL lr_commits();
+SELECT pk_current_snapshot('lr') > 2 * 1024 AS three_batches,
+	   (SELECT count(*) FROM pk_snapshots('lr') WHERE commit_kind = 'COMPACT') > 1 AS compacted,
+	   (SELECT count(*) FROM pkchangelog.log_snapshots('lr')) > 1024 AS in_the_log;
+WITH whole AS (
+	SELECT n, snapshot_id, rowkind, "row"::text AS r
+	  FROM pk_changes('lr') WITH ORDINALITY AS c(snapshot_id, rowkind, "row", producer, n)),
+one AS (
+	SELECT row_number() OVER (ORDER BY s, i) AS n, c.snapshot_id, c.rowkind, c."row"::text AS r
+	  FROM generate_series(1, pk_current_snapshot('lr')) s,
+		   LATERAL pk_changes('lr', s - 1, s) WITH ORDINALITY AS c(snapshot_id, rowkind, "row", producer, i))
+SELECT count(w.n) AS whole, count(o.n) AS one_by_one,
+	   count(*) FILTER (WHERE (w.snapshot_id, w.rowkind, w.r) IS DISTINCT FROM
+								(o.snapshot_id, o.rowkind, o.r)) AS differ
+  FROM whole w FULL JOIN one o USING (n);
+SELECT check_changelog('lr');
+-- pk_runs reads the commits' runs a batch of snapshots at a time too,
+-- merged with the runs of pkchangelog.runs: in order, each once, a
+-- changelog run per commit
+WITH r AS (
+	SELECT *, (level, created_snapshot, run_id) <
+			  (lag(level) OVER w, lag(created_snapshot) OVER w, lag(run_id) OVER w) AS back
+	  FROM pk_runs('lr') WITH ORDINALITY AS r(run_id, level, kind, record_count, size_bytes,
+											   min_key, max_key, created_snapshot, n)
+	WINDOW w AS (ORDER BY n))
+SELECT count(*) > 2 * 1024 AS runs_in_three_batches,
+	   count(*) FILTER (WHERE back) AS out_of_order,
+	   count(*) - count(DISTINCT run_id) AS repeated,
+	   count(*) FILTER (WHERE kind = 'changelog') =
+		 (SELECT count(*) FROM pk_snapshots('lr') WHERE changelog_record_count > 0)
+		 AS changelog_runs_all_there
+  FROM r;
+DROP TABLE lr;
+DROP PROCEDURE lr_commits();
