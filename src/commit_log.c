@@ -93,6 +93,7 @@ typedef struct LogPageOpaque
 #define LOG_HAS_DATA		0x01
 #define LOG_HAS_CHANGELOG	0x02
 #define LOG_SHORT_HEADER	0x04	/* the short layout, below */
+#define LOG_CHANGELOG_REFS	0x08	/* changelog rows may name data rows */
 
 /*
  * A record: a header, then varints total, delta and changelog record
@@ -107,6 +108,13 @@ typedef struct LogPageOpaque
  * the fields of LogRecordHeader below as they are in memory (40 bytes).
  * Records are unaligned on the page: read by copying out.  A header read
  * in either layout is this struct.
+ *
+ * With LOG_CHANGELOG_REFS the changelog stream (tight, run_format.h) is
+ * kept with each row whose tuple is byte for byte one of the data run's
+ * (an input or lookup changelog's +I and +U rows are the rows the commit
+ * wrote) naming that row instead: its length varint is 0, followed by
+ * the data row's index.  A tuple is never empty, so 0 is no length; the
+ * stream is expanded back exactly, its own CRC32C then checked as ever.
  */
 typedef struct LogRecordHeader
 {
@@ -226,6 +234,169 @@ commit_log_page_moved(Page page, Oid relfilenode)
 	((LogPageOpaque *) PageGetSpecialPointer(page))->relfilenode = relfilenode;
 }
 
+/* a tight stream's rows (tight_rows) */
+typedef struct TightRows
+{
+	const char *rows;			/* the first row, after the stream's header */
+	int			n;
+	const char **start;			/* each row's sequence number varint */
+	uint32	   *prefix;			/* its bytes and the row kind's */
+	const char **tuple;			/* its tuple, NULL for a reference */
+	uint32	   *len;			/* the tuple's length, or the data row named */
+} TightRows;
+
+/*
+ * Parse a tight stream of len bytes, with references (a changelog stream
+ * kept with LOG_CHANGELOG_REFS) if refs_ok, else without.  False if it is
+ * not one or does not add up.
+ */
+static bool
+tight_rows(const char *stream, uint32 len, bool refs_ok, TightRows *t)
+{
+	const char *end = stream + len;
+	const char *p = stream + 2 * sizeof(uint32);
+	uint64		nrows;
+	uint64		v;
+	uint32		magic;
+
+	if (len < 2 * sizeof(uint32))
+		return false;
+	memcpy(&magic, stream, sizeof(magic));
+	/* a row takes 3 bytes at least: a count beyond that is no count */
+	if (magic != RUN_MAGIC_TIGHT || !run_varint_get(&p, end, &nrows) ||
+		!run_varint_get(&p, end, &v) || nrows > len / 3)
+		return false;
+	t->rows = p;
+	t->n = (int) nrows;
+	t->start = palloc(sizeof(char *) * Max(t->n, 1));
+	t->prefix = palloc(sizeof(uint32) * Max(t->n, 1));
+	t->tuple = palloc(sizeof(char *) * Max(t->n, 1));
+	t->len = palloc(sizeof(uint32) * Max(t->n, 1));
+	for (int i = 0; i < t->n; i++)
+	{
+		t->start[i] = p;
+		if (!run_varint_get(&p, end, &v) || p >= end)
+			return false;
+		p++;					/* the row kind */
+		t->prefix[i] = p - t->start[i];
+		if (!run_varint_get(&p, end, &v))
+			return false;
+		if (v == 0)
+		{
+			/* a reference: the data row's index */
+			if (!refs_ok || !run_varint_get(&p, end, &v) || v >= len)
+				return false;
+			t->tuple[i] = NULL;
+		}
+		else
+		{
+			if (v > (uint64) (end - p))
+				return false;
+			t->tuple[i] = p;
+			p += v;
+		}
+		t->len[i] = (uint32) v;
+	}
+	return p == end;
+}
+
+/*
+ * rec's changelog stream with each row that is one of its data rows
+ * naming it (LOG_CHANGELOG_REFS), in *len bytes, never more than the
+ * stream's; NULL if no row is.
+ */
+static char *
+changelog_refs(const CommitRecord *rec, uint32 *len)
+{
+	TightRows	d;
+	TightRows	c;
+	const char *stream = rec->changelog ? rec->changelog->stream : NULL;
+	char	   *out;
+	char	   *q;
+	bool		any = false;
+
+	if (rec->data == NULL || stream == NULL ||
+		!tight_rows(rec->data->stream, rec->data->stream_len, false, &d) ||
+		!tight_rows(stream, rec->changelog->stream_len, false, &c))
+		return NULL;
+	out = palloc(rec->changelog->stream_len);
+	memcpy(out, stream, c.rows - stream);
+	q = out + (c.rows - stream);
+	for (int i = 0; i < c.n; i++)
+	{
+		int			j;
+
+		memcpy(q, c.start[i], c.prefix[i]);
+		q += c.prefix[i];
+		for (j = 0; j < d.n; j++)
+			if (d.len[j] == c.len[i] && memcmp(d.tuple[j], c.tuple[i], c.len[i]) == 0)
+				break;
+		/* (a tuple is longer than a varint: the reference is shorter) */
+		if (j < d.n && c.len[i] >= RUN_VARINT_MAX)
+		{
+			q = run_varint_put(q, 0);
+			q = run_varint_put(q, (uint64) j);
+			any = true;
+		}
+		else
+		{
+			q = run_varint_put(q, c.len[i]);
+			memcpy(q, c.tuple[i], c.len[i]);
+			q += c.len[i];
+		}
+	}
+	*len = q - out;
+	return any ? out : NULL;
+}
+
+/*
+ * A changelog stream kept with references (klen bytes at kept), expanded
+ * against the data stream it names rows of; NULL if either does not add
+ * up.
+ */
+static char *
+changelog_expand(const char *data, uint32 dlen, const char *kept, uint32 klen,
+				 uint32 *len)
+{
+	TightRows	d;
+	TightRows	c;
+	uint64		total;
+	char	   *out;
+	char	   *q;
+
+	if (!tight_rows(data, dlen, false, &d) || !tight_rows(kept, klen, true, &c))
+		return NULL;
+	total = c.rows - kept;
+	for (int i = 0; i < c.n; i++)
+	{
+		if (c.tuple[i] == NULL && c.len[i] >= (uint32) d.n)
+			return NULL;		/* a reference to no data row */
+		if (c.tuple[i] == NULL)
+			total += d.len[c.len[i]];
+		else
+			total += c.len[i];
+		total += c.prefix[i] + RUN_VARINT_MAX;
+	}
+	if (total > MaxAllocSize)
+		return NULL;
+	out = palloc(total);
+	memcpy(out, kept, c.rows - kept);
+	q = out + (c.rows - kept);
+	for (int i = 0; i < c.n; i++)
+	{
+		const char *tuple = c.tuple[i] ? c.tuple[i] : d.tuple[c.len[i]];
+		uint32		l = c.tuple[i] ? c.len[i] : d.len[c.len[i]];
+
+		memcpy(q, c.start[i], c.prefix[i]);
+		q += c.prefix[i];
+		q = run_varint_put(q, l);
+		memcpy(q, tuple, l);
+		q += l;
+	}
+	*len = q - out;
+	return out;
+}
+
 /* the record's bytes, in the current memory context */
 static char *
 encode(const CommitRecord *rec, uint32 *len)
@@ -233,6 +404,7 @@ encode(const CommitRecord *rec, uint32 *len)
 	uint32		ulen = strlen(rec->user);
 	uint32		dlen = rec->data ? rec->data->stream_len : 0;
 	uint32		clen = rec->changelog ? rec->changelog->stream_len : 0;
+	char	   *refs = changelog_refs(rec, &clen);
 	char	   *buf = palloc(LOG_SHORT_FIXED + LOG_VARINTS_MAX + ulen + dlen + clen);
 	char	   *p = buf + LOG_SHORT_FIXED;
 	double		ns = rec->duration_ms * 1e6;
@@ -240,7 +412,8 @@ encode(const CommitRecord *rec, uint32 *len)
 
 	buf[0] = 0;
 	buf[1] = (char) (LOG_SHORT_HEADER | (rec->data ? LOG_HAS_DATA : 0) |
-					 (rec->changelog ? LOG_HAS_CHANGELOG : 0));
+					 (rec->changelog ? LOG_HAS_CHANGELOG : 0) |
+					 (refs ? LOG_CHANGELOG_REFS : 0));
 	buf[2] = (char) rec->kind;
 	buf[3] = (char) rec->producer;
 	memcpy(buf + LOG_HEADER_FIXED, &rec->commit_time, sizeof(TimestampTz));
@@ -268,7 +441,7 @@ encode(const CommitRecord *rec, uint32 *len)
 		memcpy(p, rec->data->stream, dlen);
 	p += dlen;
 	if (clen)
-		memcpy(p, rec->changelog->stream, clen);
+		memcpy(p, refs ? refs : rec->changelog->stream, clen);
 	p += clen;
 	*len = p - buf;
 	INIT_CRC32C(crc);
@@ -362,6 +535,7 @@ decode(Relation rel, BlockNumber block, Page page, OffsetNumber off)
 	uint64		clen = 0;
 	uint64		ulen;
 	pg_crc32c	crc;
+	const char *data;
 
 	read_header(rel, block, page, off, &h, &p, &end);
 	INIT_CRC32C(crc);
@@ -393,6 +567,7 @@ decode(Relation rel, BlockNumber block, Page page, OffsetNumber off)
 	rec->changelog_record_count = (int64) v[2];
 	rec->user = pnstrdup(p, ulen);
 	p += ulen;
+	data = p;
 	if (h.parts & LOG_HAS_DATA)
 	{
 		rec->data = record_run(rel, RUN_DATA, h.snapshot_id, p, dlen);
@@ -404,7 +579,26 @@ decode(Relation rel, BlockNumber block, Page page, OffsetNumber off)
 	}
 	if (h.parts & LOG_HAS_CHANGELOG)
 	{
-		rec->changelog = record_run(rel, RUN_CHANGELOG, h.snapshot_id, p, clen);
+		const char *changelog = p;
+		uint32		len = (uint32) clen;
+
+		/*
+		 * Kept with references: expanded.  If that fails, the bytes as kept
+		 * stand for the run, whose CRC32C (of the expanded rows) then
+		 * fails where the run is read: only the change stream, which needs
+		 * it, refuses the record, as with any damaged changelog run.
+		 */
+		if ((h.parts & (LOG_CHANGELOG_REFS | LOG_HAS_DATA)) ==
+			(LOG_CHANGELOG_REFS | LOG_HAS_DATA))
+		{
+			char	   *expanded = changelog_expand(data, dlen, p, clen, &len);
+
+			if (expanded)
+				changelog = expanded;
+			else
+				len = (uint32) clen;
+		}
+		rec->changelog = record_run(rel, RUN_CHANGELOG, h.snapshot_id, changelog, len);
 		rec->changelog->run_id = (int64) run_id;
 	}
 	return rec;

@@ -551,7 +551,7 @@ SELECT data_seq || ' ' || data_bytes FROM pkchangelog.log_snapshots('sd_$f')}),
 }
 # a lookup commit's changelog run, kept tight in its record, with a
 # payload byte flipped (the record's CRC recomputed): the change stream
-# refuses it
+# refuses it (the run's own CRC32C, of its rows expanded), the table reads
 $node->safe_psql('postgres', q{
 CREATE TABLE scl (id int PRIMARY KEY, v text) USING pkmerge
 	WITH (changelog_producer = 'lookup');
@@ -648,6 +648,10 @@ for my $t (sort keys %log_damage)
 	my $ulen = varint($rec, \$pos);
 	my $run = $pos + $ulen + ($part eq 'data' ? 0 : $dlen);
 	is(substr($rec, $run, 4), 'KMRT', "$t: the record's $part run is tight");
+	# a lookup commit's changelog rows that are its data rows name them
+	# (parts bit 8); the byte flipped below is then such a reference
+	ok($parts & 8, "$t: the record's changelog names the data rows it repeats")
+	  if $part eq 'changelog';
 	my $at = $how eq 'magic' ? $run : $run + ($part eq 'data' ? $dlen : $clen) - 2;
 	substr($rec, $at, 1) = pack('C', unpack('C', substr($rec, $at, 1)) ^ 0xFF);
 	substr($rec, 4, 4) = pack('V', crc32c(substr($rec, 8))) unless $how eq 'crc';
