@@ -45,7 +45,7 @@
  * corrupt.  Records are read in both of their layouts: the first (a
  * 40-byte header of fixed-width fields) and the short one written now
  * (LOG_SHORT_HEADER: the snapshot id, the transaction id and the duration
- * as varints), which saves a quarter of a 1-row commit's record.
+ * as varints: about 27 bytes instead of 40).
  *
  *-------------------------------------------------------------------------
  */
