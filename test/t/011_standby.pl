@@ -4,7 +4,9 @@
 # same rows (count, ordered md5 of every row, key lookups), the same
 # pk_snapshots and pk_runs, after inserts, upserts, updates, deletes across
 # several commits, a ~50k-row insert whose run spans many pages, a TRUNCATE,
-# and more writes after the standby has already read the table.  A standby
+# and more writes after the standby has already read the table; and the
+# same change stream of small lookup and input commits (commit log
+# records, their changelogs naming the data rows they repeat).  A standby
 # query reading runs that the primary compacts away returns exactly its
 # snapshot (or is cancelled by a recovery conflict) while new runs are
 # placed, whether the dead runs' catalog rows were vacuumed or only their
@@ -260,6 +262,29 @@ INSERT INTO t SELECT g, 'aborted', 0 FROM generate_series(1, 1000) g;
 ROLLBACK;
 });
 compare('after small commits', 269);
+
+# small commits of lookup and input tables: their snapshots are commit
+# log records whose changelog names the data rows it repeats; replayed,
+# the standby tells the same change stream
+for my $p ('lookup', 'input')
+{
+	$primary->safe_psql('postgres', qq{
+CREATE TABLE cl_$p (id int PRIMARY KEY, v text) USING pkmerge
+	WITH (changelog_producer = '$p');
+INSERT INTO cl_$p SELECT g, 'v' || g FROM generate_series(1, 5) g;});
+	$primary->safe_psql('postgres', "UPDATE cl_$p SET v = v || '+' WHERE id = " . ($_ % 5 + 1))
+	  for 1 .. 12;
+	$primary->safe_psql('postgres', qq{DELETE FROM cl_$p WHERE id = 3});
+	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+	my $csql = qq{SELECT count(*) || ' ' || md5(string_agg(snapshot_id || rowkind || "row"::text, ','
+		ORDER BY snapshot_id, rowkind, "row"::text)) FROM pk_changes('cl_$p')};
+	my $changes = $primary->safe_psql('postgres', $csql);
+	like($changes, qr/^30 /, "cl_$p: the primary's stream (5 +I, 12 -U/+U pairs, a -D)");
+	is($standby->safe_psql('postgres', $csql), $changes, "cl_$p: the standby's stream is the same");
+	is($standby->safe_psql('postgres',
+			qq{SELECT count(*) FROM pkchangelog.log_snapshots('cl_$p')}), '14',
+		"cl_$p: every commit a record of the commit log on the standby");
+}
 
 # a big insert: ~50k rows in one run of many pages (random-looking payload)
 $primary->safe_psql('postgres', q{
