@@ -239,16 +239,16 @@ typedef struct TightRows
 {
 	const char *rows;			/* the first row, after the stream's header */
 	int			n;
-	const char **start;			/* each row's sequence number varint */
-	uint32	   *prefix;			/* its bytes and the row kind's */
+	uint64	   *delta;			/* each row's sequence number delta */
+	uint8	   *kind;
 	const char **tuple;			/* its tuple, NULL for a reference */
 	uint32	   *len;			/* the tuple's length, or the data row named */
 } TightRows;
 
 /*
- * Parse a tight stream of len bytes, with references (a changelog stream
- * kept with LOG_CHANGELOG_REFS) if refs_ok, else without.  False if it is
- * not one or does not add up.
+ * Parse a tight stream of len bytes (run_tight_row), with references (a
+ * changelog stream kept with LOG_CHANGELOG_REFS) if refs_ok, else
+ * without.  False if it is not one or does not add up.
  */
 static bool
 tight_rows(const char *stream, uint32 len, bool refs_ok, TightRows *t)
@@ -268,18 +268,13 @@ tight_rows(const char *stream, uint32 len, bool refs_ok, TightRows *t)
 		return false;
 	t->rows = p;
 	t->n = (int) nrows;
-	t->start = palloc(sizeof(char *) * Max(t->n, 1));
-	t->prefix = palloc(sizeof(uint32) * Max(t->n, 1));
+	t->delta = palloc(sizeof(uint64) * Max(t->n, 1));
+	t->kind = palloc(sizeof(uint8) * Max(t->n, 1));
 	t->tuple = palloc(sizeof(char *) * Max(t->n, 1));
 	t->len = palloc(sizeof(uint32) * Max(t->n, 1));
 	for (int i = 0; i < t->n; i++)
 	{
-		t->start[i] = p;
-		if (!run_varint_get(&p, end, &v) || p >= end)
-			return false;
-		p++;					/* the row kind */
-		t->prefix[i] = p - t->start[i];
-		if (!run_varint_get(&p, end, &v))
+		if (!run_tight_row(&p, end, &t->delta[i], &t->kind[i], &v))
 			return false;
 		if (v == 0)
 		{
@@ -301,9 +296,29 @@ tight_rows(const char *stream, uint32 len, bool refs_ok, TightRows *t)
 }
 
 /*
+ * Row i of c as a tight stream writes it (the writer's varints are the
+ * shortest, so this is its bytes again), its tuple or a reference to data
+ * row ref (-1: none) at q; returns the end.
+ */
+static char *
+tight_row_put(char *q, const TightRows *c, int i, const char *tuple, uint32 len, int ref)
+{
+	q = run_varint_put(q, c->delta[i]);
+	*q++ = (char) c->kind[i];
+	if (ref >= 0)
+	{
+		q = run_varint_put(q, 0);
+		return run_varint_put(q, (uint64) ref);
+	}
+	q = run_varint_put(q, len);
+	memcpy(q, tuple, len);
+	return q + len;
+}
+
+/*
  * rec's changelog stream with each row that is one of its data rows
- * naming it (LOG_CHANGELOG_REFS), in *len bytes, never more than the
- * stream's; NULL if no row is.
+ * naming it (LOG_CHANGELOG_REFS), in *len bytes; NULL if no row is (or it
+ * would not be shorter).
  */
 static char *
 changelog_refs(const CommitRecord *rec, uint32 *len)
@@ -319,34 +334,25 @@ changelog_refs(const CommitRecord *rec, uint32 *len)
 		!tight_rows(rec->data->stream, rec->data->stream_len, false, &d) ||
 		!tight_rows(stream, rec->changelog->stream_len, false, &c))
 		return NULL;
-	out = palloc(rec->changelog->stream_len);
+	/* (room for varints written longer than they were: never, by the writer) */
+	out = palloc(rec->changelog->stream_len + 2 * RUN_VARINT_MAX * c.n);
 	memcpy(out, stream, c.rows - stream);
 	q = out + (c.rows - stream);
 	for (int i = 0; i < c.n; i++)
 	{
 		int			j;
 
-		memcpy(q, c.start[i], c.prefix[i]);
-		q += c.prefix[i];
 		for (j = 0; j < d.n; j++)
 			if (d.len[j] == c.len[i] && memcmp(d.tuple[j], c.tuple[i], c.len[i]) == 0)
 				break;
 		/* (a tuple is longer than a varint: the reference is shorter) */
-		if (j < d.n && c.len[i] >= RUN_VARINT_MAX)
-		{
-			q = run_varint_put(q, 0);
-			q = run_varint_put(q, (uint64) j);
-			any = true;
-		}
-		else
-		{
-			q = run_varint_put(q, c.len[i]);
-			memcpy(q, c.tuple[i], c.len[i]);
-			q += c.len[i];
-		}
+		if (j == d.n || c.len[i] < RUN_VARINT_MAX)
+			j = -1;
+		any |= (j >= 0);
+		q = tight_row_put(q, &c, i, c.tuple[i], c.len[i], j);
 	}
 	*len = q - out;
-	return any ? out : NULL;
+	return any && *len <= rec->changelog->stream_len ? out : NULL;
 }
 
 /*
@@ -371,11 +377,7 @@ changelog_expand(const char *data, uint32 dlen, const char *kept, uint32 klen,
 	{
 		if (c.tuple[i] == NULL && c.len[i] >= (uint32) d.n)
 			return NULL;		/* a reference to no data row */
-		if (c.tuple[i] == NULL)
-			total += d.len[c.len[i]];
-		else
-			total += c.len[i];
-		total += c.prefix[i] + RUN_VARINT_MAX;
+		total += 3 * RUN_VARINT_MAX + (c.tuple[i] ? c.len[i] : d.len[c.len[i]]);
 	}
 	if (total > MaxAllocSize)
 		return NULL;
@@ -384,14 +386,10 @@ changelog_expand(const char *data, uint32 dlen, const char *kept, uint32 klen,
 	q = out + (c.rows - kept);
 	for (int i = 0; i < c.n; i++)
 	{
-		const char *tuple = c.tuple[i] ? c.tuple[i] : d.tuple[c.len[i]];
-		uint32		l = c.tuple[i] ? c.len[i] : d.len[c.len[i]];
-
-		memcpy(q, c.start[i], c.prefix[i]);
-		q += c.prefix[i];
-		q = run_varint_put(q, l);
-		memcpy(q, tuple, l);
-		q += l;
+		if (c.tuple[i])
+			q = tight_row_put(q, &c, i, c.tuple[i], c.len[i], -1);
+		else
+			q = tight_row_put(q, &c, i, d.tuple[c.len[i]], d.len[c.len[i]], -1);
 	}
 	*len = q - out;
 	return out;

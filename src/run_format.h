@@ -192,6 +192,21 @@ run_varint_get(const char **p, const char *end, uint64 *v)
  * The row count a compact stream (either form) gives, without checking
  * it (its CRC is checked when the run is read); 0 if it is too short.
  */
+/*
+ * The next row of a tight stream at *p (before end): its sequence number's
+ * delta from the stream's base, its kind and its tuple's length, *p moved
+ * to the tuple.  False if they are cut short; the caller checks the values.
+ */
+static inline bool
+run_tight_row(const char **p, const char *end, uint64 *delta, uint8 *kind,
+			  uint64 *tlen)
+{
+	if (!run_varint_get(p, end, delta) || *p >= end)
+		return false;
+	*kind = (uint8) *(*p)++;
+	return run_varint_get(p, end, tlen);
+}
+
 static inline uint64
 run_compact_nrows(const char *stream, uint32 len)
 {

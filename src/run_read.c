@@ -796,10 +796,10 @@ expand_tight(Relation rel, const RunInfo *run, const char *stored, uint32 len,
 	{
 		uint64		delta;
 		uint64		tlen;
+		uint8		kind;
 
-		if (!run_varint_get(&p, end, &delta) || delta > RUN_MAX_SEQ - base ||
-			p >= end || (uint8) *p++ > PK_DELETE ||
-			!run_varint_get(&p, end, &tlen) ||
+		if (!run_tight_row(&p, end, &delta, &kind, &tlen) ||
+			delta > RUN_MAX_SEQ - base || kind > PK_DELETE ||
 			tlen < offsetof(MinimalTupleData, t_bits) - MINIMAL_TUPLE_DATA_OFFSET ||
 			tlen > (uint64) (end - p))
 			corrupt(rel, run, "block", 0, "A row lies outside the block.");
@@ -818,11 +818,9 @@ expand_tight(Relation rel, const RunInfo *run, const char *stored, uint32 len,
 		MinimalTuple tup = RUN_ROW_TUPLE(rh);
 		uint64		delta = 0;
 		uint64		tlen = 0;
-		uint8		kind;
+		uint8		kind = 0;
 
-		(void) run_varint_get(&p, end, &delta);
-		kind = (uint8) *p++;
-		(void) run_varint_get(&p, end, &tlen);
+		(void) run_tight_row(&p, end, &delta, &kind, &tlen);
 		rh->seq_kind = RUN_ROW_MAKE(base + delta, kind);
 		memset(tup, 0, MINIMAL_TUPLE_DATA_OFFSET);
 		tup->t_len = tlen + MINIMAL_TUPLE_DATA_OFFSET;
@@ -1099,18 +1097,25 @@ cursor_load(RunCursor *c)
  * seeks each to a key, and reading block 0 first would waste a read per
  * run for every seek.
  */
-void
-run_cursor_open(RunCursor *c, Relation rel, PkTable *t, const RunInfo *run,
-				BufferAccessStrategy strategy)
+static void
+cursor_init(RunCursor *c, Relation rel, PkTable *t, const RunInfo *run,
+			BufferAccessStrategy strategy, RunIndex *index)
 {
 	memset(c, 0, sizeof(RunCursor));
 	c->rel = rel;
 	c->table = t;
 	c->run = run;
 	c->strategy = strategy;
-	c->index = run_index_get(rel, t, run);
+	c->index = index;
 	c->blockno = 0;
 	c->unloaded = true;
+}
+
+void
+run_cursor_open(RunCursor *c, Relation rel, PkTable *t, const RunInfo *run,
+				BufferAccessStrategy strategy)
+{
+	cursor_init(c, rel, t, run, strategy, run_index_get(rel, t, run));
 }
 
 /*
@@ -1130,13 +1135,7 @@ run_cursor_open_once(RunCursor *c, Relation rel, PkTable *t, const RunInfo *run)
 		return;
 	}
 	reader_init();
-	memset(c, 0, sizeof(RunCursor));
-	c->rel = rel;
-	c->table = t;
-	c->run = run;
-	c->index = load_compact_index(rel, t, run, CurrentMemoryContext);
-	c->blockno = 0;
-	c->unloaded = true;
+	cursor_init(c, rel, t, run, NULL, load_compact_index(rel, t, run, CurrentMemoryContext));
 }
 
 /* position at the run's first row (cursors open without reading a block) */
