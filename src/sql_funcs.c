@@ -230,11 +230,7 @@ runs_put(RunsOut *out, RunInfo *r)
 		RUN_IS_COMPACT(r) && r->record_count > 0)
 	{
 		if (out->rel == NULL)
-		{
-			MemoryContextSwitchTo(old);
 			out->rel = table_open(out->relid, AccessShareLock);
-			MemoryContextSwitchTo(out->rowcxt);
-		}
 		run_compact_key_range(out->rel, pk_table(out->rel), r, &min_key, &max_key);
 	}
 	values[0] = Int64GetDatum(r->run_id);
