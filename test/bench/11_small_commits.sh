@@ -12,6 +12,8 @@
 #   WAL per commit (runs, catalog, compaction)      <= 2x heap
 #   growth per commit over 100k commits             <= 1 kB: the table's
 #                                  file, and (shown beside it) the catalog
+#   WAL per commit over those 100k commits          info: compaction
+#                                  amortized over merges into the bottom
 #
 # WAL is counted from before the run to after the worker has compacted
 # what the run left due, with no logical replication slot (pkmerge then
@@ -83,24 +85,29 @@ catalog_bytes()
 		WHERE n.nspname = 'pkchangelog' AND c.relkind = 'r'"
 }
 
-# growth TABLE SPEC: "file catalog" bytes per commit over growth_txns
-# 1-row commits, on a freshly loaded table.
+# growth TABLE SPEC: "file catalog wal" bytes per commit over growth_txns
+# 1-row commits on a freshly loaded table: the table's file, the catalog,
+# and the WAL up to when the worker is done (compaction amortized over a
+# span that takes in merges into the bottom level, which a 20k-commit
+# window may or may not).
 growth()
 {
-	local f0 c0 f1 c1
+	local f0 c0 f1 c1 l0 l1
 	load "$1" "$2" "$rows"
 	f0=$(sql "SELECT pg_relation_size('$1')")
 	c0=$(catalog_bytes)
+	settle "$1"
+	l0=$(sql "SELECT pg_current_wal_insert_lsn()")
 	PGOPTIONS="$PGOPTIONS -c synchronous_commit=off" pg_bench -n -t "$growth_txns" -c 1 \
 		-D rows="$rows" -f "$(update_script "$1")" >/dev/null
 	sleep 1
 	settle "$1"
+	l1=$(sql "SELECT pg_current_wal_insert_lsn()")
 	f1=$(sql "SELECT pg_relation_size('$1')")
 	c1=$(catalog_bytes)
-	echo "$(((f1 - f0) / growth_txns)) $(((c1 - c0) / growth_txns))"
+	echo "$(((f1 - f0) / growth_txns)) $(((c1 - c0) / growth_txns))" \
+		"$(sql "SELECT round(('$l1'::pg_lsn - '$l0'::pg_lsn) / $growth_txns)")"
 }
-
-growth_file() { read -r f _ <<<"$(growth "$@")"; echo "$f"; }
 
 for producer in none lookup; do
 	sides heap "" "$producer" "$(producer_spec "$producer")"
@@ -111,10 +118,13 @@ for producer in none lookup; do
 	compare "1-row update, 4 clients, async" tps max 2 b/a "info" tps 4 off
 	compare "WAL per 1-row commit" B min 1 b/a "<= 2x" wal_per_commit
 	# growth: one run per side (each loads its own table)
-	read -r file catalog <<<"$(growth bench_b "${side_spec[1]}")"
-	heap_file=$(growth_file bench_a "")
+	read -r file catalog wal <<<"$(growth bench_b "${side_spec[1]}")"
+	read -r heap_file _ heap_wal <<<"$(growth bench_a "")"
 	line "growth per commit, $(human "$growth_txns") commits" \
 		"$(side_fig heap "$heap_file" B)" "$(side_fig "$producer" "$file" B)" \
 		"catalog $(fmt "$catalog" B)" "(target <= 1 kB)"
+	line "WAL per commit, $(human "$growth_txns") commits" \
+		"$(side_fig heap "$heap_wal" B)" "$(side_fig "$producer" "$wal" B)" \
+		"$(printf '%-15s %6.2fx' "$producer/heap" "$(div "$wal" "$heap_wal")")" "(info)"
 	drop_sides
 done
