@@ -12,7 +12,12 @@
  * opens a new one.  A log run's row keeps the id of its first snapshot
  * (created_snapshot) and, in min_seq, the first one not expired (records
  * before it are gone).  The records are page items in snapshot order, as
- * commits append them under the table's commit lock.
+ * commits append them under the table's commit lock, but for aborted
+ * transactions' records (below): one whose transaction also committed a
+ * compaction of the table first (a writer's at the stop trigger,
+ * pk_compact) took the id after that compaction's, which the next commit
+ * takes again after it, so a dead record can have a higher id than the
+ * records that follow it.
  *
  * Visibility.  A record is its committing transaction's: it counts only
  * once that transaction has committed, and an aborted one leaves a record
@@ -777,6 +782,21 @@ commit_log_resolve(Relation rel, const TableState *st)
 }
 
 /*
+ * Did the transaction of the record with header h abort?  Only a page's
+ * last record can be unresolved: its status is looked up then.
+ */
+static bool
+record_aborted(const LogRecordHeader *h)
+{
+	TransactionId xid = XidFromFullTransactionId(FullTransactionIdFromU64(h->xid));
+
+	if (h->flags & (LOG_RESOLVED | LOG_DEAD))
+		return (h->flags & LOG_DEAD) != 0;
+	return !TransactionIdIsCurrentTransactionId(xid) &&
+		!TransactionIdIsInProgress(xid) && !TransactionIdDidCommit(xid);
+}
+
+/*
  * Is the record with header h visible, by the rules in the header comment?
  * Sets *stop when no later record can be.
  */
@@ -846,9 +866,10 @@ commit_log_read(Relation rel, const RunInfo *page_run, int64 from, int64 to,
 		const char *end;
 
 		read_header(rel, block, page, off, &h, &body, &end);
-		if (h.snapshot_id > to)
+		/* past to: none later is in range, unless this one is aborted */
+		if (h.snapshot_id > to && !record_aborted(&h))
 			break;
-		if (h.snapshot_id <= from)
+		if (h.snapshot_id <= from || h.snapshot_id > to)
 			continue;
 		if (record_visible(&h, st, snapshot, stopped))
 			result = lappend(result, decode(rel, block, page, off));

@@ -119,6 +119,35 @@ SELECT r.kind, r.created_snapshot, r.min_seq, r.start_block = t.log_block AS blo
  WHERE t.relid = 'pl'::regclass;
 DROP TABLE pl;
 
+-- A transaction that committed a compaction of the table before its own
+-- commit took the id after the compaction's for its record; rolled back,
+-- it leaves a dead record with a higher id than the next commit's, which
+-- follows it on the page.  Readers of a range ending at the next commit's
+-- snapshot still find it: the change stream, a consumer, and the
+-- aggregate its commit maintained.
+CREATE TABLE plc (id int PRIMARY KEY, grp int, v int) USING pkmerge
+	WITH (changelog_producer = 'lookup');
+INSERT INTO plc VALUES (1, 1, 10);
+INSERT INTO plc VALUES (2, 1, 20);
+SELECT pk_materialize('plc_agg', 'SELECT grp, sum(v) AS total, count(*) AS n FROM plc GROUP BY grp');
+SELECT * FROM pk_consume('plc', 'etl');
+BEGIN;
+SELECT pk_compact('plc', true) AS compaction;
+INSERT INTO plc VALUES (3, 1, 30);
+PREPARE TRANSACTION 'plc_rollback';
+ROLLBACK PREPARED 'plc_rollback';
+UPDATE plc SET v = 40 WHERE id = 1;
+SELECT snapshot_id, commit_kind FROM pk_snapshots('plc');
+SELECT * FROM pk_changes('plc', 2, 3);
+SELECT * FROM pk_consume('plc', 'etl');
+SELECT * FROM plc_agg;
+SELECT count(*) AS out_of_step FROM pk_reconcile('plc_agg');
+INSERT INTO plc VALUES (5, 1, 50);
+SELECT * FROM pk_changes('plc', 3);
+SELECT * FROM pk_consume('plc', 'etl');
+SELECT * FROM plc_agg;
+DROP TABLE plc_agg, plc;
+
 -- DROP removes the table's catalog rows, in its transaction
 SELECT 'orders'::regclass::oid AS relid \gset
 BEGIN;
