@@ -92,8 +92,9 @@
 # cover them), every snapshot's changelog_record_count (none:
 # delta_record_count) the row records pk_changes gives for it (a TRUNCATE
 # record is none), every record's producer its snapshot's, pk_current_snapshot
-# the newest snapshot, and check_data_runs (test/setup/changelog_checker.sql) must
-# hold.  No snapshot may expire before it was read (retention is at least
+# the newest snapshot, each new snapshot's records read on their own
+# (pk_changes(t, id - 1, id)) those the range gave for it, and
+# check_data_runs (test/setup/changelog_checker.sql) must hold.  No snapshot may expire before it was read (retention is at least
 # 30 snapshots, and a table writes at most a few per transaction) unless a
 # TRUNCATE expired it; a read from before such a TRUNCATE must fail with
 # 72000, and the replay then starts at the OVERWRITE snapshot without

@@ -752,6 +752,10 @@ sub changelog_check
 		  . " FROM pk_changes('$n'" . ($restart ? '' : ", $m->{last}") . ')'
 		  . ' WITH ORDINALITY AS c(snapshot_id, rowkind, row, producer, ord) ORDER BY c.ord',
 		($stream_only ? () : ('SELECT ' . $kj->('to_jsonb(x)') . ', ' . $proj->('to_jsonb(x)') . " FROM $n x")),
+		# each new snapshot read on its own: a range ending at it gives
+		# what the whole range gives for it
+		"SELECT s.snapshot_id, (SELECT count(*) FROM pk_changes('$n', s.snapshot_id - 1, s.snapshot_id)) "
+		  . "FROM pk_snapshots('$n') s WHERE s.snapshot_id > " . ($restart ? 0 : $m->{last}) . ' ORDER BY 1',
 		($e->{data_runs_check} ? ("SELECT check_data_runs('$n')") : ()),
 		'COMMIT')
 	{
@@ -759,8 +763,10 @@ sub changelog_check
 		return $abort->($r, $f) if $f;
 		push @res, $r->{rows};
 	}
-	my ($changes, $table, $dr) = $stream_only ? ($res[0], undef, $res[1]) : @res;
-	$dr = undef unless $e->{data_runs_check};
+	my $changes = shift @res;
+	my $table = $stream_only ? undef : shift @res;
+	my $alone = shift @res;
+	my $dr = $e->{data_runs_check} ? shift @res : undef;
 	return $e->fail('data_runs', $ti, "check_data_runs: $dr->[0][0]") if $dr && $dr->[0][0] ne 'ok';
 	my %kind = map { $_->[0] => $_->[1] } @$snaps;
 	my %count;
@@ -779,6 +785,13 @@ sub changelog_check
 	{
 		return $e->fail('changelog', $ti, "pk_changes gives records of snapshot $sid, which pk_snapshots does not list")
 		  unless $kind{$sid};
+	}
+	for my $a (@$alone)
+	{
+		my $whole = scalar @{ $bysnap{ $a->[0] } // [] };
+		return $e->fail('changelog', $ti, "pk_changes('$n', " . ($a->[0] - 1) . ", $a->[0]) gives $a->[1] records, "
+			  . "the range from the last check $whole for snapshot $a->[0]")
+		  if $a->[1] != $whole;
 	}
 	for my $snap (@$snaps)
 	{
