@@ -27,7 +27,10 @@
 # (sometimes REPEATABLE READ or SERIALIZABLE), then 1-12 operations on 1-3
 # tables among SAVEPOINT / ROLLBACK TO / RELEASE, ending in COMMIT or
 # ROLLBACK (a tenth of them through PREPARE TRANSACTION and COMMIT or
-# ROLLBACK PREPARED); some are single autocommit statements; some are maintenance
+# ROLLBACK PREPARED, half of those rolled back beginning with a full
+# pk_compact of a table they write, which leaves a dead commit log record
+# of a higher id than the next commit's); some are single autocommit
+# statements; some are maintenance
 # (VACUUM, VACUUM FULL, ANALYZE, pk_compact, pk_expire_snapshots,
 # CHECKPOINT, an immediate restart, ALTER TABLE ... SET
 # (changelog_producer) to another producer).
