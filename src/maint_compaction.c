@@ -505,9 +505,9 @@ made_under_none(Oid relid, int64 snapshot_id)
  * whose snapshot made_under_none says so?  A merge of small runs takes
  * dozens of recent commits' runs, whose snapshots are near each other:
  * they are read in one pass over the span (one lookup each read the
- * commit log from its page on, a third of a 1-row commit's time when
- * writers merge them at the stop trigger); runs far apart are looked up
- * one by one.
+ * commit log from its page on: 9% of a backend's time under 1-row
+ * commits, whose writers merge small runs at the stop trigger); runs far
+ * apart are looked up one by one.
  */
 static bool *
 inputs_under_none(Oid relid, List *inputs)
