@@ -624,6 +624,25 @@ commit_log_fits(const CommitRecord *rec)
 		BLCKSZ - SizeOfPageHeaderData - MAXALIGN(sizeof(LogPageOpaque));
 }
 
+/*
+ * The status of the record with header h: LOG_RESOLVED (committed),
+ * LOG_DEAD (aborted), or 0 while its transaction has not ended.  Its flag
+ * if it has one; only a page's last record can be unresolved, and its
+ * transaction's status is looked up then.
+ */
+static uint8
+record_status(const LogRecordHeader *h)
+{
+	TransactionId xid;
+
+	if (h->flags & (LOG_RESOLVED | LOG_DEAD))
+		return h->flags & (LOG_RESOLVED | LOG_DEAD);
+	xid = XidFromFullTransactionId(FullTransactionIdFromU64(h->xid));
+	if (TransactionIdIsCurrentTransactionId(xid) || TransactionIdIsInProgress(xid))
+		return 0;
+	return TransactionIdDidCommit(xid) ? LOG_RESOLVED : LOG_DEAD;
+}
+
 /* what the unresolved record at off becomes, its transaction having ended */
 static uint8
 resolution(Relation rel, BlockNumber block, Page page, OffsetNumber off)
@@ -631,15 +650,11 @@ resolution(Relation rel, BlockNumber block, Page page, OffsetNumber off)
 	LogRecordHeader h;
 	const char *body;
 	const char *end;
-	TransactionId xid;
 
 	read_header(rel, block, page, off, &h, &body, &end);
 	if (h.flags & (LOG_RESOLVED | LOG_DEAD))
-		return 0;
-	xid = XidFromFullTransactionId(FullTransactionIdFromU64(h.xid));
-	if (TransactionIdIsCurrentTransactionId(xid) || TransactionIdIsInProgress(xid))
-		return 0;				/* not ended: left as it is */
-	return TransactionIdDidCommit(xid) ? LOG_RESOLVED : LOG_DEAD;
+		return 0;				/* resolved already */
+	return record_status(&h);
 }
 
 static void
@@ -782,21 +797,6 @@ commit_log_resolve(Relation rel, const TableState *st)
 }
 
 /*
- * Did the transaction of the record with header h abort?  Only a page's
- * last record can be unresolved: its status is looked up then.
- */
-static bool
-record_aborted(const LogRecordHeader *h)
-{
-	TransactionId xid = XidFromFullTransactionId(FullTransactionIdFromU64(h->xid));
-
-	if (h->flags & (LOG_RESOLVED | LOG_DEAD))
-		return (h->flags & LOG_DEAD) != 0;
-	return !TransactionIdIsCurrentTransactionId(xid) &&
-		!TransactionIdIsInProgress(xid) && !TransactionIdDidCommit(xid);
-}
-
-/*
  * Is the record with header h visible, by the rules in the header comment?
  * Sets *stop when no later record can be.
  */
@@ -867,7 +867,7 @@ commit_log_read(Relation rel, const RunInfo *page_run, int64 from, int64 to,
 
 		read_header(rel, block, page, off, &h, &body, &end);
 		/* past to: none later is in range, unless this one is aborted */
-		if (h.snapshot_id > to && !record_aborted(&h))
+		if (h.snapshot_id > to && record_status(&h) != LOG_DEAD)
 			break;
 		if (h.snapshot_id <= from || h.snapshot_id > to)
 			continue;
