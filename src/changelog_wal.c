@@ -37,7 +37,8 @@
  * holds rows up to about PK_WAL_BATCH bytes, a -U and its +U always in the
  * same record.  Redo does nothing for them: the pages are restored by
  * their own records.  The same resource manager carries the commit log's
- * records (commit_log.c), which redo applies and decoding skips.
+ * records (commit_log.c) and the run pages' (run_wal.c), which redo
+ * applies and decoding skips.
  *
  * A decoded row carries its snapshot id in the tuple header's xmin and
  * xmax, which a decoded tuple does not otherwise use; the pkchangelog
@@ -47,6 +48,7 @@
  */
 #include "postgres.h"
 
+#include "access/bufmask.h"
 #include "access/htup_details.h"
 #include "access/xact.h"
 #include "access/xlog.h"
@@ -70,6 +72,7 @@
 #include "commit_log.h"
 #include "guc.h"
 #include "run_format.h"
+#include "run_wal.h"
 
 /* the record's one type */
 #define XLOG_PK_CHANGES		0x00
@@ -200,12 +203,16 @@ changelog_wal_log_snapshot(Relation rel, const SnapshotInfo *si, List *runs,
 
 /*
  * The change records need nothing (the pages are restored by their own
- * records); the commit log's are applied to its pages.
+ * records); the run pages' and the commit log's are applied to the pages.
  */
 static void
 pk_rm_redo(XLogReaderState *record)
 {
-	if ((XLogRecGetInfo(record) & ~XLR_INFO_MASK) != XLOG_PK_CHANGES)
+	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+
+	if (info == XLOG_PK_RUN_PAGE)
+		run_wal_redo(record);
+	else if (info != XLOG_PK_CHANGES)
 		commit_log_redo(record);
 }
 
@@ -214,6 +221,8 @@ pk_rm_identify(uint8 info)
 {
 	if ((info & ~XLR_INFO_MASK) == XLOG_PK_CHANGES)
 		return "CHANGES";
+	if ((info & ~XLR_INFO_MASK) == XLOG_PK_RUN_PAGE)
+		return "RUN_PAGE";
 	return commit_log_identify(info);
 }
 
@@ -222,6 +231,11 @@ pk_rm_desc(StringInfo buf, XLogReaderState *record)
 {
 	xl_pk_changes hdr;
 
+	if ((XLogRecGetInfo(record) & ~XLR_INFO_MASK) == XLOG_PK_RUN_PAGE)
+	{
+		run_wal_desc(buf, record);
+		return;
+	}
 	if ((XLogRecGetInfo(record) & ~XLR_INFO_MASK) != XLOG_PK_CHANGES)
 	{
 		commit_log_desc(buf, record);
@@ -301,7 +315,7 @@ pk_rm_decode(LogicalDecodingContext *ctx, XLogRecordBuffer *buf)
 	ReorderBufferTupleBuf *before = NULL;
 
 	ReorderBufferProcessXid(ctx->reorder, xid, buf->origptr);
-	/* the commit log's records carry no changes for decoding */
+	/* the commit log's and run pages' records carry no changes to decode */
 	if ((XLogRecGetInfo(r) & ~XLR_INFO_MASK) != XLOG_PK_CHANGES)
 		return;
 	if (SnapBuildCurrentState(ctx->snapshot_builder) < SNAPBUILD_FULL_SNAPSHOT)
@@ -366,11 +380,23 @@ pk_rm_decode(LogicalDecodingContext *ctx, XLogRecordBuffer *buf)
 		queue_change(ctx, buf, &hdr, REORDER_BUFFER_CHANGE_DELETE, before, NULL);
 }
 
+/*
+ * wal_consistency_checking = 'pkchangelog': redo rebuilds the pages byte
+ * for byte, but for the LSN and checksum the page image taken at logging
+ * time predates.
+ */
+static void
+pk_rm_mask(char *page, BlockNumber blkno)
+{
+	mask_page_lsn_and_checksum(page);
+}
+
 static RmgrData pk_rmgr = {
 	.rm_name = "pkchangelog",
 	.rm_redo = pk_rm_redo,
 	.rm_desc = pk_rm_desc,
 	.rm_identify = pk_rm_identify,
+	.rm_mask = pk_rm_mask,
 	.rm_decode = pk_rm_decode,
 };
 

@@ -4,8 +4,8 @@
  *	  Writes one sorted run: rows arrive in key order, are packed into
  *	  zstd-compressed data blocks with CRC32C, followed by the block index
  *	  and a bloom filter; the stream is then laid over freshly allocated
- *	  pages, each WAL-logged as a full-page image, or, when it is small,
- *	  kept in the run's catalog row.
+ *	  pages, each WAL-logged by run_wal.c, or, when it is small, kept in
+ *	  the run's catalog row.
  *
  * The run's place (and so its pages) can only be chosen once its size is
  * known, so the stream is built first: in memory up to
@@ -28,12 +28,12 @@
 
 #include <zstd.h>
 
-#include "access/xloginsert.h"
 #include "catalog.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "port/pg_crc32c.h"
 #include "run_space.h"
+#include "run_wal.h"
 #include "storage/buffile.h"
 #include "storage/bufmgr.h"
 #include "utils/memutils.h"
@@ -474,6 +474,8 @@ write_pages(Relation rel, BlockNumber start, uint32 npages, Spool *stream,
 {
 	bool		needs_wal = RelationNeedsWAL(rel);
 	PGAlignedBlock buf;
+	PGAlignedBlock payload;
+	RunPageWal *wal = needs_wal ? palloc(sizeof(RunPageWal)) : NULL;
 
 	spool_rewind(stream);
 	for (uint32 i = 0; i < npages; i++)
@@ -483,22 +485,27 @@ write_pages(Relation rel, BlockNumber start, uint32 npages, Spool *stream,
 		Page		page;
 		/* pages past the stream (padding) stay empty */
 		Size		n = Min(RUN_PAGE_PAYLOAD, stream->total - stream->pos);
-		/* read before the buffer is locked: reading the file may fail */
-		const char *bytes = spool_read(stream, n, buf.data);
 
 		CHECK_FOR_INTERRUPTS();
+		/*
+		 * The page's payload and its WAL record's data, before the buffer is
+		 * locked: reading the file or compressing may fail
+		 */
+		memcpy(payload.data, spool_read(stream, n, buf.data), n);
+		if (i == 0)
+			memcpy(payload.data, hdr, sizeof(RunHeader));
+		if (needs_wal)
+			run_wal_prepare(wal, payload.data, n);
 		/* space_reserve extended the file over the run's blocks */
 		buffer = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_ZERO_AND_LOCK, NULL);
 		page = BufferGetPage(buffer);
 		START_CRIT_SECTION();
 		PageInit(page, BLCKSZ, 0);
-		memcpy((char *) page + SizeOfPageHeaderData, bytes, n);
-		if (i == 0)
-			memcpy((char *) page + SizeOfPageHeaderData, hdr, sizeof(RunHeader));
+		memcpy((char *) page + SizeOfPageHeaderData, payload.data, n);
 		((PageHeader) page)->pd_lower = SizeOfPageHeaderData + n;
 		MarkBufferDirty(buffer);
 		if (needs_wal)
-			log_newpage_buffer(buffer, true);
+			run_wal_log_page(buffer, wal);
 		END_CRIT_SECTION();
 		UnlockReleaseBuffer(buffer);
 	}

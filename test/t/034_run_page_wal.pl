@@ -1,0 +1,113 @@
+# 034_run_page_wal.pl: run pages are WAL-logged as records of the
+# extension's resource manager carrying their bytes compressed again
+# (run_wal.c), and redo rebuilds every page the extension logs byte for
+# byte.
+#
+# 1. A bulk load: one RUN_PAGE record per page of its runs, no page image
+#    of the table, and fewer WAL bytes than the pages hold.
+# 2. wal_consistency_checking = 'pkchangelog': each of the extension's
+#    records then also carries its pages as they were when it was logged,
+#    and recovery compares the page its redo rebuilt with that image (a
+#    difference is FATAL: recovery stops).  Bulk loads, small commits (the
+#    commit log's appends), compactions and TRUNCATEs of every producer,
+#    then an immediate stop: the server recovers, and every table holds
+#    what it held, with the same change stream.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('run_page_wal');
+$node->init;
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'pkchangelog'
+checkpoint_timeout = 1h
+max_wal_size = 1GB
+});
+$node->start;
+$node->safe_psql('postgres', q{
+CREATE EXTENSION pkchangelog;
+CREATE EXTENSION pg_walinspect;
+CREATE PROCEDURE small_commits(t regclass, n int) LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1..n LOOP
+		EXECUTE format('UPDATE %s SET v = v || ''+'' WHERE k = $1', t) USING i * 37 % 5000 + 1;
+		COMMIT;
+	END LOOP;
+END $$;
+});
+
+# 1: a bulk load's pages
+$node->safe_psql('postgres', q{
+CREATE TABLE bulk (k int PRIMARY KEY, v text) USING pkmerge;});
+my $l0 = $node->safe_psql('postgres', 'SELECT pg_current_wal_insert_lsn()');
+$node->safe_psql('postgres', q{
+INSERT INTO bulk SELECT g, md5(g::text) || ' ' || g FROM generate_series(1, 50000) g;});
+my $l1 = $node->safe_psql('postgres', 'SELECT pg_current_wal_insert_lsn()');
+my $filenode = $node->safe_psql('postgres', q{SELECT pg_relation_filenode('bulk')});
+my ($records, $bytes, $images) = split /\|/, $node->safe_psql('postgres', qq{
+SELECT count(*) FILTER (WHERE resource_manager = 'pkchangelog' AND record_type = 'RUN_PAGE'),
+	   coalesce(sum(record_length) FILTER (WHERE resource_manager = 'pkchangelog' AND record_type = 'RUN_PAGE'), 0),
+	   count(*) FILTER (WHERE fpi_length > 0)
+  FROM pg_get_wal_records_info('$l0', '$l1')
+ WHERE block_ref LIKE '%/$filenode fork main blk %'});
+my $pages = $node->safe_psql('postgres', q{
+SELECT sum(nblocks) FROM pkchangelog.runs WHERE relid = 'bulk'::regclass AND kind <> 'log'});
+cmp_ok($pages, '>', 100, "the bulk load wrote run pages ($pages)");
+is($records, $pages, 'one RUN_PAGE record per run page');
+is($images, 0, 'no page image of the table');
+cmp_ok($bytes, '<', 0.9 * $pages * 8192,
+	"the records take fewer bytes than the pages ($bytes for $pages pages)");
+note(sprintf('%.1f%% of the pages\' bytes', 100 * $bytes / ($pages * 8192)));
+
+# 2: redo checked page by page
+$node->safe_psql('postgres', q{
+ALTER SYSTEM SET wal_consistency_checking = 'pkchangelog';
+SELECT pg_reload_conf();});
+$node->safe_psql('postgres', 'CHECKPOINT');
+my $c0 = $node->safe_psql('postgres', 'SELECT pg_current_wal_insert_lsn()');
+my @producers = ('none', 'input', 'lookup', 'full-compaction');
+for my $i (0 .. $#producers)
+{
+	my $t = "p$i";
+	$node->safe_psql('postgres', qq{
+CREATE TABLE $t (k int PRIMARY KEY, v text) USING pkmerge
+	WITH (changelog_producer = '$producers[$i]');
+INSERT INTO $t SELECT g, md5(g::text) FROM generate_series(1, 5000) g;});
+	$node->safe_psql('postgres', "CALL small_commits('$t', 300)");
+	$node->safe_psql('postgres', "SELECT pk_compact('$t', true)");
+	$node->safe_psql('postgres', "CALL small_commits('$t', 100)");
+	$node->safe_psql('postgres', qq{
+BEGIN;
+TRUNCATE $t;
+INSERT INTO $t SELECT g, md5((g * 3)::text) FROM generate_series(1, 3000) g;
+COMMIT;});
+	$node->safe_psql('postgres', "CALL small_commits('$t', 50)");
+}
+my $c1 = $node->safe_psql('postgres', 'SELECT pg_current_wal_insert_lsn()');
+my ($run_images, $log_images) = split /\|/, $node->safe_psql('postgres', qq{
+SELECT count(*) FILTER (WHERE record_type = 'RUN_PAGE'),
+	   count(*) FILTER (WHERE record_type LIKE 'LOG_APPEND%')
+  FROM pg_get_wal_records_info('$c0', '$c1')
+ WHERE resource_manager = 'pkchangelog' AND fpi_length > 0});
+cmp_ok($run_images, '>', 0, "run page records carry images to check ($run_images)");
+cmp_ok($log_images, '>', 0, "commit log appends carry images to check ($log_images)");
+
+my $digest_sql = join(' UNION ALL ', map { qq{
+SELECT '$_', (SELECT md5(string_agg(k || ':' || v, ',' ORDER BY k)) FROM $_),
+	   (SELECT md5(string_agg(snapshot_id || rowkind || "row"::text, ','
+							  ORDER BY snapshot_id, "row"::text, rowkind))
+		  FROM pk_changes('$_'))} }
+	('bulk', map { "p$_" } 0 .. $#producers));
+my $before = $node->safe_psql('postgres', $digest_sql);
+$node->stop('immediate');
+$node->start;
+ok(1, 'recovery rebuilt every page of the extension as logged');
+is($node->safe_psql('postgres', $digest_sql), $before,
+	'the tables and their change streams are as before the stop');
+my $log = slurp_file($node->logfile);
+unlike($log, qr/inconsistent page found/, 'no inconsistent page in the log');
+like($log, qr/redo done at/, 'the server replayed WAL at startup');
+
+done_testing();
