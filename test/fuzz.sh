@@ -27,9 +27,11 @@ pk_setup fuzz
 trap 'exit 130' INT
 trap 'exit 143' TERM
 # deterministic: no background worker, no autovacuum; a crash restarts the
-# server so the reduction can go on
+# server so the reduction can go on; recovery checks every page the
+# extension's WAL records rebuild
 pk_cluster_start "autovacuum = off
 restart_after_crash = on
+wal_consistency_checking = 'pkchangelog'
 pkchangelog.worker_enabled = $([ "${FUZZ_WORKER:-}" = 1 ] && echo on || echo off)"
 
 echo "make fuzz: seed $SEED, $MINUTES minutes${FUZZ_AVOID:+, FUZZ_AVOID=$FUZZ_AVOID}${FUZZ_WORKER:+, FUZZ_WORKER=$FUZZ_WORKER}"

@@ -5,7 +5,8 @@
 # after each one the contents and a few queries must agree, every few the
 # change streams must replay to the tables, and the server log must show
 # no crash; now and then the server is shut down in immediate mode and
-# started again.  Deterministic: the background worker and autovacuum are
+# started again, its recovery checking every page the extension's WAL
+# records rebuild against the page as logged (wal_consistency_checking).  Deterministic: the background worker and autovacuum are
 # off, and the statements depend on the seed alone.  On a failure the test
 # prints the failing check and a minimal reproduction (a psql script).
 # FUZZ_AVOID (see PkFuzz.pm) can be set to look past a known defect; by
@@ -27,6 +28,7 @@ $node->init;
 $node->append_conf('postgresql.conf', q{
 autovacuum = off
 restart_after_crash = on
+wal_consistency_checking = 'pkchangelog'
 });
 $node->start;
 
