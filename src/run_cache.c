@@ -108,6 +108,14 @@ copy_run(const RunInfo *run)
 	return r;
 }
 
+/* e leaves the cache, with its runs */
+static void
+drop_entry(CacheEntry *e)
+{
+	MemoryContextDelete(e->cxt);
+	hash_search(cache, &e->relid, HASH_REMOVE, NULL);
+}
+
 /*
  * keep runs as the list of version (xmin, st's last snapshot id), in run id
  * order, with st's counters
@@ -517,7 +525,7 @@ runcache_commit_visible(void)
 		 */
 		if (cat_table_last_write(to_publish[i].relid) != to_publish[i].writeno)
 		{
-			hash_search(cache, &to_publish[i].relid, HASH_REMOVE, NULL);
+			drop_entry(e);
 			continue;
 		}
 		e->completions = snap->snapXactCompletionCount;
@@ -582,10 +590,7 @@ runcache_xact_end(bool committed)
 			for (int i = 0; i < npublish && !stored; i++)
 				stored = to_publish[i].relid == e->relid;
 			if (stored)
-			{
-				MemoryContextDelete(e->cxt);
-				hash_search(cache, &e->relid, HASH_REMOVE, NULL);
-			}
+				drop_entry(e);
 		}
 	}
 	npublish = 0;

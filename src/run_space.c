@@ -39,6 +39,27 @@ extent_cmp(const ListCell *a, const ListCell *b)
 	return (sa > sb) - (sa < sb);
 }
 
+/* the larger gap first, the earlier of equal ones */
+static int
+gap_len_cmp(const void *a, const void *b)
+{
+	const SpaceGap *ga = a;
+	const SpaceGap *gb = b;
+
+	if (ga->len != gb->len)
+		return (ga->len < gb->len) - (ga->len > gb->len);
+	return (ga->start > gb->start) - (ga->start < gb->start);
+}
+
+static int
+gap_start_cmp(const void *a, const void *b)
+{
+	const SpaceGap *ga = a;
+	const SpaceGap *gb = b;
+
+	return (ga->start > gb->start) - (ga->start < gb->start);
+}
+
 /*
  * Extend the file over the blocks up to end now: writers of runs placed
  * after ours must find their blocks where they were told, whatever order
@@ -125,12 +146,13 @@ space_truncate(Relation rel, BlockNumber *before, BlockNumber *after,
 	List	   *extents;
 	ListCell   *lc;
 	BlockNumber end = 0;
-	SpaceGap	gaps[HINTS_MAX_GAPS];
+	SpaceGap   *gaps;
 	int			ngaps = 0;
 
 	*used = 0;
 	cat_space_lock(RelationGetRelid(rel));
 	extents = cat_used_extents(RelationGetRelid(rel), rel->rd_node.relNode);
+	gaps = palloc(sizeof(SpaceGap) * (list_length(extents) + 1));
 	/* in block order: the gaps between them (extents may overlap) */
 	list_sort(extents, extent_cmp);
 	foreach(lc, extents)
@@ -138,7 +160,7 @@ space_truncate(Relation rel, BlockNumber *before, BlockNumber *after,
 		List	   *e = lfirst(lc);
 		BlockNumber s = (BlockNumber) linitial_int(e);
 
-		if (s > end && ngaps < HINTS_MAX_GAPS)
+		if (s > end)
 		{
 			gaps[ngaps].start = end;
 			gaps[ngaps].len = s - end;
@@ -151,7 +173,20 @@ space_truncate(Relation rel, BlockNumber *before, BlockNumber *after,
 	if (end < *before)
 		RelationTruncate(rel, end);
 	*after = Min(end, *before);
-	/* new runs fill the gaps first */
+
+	/*
+	 * New runs fill the gaps first: the largest ones, in block order.  The
+	 * first ones in block order are often single blocks a commit log page
+	 * left among long-lived runs, while expiration frees whole stretches
+	 * of the file's history further on: kept alone, they were used up in
+	 * a moment and the file grew at its end until the next call.
+	 */
+	if (ngaps > HINTS_MAX_GAPS)
+	{
+		qsort(gaps, ngaps, sizeof(SpaceGap), gap_len_cmp);
+		ngaps = HINTS_MAX_GAPS;
+		qsort(gaps, ngaps, sizeof(SpaceGap), gap_start_cmp);
+	}
 	hints_set_file_end(&rel->rd_node, end, gaps, ngaps);
 	cat_space_unlock(RelationGetRelid(rel));
 }

@@ -26,7 +26,7 @@ typedef struct SpaceGap
 	BlockNumber len;
 } SpaceGap;
 
-/* gaps kept per file: the first ones in block order */
+/* gaps kept per file: the largest ones, in block order */
 #define HINTS_MAX_GAPS 64
 
 /*

@@ -94,3 +94,30 @@ SELECT count(*), sum(v) = 2000 * 2001 AS values_right FROM ix;
 RESET pkchangelog.run_index_cache_size;
 DROP PROCEDURE ix_commits;
 DROP TABLE ix;
+
+-- A backend keeps one run list per table, whatever its commits do after
+-- storing theirs: a commit that expires snapshots (every 64th) writes the
+-- table's row again if commits were folded after it, and the list the
+-- commit stored goes; its memory went with it only since a fix (each such
+-- commit left its list's context behind, about 9 kB: a long session grew
+-- by that much every 64 commits while retention passed).
+CREATE TABLE rl (id int PRIMARY KEY, v int) USING pkmerge
+	WITH (changelog_producer = 'lookup', snapshot_time_retained = '0ms',
+		  snapshot_num_retained_min = 1);
+INSERT INTO rl SELECT g, 0 FROM generate_series(1, 2000) g;
+SELECT count(*) AS lists_before FROM pg_backend_memory_contexts
+WHERE name = 'pkmerge run list' \gset
+CREATE PROCEDURE rl_commits(n int) LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1..n LOOP
+		UPDATE rl SET v = v + 1 WHERE id = (i * 7919) % 2000 + 1;
+		COMMIT;
+	END LOOP;
+END $$;
+CALL rl_commits(1000);
+SELECT count(*) - :lists_before <= 1 AS at_most_one_new_list
+FROM pg_backend_memory_contexts WHERE name = 'pkmerge run list';
+SELECT (SELECT count(*) FROM pk_snapshots('rl')) < 64 AS expired,
+	   sum(v) AS updates FROM rl;
+DROP PROCEDURE rl_commits;
+DROP TABLE rl;

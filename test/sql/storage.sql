@@ -149,4 +149,43 @@ SELECT level, start_block < :bottom_block AS in_gap, nblocks > 0 AS has_pages
 SELECT pg_relation_size('g') / 8192 = :pages_before AS file_not_grown;
 SELECT count(*), sum(length(v)), min(id), max(id) FROM g;
 
+-- VACUUM keeps the largest gaps, not the first ones in block order: more
+-- than 64 single pages freed among runs that stay (the changelog runs of
+-- 80 UPDATEs, between their data runs), then a stretch freed after them
+-- (a large UPDATE's changelog run), all expired: a later run of 14 pages
+-- goes into the stretch, and the file does not grow
+CREATE TABLE lg (id int PRIMARY KEY, v text) USING pkmerge
+	WITH (changelog_producer = 'lookup', snapshot_num_retained_min = 1,
+		  snapshot_time_retained = '0ms',
+		  num_sorted_run_compaction_trigger = 400, num_sorted_run_stop_trigger = 401);
+CREATE PROCEDURE lg_fill() LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 0..79 LOOP
+		INSERT INTO lg SELECT g, md5(g::text) FROM generate_series(i * 100 + 1, i * 100 + 100) g;
+		COMMIT;
+		UPDATE lg SET v = v || 'x' WHERE id BETWEEN i * 100 + 1 AND i * 100 + 100;
+		COMMIT;
+	END LOOP;
+END $$;
+CALL lg_fill();
+UPDATE lg SET v = v || 'y';
+INSERT INTO lg VALUES (0, 'zero');
+SELECT pk_expire_snapshots('lg') > 0 AS expired;
+VACUUM lg;
+SELECT pg_relation_size('lg') / 8192 AS pages_before \gset
+WITH e AS (SELECT start_block AS s, start_block + nblocks AS e
+		   FROM pkchangelog.runs WHERE relid = 'lg'::regclass AND nblocks > 0),
+o AS (SELECT s, coalesce(max(e) OVER (ORDER BY s ROWS BETWEEN UNBOUNDED PRECEDING
+											  AND 1 PRECEDING), 0) AS pe FROM e)
+SELECT count(*) > 64 AS over_64_gaps, count(*) FILTER (WHERE s - pe = 1) > 64 AS over_64_single_pages,
+	   max(s - pe) >= 14 AS a_stretch
+FROM o WHERE s > pe;
+INSERT INTO lg SELECT g, md5(g::text) FROM generate_series(10001, 13000) g;
+SELECT nblocks, start_block < :pages_before AS in_gap FROM pkchangelog.runs
+WHERE relid = 'lg'::regclass AND kind = 'data' ORDER BY run_id DESC LIMIT 1;
+SELECT pg_relation_size('lg') / 8192 = :pages_before AS file_not_grown;
+SELECT count(*), sum(length(v)) FROM lg;
+DROP PROCEDURE lg_fill;
+DROP TABLE lg;
+
 DROP TABLE z, n, h, g, s;
