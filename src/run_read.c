@@ -89,6 +89,16 @@ static Size block_cache_bytes = 0;
 static int	block_pins = 0;		/* pins held on cached blocks */
 static ZSTD_DCtx *zstd_dctx = NULL;
 
+/* the backend's zstd decompression context, made on first use */
+ZSTD_DCtx *
+run_zstd_dctx(void)
+{
+	if (zstd_dctx == NULL && (zstd_dctx = ZSTD_createDCtx()) == NULL)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY),
+						errmsg("out of memory creating zstd context")));
+	return zstd_dctx;
+}
+
 /* the OID of the pkchangelog.runs the cached runs are of, when checked */
 static Oid	cache_catalog = InvalidOid;
 static bool cache_catalog_checked = false;
@@ -744,10 +754,7 @@ decode_stored(Relation rel, const RunInfo *run, const RunIndexEntry *ie,
 	{
 		size_t		n;
 
-		if (zstd_dctx == NULL && (zstd_dctx = ZSTD_createDCtx()) == NULL)
-			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY),
-							errmsg("out of memory creating zstd context")));
-		n = ZSTD_decompressDCtx(zstd_dctx, b->raw, bh.raw_len, stored + sizeof(bh), bh.stored_len);
+		n = ZSTD_decompressDCtx(run_zstd_dctx(), b->raw, bh.raw_len, stored + sizeof(bh), bh.stored_len);
 
 		if (ZSTD_isError(n) || n != bh.raw_len)
 			corrupt(rel, run, "block", blockno, "zstd could not decompress it.");

@@ -13,10 +13,12 @@
  * small commit's WAL is compaction's rewritten pages, and bulk loads write
  * little else.  A payload that does not shrink is stored as it is.
  *
- * The page is built in memory and compressed before the caller locks its
- * buffer and enters the critical section, where only the WAL insertion
- * happens.  The record registers the buffer REGBUF_WILL_INIT: no page
- * image is taken after a checkpoint either.
+ * The writer (run_write.c, which does the compressing) builds the page and
+ * its record's data in memory before it locks the buffer and enters the
+ * critical section, where only the WAL insertion happens; redo
+ * decompresses with run_read.c's context.  The record registers the
+ * buffer REGBUF_WILL_INIT: no page image is taken after a checkpoint
+ * either.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,9 +31,8 @@
 #include "storage/bufpage.h"
 
 #include "guc.h"
+#include "run_read.h"
 #include "run_wal.h"
-
-#define RUN_WAL_ZSTD_LEVEL	1
 
 /* the record's main data; the block's data is the (compressed) payload */
 typedef struct xl_pk_run_page
@@ -41,42 +42,6 @@ typedef struct xl_pk_run_page
 } xl_pk_run_page;
 
 #define SizeOfPkRunPage (offsetof(xl_pk_run_page, compressed) + sizeof(bool))
-
-static ZSTD_CCtx *cctx = NULL;
-static ZSTD_DCtx *dctx = NULL;
-
-/*
- * pw: the record's data for a page whose payload is len bytes at payload.
- * Outside a critical section: compressing may allocate.
- */
-void
-run_wal_prepare(RunPageWal *pw, const char *payload, Size len)
-{
-	size_t		clen = 0;
-
-	Assert(len <= BLCKSZ - SizeOfPageHeaderData);
-	pw->payload_len = (uint16) len;
-	pw->compressed = false;
-	if (len > 0)
-	{
-		if (cctx == NULL && (cctx = ZSTD_createCCtx()) == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("out of memory"),
-					 errdetail("Could not create a zstd compression context.")));
-		/* at most len - 1 bytes: else the payload is stored as it is */
-		clen = ZSTD_compressCCtx(cctx, pw->data.data, len - 1, payload, len,
-								 RUN_WAL_ZSTD_LEVEL);
-		pw->compressed = !ZSTD_isError(clen);
-	}
-	if (pw->compressed)
-		pw->stored_len = (uint16) clen;
-	else
-	{
-		memcpy(pw->data.data, payload, len);
-		pw->stored_len = (uint16) len;
-	}
-}
 
 /*
  * The record of buffer's page, which the caller has just initialized with
@@ -108,6 +73,7 @@ run_wal_redo(XLogReaderState *record)
 	char	   *data;
 	Size		len;
 	char	   *payload;
+	ZSTD_DCtx  *dctx;
 
 	if (XLogRecGetDataLen(record) < SizeOfPkRunPage)
 		elog(PANIC, "run page redo: a record of %u bytes", XLogRecGetDataLen(record));
@@ -115,8 +81,8 @@ run_wal_redo(XLogReaderState *record)
 	if (xlrec.payload_len > BLCKSZ - SizeOfPageHeaderData)
 		elog(PANIC, "run page redo: a payload of %u bytes", xlrec.payload_len);
 	data = XLogRecGetBlockData(record, 0, &len);
-	if (xlrec.compressed && dctx == NULL && (dctx = ZSTD_createDCtx()) == NULL)
-		elog(PANIC, "run page redo: out of memory for a zstd context");
+	/* made before the buffer is locked */
+	dctx = xlrec.compressed ? run_zstd_dctx() : NULL;
 
 	buf = XLogInitBufferForRedo(record, 0);
 	page = BufferGetPage(buf);

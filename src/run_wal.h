@@ -15,6 +15,9 @@
 /* the record's type, under changelog_wal.c's resource manager */
 #define XLOG_PK_RUN_PAGE		0x30
 
+/* the zstd level a page's payload is compressed again at for its record */
+#define RUN_WAL_ZSTD_LEVEL		1
+
 /* a run page's payload as its record carries it, made before the page */
 typedef struct RunPageWal
 {
@@ -24,7 +27,6 @@ typedef struct RunPageWal
 	PGAlignedBlock data;
 } RunPageWal;
 
-extern void run_wal_prepare(RunPageWal *pw, const char *payload, Size len);
 extern void run_wal_log_page(Buffer buffer, RunPageWal *pw);
 extern void run_wal_redo(XLogReaderState *record);
 extern void run_wal_desc(StringInfo buf, XLogReaderState *record);

@@ -93,6 +93,16 @@ struct RunWriter
 
 static ZSTD_CCtx *zstd_cctx = NULL;
 
+/* the backend's zstd compression context, made on first use */
+static ZSTD_CCtx *
+cctx(void)
+{
+	if (zstd_cctx == NULL && (zstd_cctx = ZSTD_createCCtx()) == NULL)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY),
+						errmsg("out of memory creating zstd context")));
+	return zstd_cctx;
+}
+
 /* bytes a spool may keep in memory */
 static Size
 spool_limit(void)
@@ -337,16 +347,9 @@ close_block(RunWriter *w)
 		size_t		cap = ZSTD_compressBound(w->raw.len);
 		size_t		clen;
 
-		if (zstd_cctx == NULL)
-		{
-			zstd_cctx = ZSTD_createCCtx();
-			if (zstd_cctx == NULL)
-				ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY),
-								errmsg("out of memory creating zstd context")));
-		}
 		/* a row may be up to 1 GB: so may its block, and more its bound */
 		cbuf = MemoryContextAllocHuge(CurrentMemoryContext, cap);
-		clen = ZSTD_compressCCtx(zstd_cctx, cbuf, cap, w->raw.data, w->raw.len, w->clevel);
+		clen = ZSTD_compressCCtx(cctx(), cbuf, cap, w->raw.data, w->raw.len, w->clevel);
 		if (ZSTD_isError(clen))
 			elog(ERROR, "zstd compression failed: %s", ZSTD_getErrorName(clen));
 		/* keep incompressible blocks as they are */
@@ -468,6 +471,35 @@ run_writer_stream_size(RunWriter *w)
  * its WAL record cannot disagree; the run becomes reachable only when the
  * caller inserts its catalog row, which is WAL-logged after these pages.
  */
+/*
+ * pw: the WAL record's data for a page whose payload is len bytes at
+ * payload (run_wal.c): compressed again at RUN_WAL_ZSTD_LEVEL, or as it is
+ * if that does not shrink it.  Outside a critical section: compressing
+ * may allocate.
+ */
+static void
+page_wal_data(RunPageWal *pw, const char *payload, Size len)
+{
+	size_t		clen = 0;
+
+	pw->payload_len = (uint16) len;
+	pw->compressed = false;
+	if (len > 0)
+	{
+		/* at most len - 1 bytes: else the payload is stored as it is */
+		clen = ZSTD_compressCCtx(cctx(), pw->data.data, len - 1, payload, len,
+								 RUN_WAL_ZSTD_LEVEL);
+		pw->compressed = !ZSTD_isError(clen);
+	}
+	if (pw->compressed)
+		pw->stored_len = (uint16) clen;
+	else
+	{
+		memcpy(pw->data.data, payload, len);
+		pw->stored_len = (uint16) len;
+	}
+}
+
 static void
 write_pages(Relation rel, BlockNumber start, uint32 npages, Spool *stream,
 			const RunHeader *hdr)
@@ -495,7 +527,7 @@ write_pages(Relation rel, BlockNumber start, uint32 npages, Spool *stream,
 		if (i == 0)
 			memcpy(payload.data, hdr, sizeof(RunHeader));
 		if (needs_wal)
-			run_wal_prepare(wal, payload.data, n);
+			page_wal_data(wal, payload.data, n);
 		/* space_reserve extended the file over the run's blocks */
 		buffer = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_ZERO_AND_LOCK, NULL);
 		page = BufferGetPage(buffer);
