@@ -99,6 +99,7 @@ typedef struct LogPageOpaque
 #define LOG_HAS_CHANGELOG	0x02
 #define LOG_SHORT_HEADER	0x04	/* the short layout, below */
 #define LOG_CHANGELOG_REFS	0x08	/* changelog rows may name data rows */
+#define LOG_CHANGELOG_DIFFS	0x10	/* and keep only what differs from them */
 
 /*
  * A record: a header, then varints total, delta and changelog record
@@ -118,8 +119,14 @@ typedef struct LogPageOpaque
  * kept with each row whose tuple is byte for byte one of the data run's
  * (an input or lookup changelog's +I and +U rows are the rows the commit
  * wrote) naming that row instead: its length varint is 0, followed by
- * the data row's index.  A tuple is never empty, so 0 is no length; the
- * stream is expanded back exactly, its own CRC32C then checked as ever.
+ * the data row's index.  A tuple is never empty, so 0 is no length.  With
+ * LOG_CHANGELOG_DIFFS as well (written now), the index is doubled, and
+ * odd when the row is not the data row but shares bytes with it (a -U,
+ * the value its +U replaced, and the data row of its key): varints the
+ * bytes it shares with that row's start and with its end and the length
+ * of its own bytes between them follow, then those bytes; a 1-row
+ * update's -U then takes a few bytes instead of its tuple.  The stream is
+ * expanded back exactly, its own CRC32C then checked as ever.
  */
 typedef struct LogRecordHeader
 {
@@ -239,6 +246,14 @@ commit_log_page_moved(Page page, Oid relfilenode)
 	((LogPageOpaque *) PageGetSpecialPointer(page))->relfilenode = relfilenode;
 }
 
+/* how a changelog stream names data rows (tight_rows) */
+typedef enum RefForm
+{
+	REFS_NONE,					/* it does not: every row has its tuple */
+	REFS_WHOLE,					/* LOG_CHANGELOG_REFS: 0, the data row's index */
+	REFS_DIFF					/* LOG_CHANGELOG_DIFFS as well, below */
+} RefForm;
+
 /* a tight stream's rows (tight_rows) */
 typedef struct TightRows
 {
@@ -246,17 +261,21 @@ typedef struct TightRows
 	int			n;
 	uint64	   *delta;			/* each row's sequence number delta */
 	uint8	   *kind;
-	const char **tuple;			/* its tuple, NULL for a reference */
-	uint32	   *len;			/* the tuple's length, or the data row named */
+	const char **tuple;			/* its tuple, or a reference's own bytes */
+	uint32	   *len;			/* their length */
+	int		   *ref;			/* the data row a reference names, or -1 */
+	uint32	   *prefix;			/* a reference: bytes of that row's start */
+	uint32	   *suffix;			/* and of its end, around the own bytes */
 } TightRows;
 
 /*
- * Parse a tight stream of len bytes (run_tight_row), with references (a
- * changelog stream kept with LOG_CHANGELOG_REFS) if refs_ok, else
- * without.  False if it is not one or does not add up.
+ * Parse a tight stream of len bytes (run_tight_row), whose rows may name
+ * data rows as form says.  A reference's data row index is not checked
+ * (the caller has the data rows).  False if it is not one or does not add
+ * up.
  */
 static bool
-tight_rows(const char *stream, uint32 len, bool refs_ok, TightRows *t)
+tight_rows(const char *stream, uint32 len, RefForm form, TightRows *t)
 {
 	const char *end = stream + len;
 	const char *p = stream + 2 * sizeof(uint32);
@@ -277,53 +296,112 @@ tight_rows(const char *stream, uint32 len, bool refs_ok, TightRows *t)
 	t->kind = palloc(sizeof(uint8) * Max(t->n, 1));
 	t->tuple = palloc(sizeof(char *) * Max(t->n, 1));
 	t->len = palloc(sizeof(uint32) * Max(t->n, 1));
+	t->ref = palloc(sizeof(int) * Max(t->n, 1));
+	t->prefix = palloc0(sizeof(uint32) * Max(t->n, 1));
+	t->suffix = palloc0(sizeof(uint32) * Max(t->n, 1));
 	for (int i = 0; i < t->n; i++)
 	{
+		t->ref[i] = -1;
 		if (!run_tight_row(&p, end, &t->delta[i], &t->kind[i], &v))
 			return false;
 		if (v == 0)
 		{
-			/* a reference: the data row's index */
-			if (!refs_ok || !run_varint_get(&p, end, &v) || v >= len)
+			uint64		ref;
+			uint64		prefix = UINT64_MAX;
+			uint64		suffix = 0;
+
+			/*
+			 * A reference: the data row's index (doubled, odd with a diff),
+			 * then the diff's lengths, which only the data row bounds
+			 */
+			if (form == REFS_NONE || !run_varint_get(&p, end, &ref) ||
+				ref > (uint64) PG_INT32_MAX)
 				return false;
-			t->tuple[i] = NULL;
-		}
-		else
-		{
-			if (v > (uint64) (end - p))
+			v = 0;
+			if (form == REFS_DIFF && (ref & 1) &&
+				(!run_varint_get(&p, end, &prefix) ||
+				 !run_varint_get(&p, end, &suffix) ||
+				 !run_varint_get(&p, end, &v) ||
+				 prefix >= PG_UINT32_MAX || suffix >= PG_UINT32_MAX))
 				return false;
-			t->tuple[i] = p;
-			p += v;
+			t->ref[i] = (int) (form == REFS_DIFF ? ref >> 1 : ref);
+			t->prefix[i] = (uint32) Min(prefix, PG_UINT32_MAX);
+			t->suffix[i] = (uint32) suffix;
 		}
+		if (v > (uint64) (end - p))
+			return false;
+		t->tuple[i] = p;
 		t->len[i] = (uint32) v;
+		p += v;
 	}
 	return p == end;
 }
 
 /*
- * Row i of c as a tight stream writes it (the writer's varints are the
- * shortest, so this is its bytes again), its tuple or a reference to data
- * row ref (-1: none) at q; returns the end.
+ * Row i of c with its whole tuple (len bytes at tuple), as a tight stream
+ * writes it (the writer's varints are the shortest, so this is its bytes
+ * again), at q; returns the end.
  */
 static char *
-tight_row_put(char *q, const TightRows *c, int i, const char *tuple, uint32 len, int ref)
+tight_row_put(char *q, const TightRows *c, int i, const char *tuple, uint32 len)
 {
 	q = run_varint_put(q, c->delta[i]);
 	*q++ = (char) c->kind[i];
-	if (ref >= 0)
-	{
-		q = run_varint_put(q, 0);
-		return run_varint_put(q, (uint64) ref);
-	}
 	q = run_varint_put(q, len);
 	memcpy(q, tuple, len);
 	return q + len;
 }
 
 /*
- * rec's changelog stream with each row that is one of its data rows
- * naming it (LOG_CHANGELOG_REFS), in *len bytes; NULL if no row is (or it
- * would not be shorter).
+ * Row i of c kept as a reference to data row j of d (REFS_DIFF): the
+ * bytes it shares with that row's start and end, and its own between
+ * them.  Returns the end, or NULL if that is no shorter than the row.
+ */
+static char *
+tight_ref_put(char *q, const TightRows *c, int i, const TightRows *d, int j)
+{
+	const char *a = c->tuple[i];
+	const char *b = d->tuple[j];
+	uint32		shorter = Min(c->len[i], d->len[j]);
+	uint32		prefix = 0;
+	uint32		suffix = 0;
+	uint32		own;
+	char		buf[6 * RUN_VARINT_MAX];
+	char	   *h = buf;
+
+	while (prefix < shorter && a[prefix] == b[prefix])
+		prefix++;
+	while (suffix < shorter - prefix &&
+		   a[c->len[i] - 1 - suffix] == b[d->len[j] - 1 - suffix])
+		suffix++;
+	own = c->len[i] - prefix - suffix;
+	h = run_varint_put(h, c->delta[i]);
+	*h++ = (char) c->kind[i];
+	h = run_varint_put(h, 0);
+	if (prefix == d->len[j] && own == 0)
+		h = run_varint_put(h, (uint64) j << 1);	/* the whole row */
+	else
+	{
+		h = run_varint_put(h, ((uint64) j << 1) | 1);
+		h = run_varint_put(h, prefix);
+		h = run_varint_put(h, suffix);
+		h = run_varint_put(h, own);
+	}
+	if ((h - buf) + own >= (Size) (run_varint_len(c->len[i]) + c->len[i]))
+		return NULL;
+	memcpy(q, buf, h - buf);
+	q += h - buf;
+	memcpy(q, a + prefix, own);
+	return q + own;
+}
+
+/*
+ * rec's changelog stream with rows kept as references to its data rows
+ * (LOG_CHANGELOG_REFS | LOG_CHANGELOG_DIFFS), in *len bytes: a row that is
+ * one of them names it, and a row that shares bytes with the data row of
+ * its position among them (an input or lookup changelog's -U, the value
+ * its +U replaced: the data row of the same key) keeps only the bytes
+ * that differ.  NULL if no row is kept so (or it would not be shorter).
  */
 static char *
 changelog_refs(const CommitRecord *rec, uint32 *len)
@@ -333,41 +411,59 @@ changelog_refs(const CommitRecord *rec, uint32 *len)
 	const char *stream = rec->changelog ? rec->changelog->stream : NULL;
 	char	   *out;
 	char	   *q;
+	int		   *same;
 	bool		any = false;
 
 	if (rec->data == NULL || stream == NULL ||
-		!tight_rows(rec->data->stream, rec->data->stream_len, false, &d) ||
-		!tight_rows(stream, rec->changelog->stream_len, false, &c))
+		!tight_rows(rec->data->stream, rec->data->stream_len, REFS_NONE, &d) ||
+		!tight_rows(stream, rec->changelog->stream_len, REFS_NONE, &c) ||
+		d.n == 0)
 		return NULL;
-	/* (room for varints written longer than they were: never, by the writer) */
-	out = palloc(rec->changelog->stream_len + 2 * RUN_VARINT_MAX * c.n);
-	memcpy(out, stream, c.rows - stream);
-	q = out + (c.rows - stream);
+	/* the data row each changelog row is byte for byte, or -1 */
+	same = palloc(sizeof(int) * Max(c.n, 1));
 	for (int i = 0; i < c.n; i++)
 	{
-		int			j;
-
-		for (j = 0; j < d.n; j++)
+		same[i] = -1;
+		for (int j = 0; j < d.n && same[i] < 0; j++)
 			if (d.len[j] == c.len[i] && memcmp(d.tuple[j], c.tuple[i], c.len[i]) == 0)
-				break;
-		/* (a tuple is longer than a varint: the reference is shorter) */
-		if (j == d.n || c.len[i] < RUN_VARINT_MAX)
-			j = -1;
-		any |= (j >= 0);
-		q = tight_row_put(q, &c, i, c.tuple[i], c.len[i], j);
+				same[i] = j;
+	}
+	out = palloc(rec->changelog->stream_len);
+	memcpy(out, stream, c.rows - stream);
+	q = out + (c.rows - stream);
+	for (int i = 0, near = 0; i < c.n; i++)
+	{
+		int			j = same[i];
+		char	   *next;
+
+		/*
+		 * Not one of them: the data row of the next changelog row, which
+		 * for a -U is its +U (the row of the same key the commit wrote),
+		 * else the data row the last one named.
+		 */
+		if (j < 0)
+			j = i + 1 < c.n && same[i + 1] >= 0 ? same[i + 1] : near;
+		near = j;
+		/* there is room for the whole row: the stream is not longer */
+		if (q - out + run_varint_len(c.delta[i]) + 1 +
+			run_varint_len(c.len[i]) + c.len[i] > rec->changelog->stream_len)
+			return NULL;
+		next = tight_ref_put(q, &c, i, &d, j);
+		any |= (next != NULL);
+		q = next ? next : tight_row_put(q, &c, i, c.tuple[i], c.len[i]);
 	}
 	*len = q - out;
-	return any && *len <= rec->changelog->stream_len ? out : NULL;
+	return any ? out : NULL;
 }
 
 /*
- * A changelog stream kept with references (klen bytes at kept), expanded
- * against the data stream it names rows of; NULL if either does not add
- * up.
+ * A changelog stream kept with references (klen bytes at kept, in form),
+ * expanded against the data stream it names rows of; NULL if either does
+ * not add up.
  */
 static char *
 changelog_expand(const char *data, uint32 dlen, const char *kept, uint32 klen,
-				 uint32 *len)
+				 RefForm form, uint32 *len)
 {
 	TightRows	d;
 	TightRows	c;
@@ -375,14 +471,25 @@ changelog_expand(const char *data, uint32 dlen, const char *kept, uint32 klen,
 	char	   *out;
 	char	   *q;
 
-	if (!tight_rows(data, dlen, false, &d) || !tight_rows(kept, klen, true, &c))
+	if (!tight_rows(data, dlen, REFS_NONE, &d) || !tight_rows(kept, klen, form, &c))
 		return NULL;
 	total = c.rows - kept;
 	for (int i = 0; i < c.n; i++)
 	{
-		if (c.tuple[i] == NULL && c.len[i] >= (uint32) d.n)
-			return NULL;		/* a reference to no data row */
-		total += 3 * RUN_VARINT_MAX + (c.tuple[i] ? c.len[i] : d.len[c.len[i]]);
+		if (c.ref[i] >= 0)
+		{
+			uint32		rlen = c.ref[i] < d.n ? d.len[c.ref[i]] : 0;
+
+			if (c.ref[i] >= d.n)
+				return NULL;	/* a reference to no data row */
+			/* a whole row (UINT32_MAX: no diff), or its parts */
+			if (c.prefix[i] == PG_UINT32_MAX)
+				c.prefix[i] = rlen;
+			if ((uint64) c.prefix[i] + c.suffix[i] > rlen)
+				return NULL;
+			c.len[i] += c.prefix[i] + c.suffix[i];
+		}
+		total += 3 * RUN_VARINT_MAX + c.len[i];
 	}
 	if (total > MaxAllocSize)
 		return NULL;
@@ -391,10 +498,25 @@ changelog_expand(const char *data, uint32 dlen, const char *kept, uint32 klen,
 	q = out + (c.rows - kept);
 	for (int i = 0; i < c.n; i++)
 	{
-		if (c.tuple[i])
-			q = tight_row_put(q, &c, i, c.tuple[i], c.len[i], -1);
-		else
-			q = tight_row_put(q, &c, i, d.tuple[c.len[i]], d.len[c.len[i]], -1);
+		const char *row;
+		uint32		own;
+		char	   *t;
+
+		if (c.ref[i] < 0)
+		{
+			q = tight_row_put(q, &c, i, c.tuple[i], c.len[i]);
+			continue;
+		}
+		/* the row from the data row's start and end around its own bytes */
+		row = d.tuple[c.ref[i]];
+		own = c.len[i] - c.prefix[i] - c.suffix[i];
+		t = palloc(Max(c.len[i], 1));
+		memcpy(t, row, c.prefix[i]);
+		memcpy(t + c.prefix[i], c.tuple[i], own);
+		memcpy(t + c.prefix[i] + own,
+			   row + d.len[c.ref[i]] - c.suffix[i], c.suffix[i]);
+		q = tight_row_put(q, &c, i, t, c.len[i]);
+		pfree(t);
 	}
 	*len = q - out;
 	return out;
@@ -416,7 +538,7 @@ encode(const CommitRecord *rec, uint32 *len)
 	buf[0] = 0;
 	buf[1] = (char) (LOG_SHORT_HEADER | (rec->data ? LOG_HAS_DATA : 0) |
 					 (rec->changelog ? LOG_HAS_CHANGELOG : 0) |
-					 (refs ? LOG_CHANGELOG_REFS : 0));
+					 (refs ? LOG_CHANGELOG_REFS | LOG_CHANGELOG_DIFFS : 0));
 	buf[2] = (char) rec->kind;
 	buf[3] = (char) rec->producer;
 	memcpy(buf + LOG_HEADER_FIXED, &rec->commit_time, sizeof(TimestampTz));
@@ -594,7 +716,9 @@ decode(Relation rel, BlockNumber block, Page page, OffsetNumber off)
 		if ((h.parts & (LOG_CHANGELOG_REFS | LOG_HAS_DATA)) ==
 			(LOG_CHANGELOG_REFS | LOG_HAS_DATA))
 		{
-			char	   *expanded = changelog_expand(data, dlen, p, clen, &len);
+			char	   *expanded = changelog_expand(data, dlen, p, clen,
+												(h.parts & LOG_CHANGELOG_DIFFS) ?
+												REFS_DIFF : REFS_WHOLE, &len);
 
 			if (expanded)
 				changelog = expanded;

@@ -165,6 +165,20 @@ run_varint_put(char *p, uint64 v)
 	return p;
 }
 
+/* the bytes run_varint_put takes for v */
+static inline int
+run_varint_len(uint64 v)
+{
+	int			n = 1;
+
+	while (v >= 0x80)
+	{
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
 /*
  * Read a varint at *p, which must end before end: advances *p and returns
  * true, or returns false (cut short, or longer than a uint64).
@@ -189,10 +203,6 @@ run_varint_get(const char **p, const char *end, uint64 *v)
 }
 
 /*
- * The row count a compact stream (either form) gives, without checking
- * it (its CRC is checked when the run is read); 0 if it is too short.
- */
-/*
  * The next row of a tight stream at *p (before end): its sequence number's
  * delta from the stream's base, its kind and its tuple's length, *p moved
  * to the tuple.  False if they are cut short; the caller checks the values.
@@ -207,6 +217,10 @@ run_tight_row(const char **p, const char *end, uint64 *delta, uint8 *kind,
 	return run_varint_get(p, end, tlen);
 }
 
+/*
+ * The row count a compact stream (either form) gives, without checking
+ * it (its CRC is checked when the run is read); 0 if it is too short.
+ */
 static inline uint64
 run_compact_nrows(const char *stream, uint32 len)
 {

@@ -562,6 +562,26 @@ SELECT string_agg(changelog_bytes::text, ',' ORDER BY snapshot_id)
   FROM pkchangelog.log_snapshots('scl')}),
 	'44,44', "scl: the commits' changelog runs are kept tight in their commit log records");
 $log_damage{scl} = [ 'payload', 2, 'changelog' ];
+# A lookup commit's -U keeps only the bytes that differ from its +U (the
+# data row of its key, kept whole before it): scl_refs' 2-row update.  A
+# record written by earlier builds, whose changelog named whole data rows
+# only (parts bit 8 without bit 16), reads as it did: its record is
+# rewritten so, the -U whole again.
+$node->safe_psql('postgres', q{
+CREATE TABLE scl_refs (id int PRIMARY KEY, v text) USING pkmerge
+	WITH (changelog_producer = 'lookup');
+INSERT INTO scl_refs VALUES (1, 'a value long enough to matter'), (2, 'two');
+UPDATE scl_refs SET v = CASE id WHEN 1 THEN 'a value long enough to MATTER' ELSE 'TWO' END;});
+my $refs_query = q{SELECT snapshot_id, rowkind, row FROM pk_changes('scl_refs')
+  ORDER BY snapshot_id, row->>'id', rowkind DESC};
+my $refs_before = $node->safe_psql('postgres', $refs_query);
+is($refs_before, q{1|+I|{"v": "a value long enough to matter", "id": 1}
+1|+I|{"v": "two", "id": 2}
+2|-U|{"v": "a value long enough to matter", "id": 1}
+2|+U|{"v": "a value long enough to MATTER", "id": 1}
+2|-U|{"v": "two", "id": 2}
+2|+U|{"v": "TWO", "id": 2}}, 'scl_refs: the change stream');
+$log_damage{scl_refs} = [ 'refs_v1', 2, 'changelog' ];
 # A record in the first layout (a 40-byte header of fixed-width fields,
 # written by earlier builds) reads as it did: sd_v1's first record is
 # rewritten in that layout, moved to the page's free space
@@ -600,6 +620,106 @@ sub varint
 	return $v;
 }
 
+sub varint_put
+{
+	my ($v) = @_;
+	my $out = '';
+	while ($v >= 0x80) { $out .= pack('C', ($v & 0x7F) | 0x80); $v >>= 7; }
+	return $out . pack('C', $v);
+}
+
+# A tight stream (magic, CRC32C, varints row count and base sequence
+# number; per row varints sequence delta, kind byte, varint length, the
+# tuple): its header and its rows as [delta, kind, tuple] (a changelog's
+# reference: [delta, kind, undef, varints after it])
+sub tight_rows
+{
+	my ($s) = @_;
+	my $pos = 8;
+	my $n = varint($s, \$pos);
+	varint($s, \$pos);
+	my $header = substr($s, 0, $pos);
+	my @rows;
+	for (1 .. $n)
+	{
+		my ($d, $k) = (varint($s, \$pos), unpack('C', substr($s, $pos++, 1)));
+		my $l = varint($s, \$pos);
+		if ($l == 0)
+		{
+			my $r = varint($s, \$pos);
+			my @diff = ($r & 1) ? map { varint($s, \$pos) } 1 .. 3 : ();
+			push @rows, [ $d, $k, undef, $r, @diff, @diff ? substr($s, $pos, $diff[2]) : '' ];
+			$pos += $diff[2] if @diff;
+			next;
+		}
+		push @rows, [ $d, $k, substr($s, $pos, $l) ];
+		$pos += $l;
+	}
+	return ($header, @rows);
+}
+
+sub tight_tuples
+{
+	my (undef, @rows) = tight_rows(@_);
+	return map { $_->[2] } @rows;
+}
+
+# a changelog kept with references and diffs, its rows whole
+sub tight_expand
+{
+	my ($kept, $data) = @_;
+	my ($header, @rows) = tight_rows($kept);
+	my $out = $header;
+	for my $r (@rows)
+	{
+		my $tuple = $r->[2];
+		if (!defined $tuple)
+		{
+			my ($ref, $prefix, $suffix, undef, $own) = @$r[ 3 .. 7 ];
+			my $row = $data->[ $ref >> 1 ];
+			$tuple = ($ref & 1)
+			  ? substr($row, 0, $prefix) . $own . substr($row, length($row) - $suffix)
+			  : $row;
+		}
+		$out .= varint_put($r->[0]) . pack('C', $r->[1]) . varint_put(length($tuple)) . $tuple;
+	}
+	return $out;
+}
+
+# a whole changelog as earlier builds kept it: a row that is a data row
+# names it (0, its index), the others whole
+sub tight_whole_refs
+{
+	my ($whole, $data) = @_;
+	my ($header, @rows) = tight_rows($whole);
+	my $out = $header;
+	for my $r (@rows)
+	{
+		my ($j) = grep { $data->[$_] eq $r->[2] } 0 .. $#$data;
+		$out .= varint_put($r->[0]) . pack('C', $r->[1]) .
+		  (defined $j ? varint_put(0) . varint_put($j) : varint_put(length($r->[2])) . $r->[2]);
+	}
+	return $out;
+}
+
+# Replace item $item of $page (block $block of the open file $fh) with
+# the record $new, its CRC32C made: the new item goes into the page's free
+# space (pd_upper moves down by its aligned length), the line pointer
+# names it
+sub replace_record
+{
+	my ($fh, $block, $page, $item, $new) = @_;
+	substr($new, 4, 4) = pack('V', crc32c(substr($new, 8)));
+	my $upper = unpack('v', substr($page, 14, 2)) - ((length($new) + 7) & ~7);
+	substr($page, $upper, length($new)) = $new;
+	substr($page, 14, 2) = pack('v', $upper);
+	substr($page, 24 + 4 * ($item - 1), 4) =
+	  pack('V', $upper | (1 << 15) | (length($new) << 17));
+	sysseek($fh, $block * 8192, 0) or die "seek: $!";
+	syswrite($fh, $page) == 8192 or die "write: $!";
+	close $fh;
+}
+
 # Damage record $item's run ($part: data or changelog) on block $block of
 # $file, or (v1) rewrite the record in the first layout: a record is a
 # header (flags, parts, kind, producer, the CRC32C of every byte after
@@ -629,24 +749,34 @@ for my $t (sort keys %log_damage)
 	{
 		my $v1 = pack('C4 V q< Q< a8 d<', unpack('C', $rec), $parts & ~4, unpack('C2', substr($rec, 2, 2)),
 			0, $snap, $xid, substr($rec, 8, 8), $ns / 1e6) . substr($rec, $pos);
-		substr($v1, 4, 4) = pack('V', crc32c(substr($v1, 8)));
-		# the page's pd_upper moves down by the new item's aligned length
-		my $upper = unpack('v', substr($page, 14, 2)) - ((length($v1) + 7) & ~7);
-		substr($page, $upper, length($v1)) = $v1;
-		substr($page, 14, 2) = pack('v', $upper);
-		substr($page, 24 + 4 * ($item - 1), 4) =
-			pack('V', $upper | (1 << 15) | (length($v1) << 17));
-		sysseek($fh, $block * 8192, 0) or die "seek: $!";
-		syswrite($fh, $page) == 8192 or die "write: $!";
-		close $fh;
+		replace_record($fh, $block, $page, $item, $v1);
 		next;
 	}
 	varint($rec, \$pos) for 1 .. 3;
-	my ($dlen, $clen) = (0, 0);
+	my ($dlen, $clen, $clen_at) = (0, 0, 0);
 	if ($parts & 1) { varint($rec, \$pos); $dlen = varint($rec, \$pos); }
-	if ($parts & 2) { varint($rec, \$pos); $clen = varint($rec, \$pos); }
+	if ($parts & 2) { varint($rec, \$pos); $clen_at = $pos; $clen = varint($rec, \$pos); }
+	my $ulen_at = $pos;
 	my $ulen = varint($rec, \$pos);
 	my $run = $pos + $ulen + ($part eq 'data' ? 0 : $dlen);
+	if ($how eq 'refs_v1')
+	{
+		ok(($parts & 24) == 24, "$t: the record's changelog keeps what differs from data rows");
+		# the kept changelog: its -U is much shorter than the stream
+		# expanded (changelog_bytes), whose -U and +U are whole rows
+		my $kept = substr($rec, $run, $clen);
+		my @data = tight_tuples(substr($rec, $run - $dlen, $dlen));
+		my $old = tight_expand($kept, \@data);
+		ok($clen + 20 < length($old),
+			"$t: the changelog is kept in $clen bytes, expanded " . length($old));
+		# earlier builds' form: each -U whole, each +U naming its data row
+		# (0 and 1: the second is not the same reference in both forms)
+		my $v1 = substr($rec, 0, $clen_at) . varint_put(length(tight_whole_refs($old, \@data)))
+		  . substr($rec, $ulen_at, $run - $ulen_at) . tight_whole_refs($old, \@data);
+		substr($v1, 1, 1) = pack('C', $parts & ~16);
+		replace_record($fh, $block, $page, $item, $v1);
+		next;
+	}
 	is(substr($rec, $run, 4), 'KMRT', "$t: the record's $part run is tight");
 	# a lookup commit's changelog rows that are its data rows name them
 	# (parts bit 8); the byte flipped below is then such a reference
@@ -663,6 +793,8 @@ for my $t (sort keys %log_damage)
 $node->start;
 is($node->safe_psql('postgres', $v1_query), $v1_before,
 	'sd_v1: a record in the first layout reads as it did');
+is($node->safe_psql('postgres', $refs_query), $refs_before,
+	'scl_refs: a record whose changelog names whole data rows only reads as it did');
 $node->safe_psql('postgres', q{INSERT INTO sd_v1 VALUES (4, 'four');});
 is($node->safe_psql('postgres', q{SELECT string_agg(id || v, ',' ORDER BY id) FROM sd_v1}),
 	'1one,2two,3three,4four', 'sd_v1: the table reads, and takes commits after it');
