@@ -30,7 +30,10 @@
  *		(Copies of snapshots, which is what statements scan with, lose the
  *		completion count that the point above needs.)
  *		It publishes the rows of the runs it wrote too, so that the others
- *		need not read them from pkchangelog.runs.
+ *		need not read them from pkchangelog.runs.  A list stored by a
+ *		subtransaction that then aborts (a compaction rolled back to a
+ *		savepoint) is neither kept nor published: the version it names
+ *		went with the subtransaction.
  *
  *	  A transaction that changed the table's runs itself (its pending runs
  *	  are visible to it alone) and parallel workers (whose leader may have)
@@ -87,6 +90,7 @@ static struct
 	int64		first_snapshot_id;
 	uint64		writeno;
 	ItemPointerData row;
+	SubTransactionId subid;		/* the subtransaction that stored it */
 }			to_publish[MAX_PUBLISH];
 static int	npublish = 0;
 static bool publish_overflow = false;	/* more tables than MAX_PUBLISH */
@@ -472,6 +476,7 @@ runcache_store_commit(Relation rel, const TableState *st, List *runs)
 	to_publish[i].snapshot_id = snapshot_id;
 	to_publish[i].writeno = cat_table_last_write(rel->rd_id);
 	to_publish[i].row = st->row;
+	to_publish[i].subid = GetCurrentSubTransactionId();
 }
 
 /*
@@ -565,6 +570,35 @@ runcache_commit_visible(void)
 		hints_publish_runs(&pub);
 	}
 	npublish = 0;
+}
+
+/*
+ * A subtransaction aborted (ROLLBACK TO SAVEPOINT around pk_compact, say):
+ * the versions of the tables row it wrote are gone with it, so the lists
+ * it (or a subtransaction of it: their ids are higher) stored last are
+ * neither kept nor published.  Those tables' lists are then taken from
+ * the catalog, and the transaction's commit publishes none for them
+ * unless a later step stores one again.
+ */
+void
+runcache_subxact_abort(SubTransactionId mySubid)
+{
+	int			kept = 0;
+
+	for (int i = 0; i < npublish; i++)
+	{
+		if (to_publish[i].subid >= mySubid)
+		{
+			CacheEntry *e = cache ? hash_search(cache, &to_publish[i].relid,
+												HASH_FIND, NULL) : NULL;
+
+			if (e != NULL)
+				drop_entry(e);
+			continue;
+		}
+		to_publish[kept++] = to_publish[i];
+	}
+	npublish = kept;
 }
 
 /*

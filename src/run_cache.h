@@ -24,6 +24,7 @@ extern void runcache_store_commit(Relation rel, const TableState *st,
 								  List *runs);
 extern bool runcache_published_row(Relation rel, ItemPointerData *row);
 extern void runcache_commit_visible(void);
+extern void runcache_subxact_abort(SubTransactionId mySubid);
 extern void runcache_xact_end(bool committed);
 
 #endif							/* PK_RUNCACHE_H */

@@ -590,6 +590,7 @@ commit_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		spill_subxact_abort();
 		dml_subxact_abort();
 		expire_subxact_abort();
+		runcache_subxact_abort(mySubid);
 	}
 }
 

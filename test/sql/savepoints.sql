@@ -119,3 +119,26 @@ UPDATE t8 SET s = 'x' WHERE k = 1227 OR k = 1226;
 SELECT k, left(s, 4), length(s) FROM t8 WHERE k BETWEEN 1226 AND 1228 ORDER BY k;
 COMMIT;
 DROP TABLE t8;
+
+-- a compaction rolled back with its savepoint: the versions of the
+-- table's row it wrote went with it, and neither this backend's next
+-- commits (which write the table's row: a run of its own) nor another
+-- session take its run list as the table's
+CREATE TABLE t9 (k int PRIMARY KEY, v text) USING pkmerge
+	WITH (num_sorted_run_compaction_trigger = 2);
+INSERT INTO t9 VALUES (1, 'a');
+INSERT INTO t9 VALUES (2, 'b');
+BEGIN;
+SAVEPOINT s;
+SELECT pk_compact('t9') IS NOT NULL AS compacted;
+ROLLBACK TO SAVEPOINT s;
+COMMIT;
+SELECT count(*) AS data_runs FROM pk_runs('t9') WHERE kind = 'data';
+INSERT INTO t9 SELECT g, repeat('x', 100) FROM generate_series(3, 200) g;
+SELECT count(*), sum(k) FROM t9;
+\c
+SELECT count(*), sum(k) FROM t9;
+INSERT INTO t9 VALUES (201, 'c');
+SELECT count(*), sum(k), count(*) FILTER (WHERE v = 'c') AS c FROM t9;
+SELECT count(*) AS data_runs FROM pk_runs('t9') WHERE kind = 'data';
+DROP TABLE t9;
