@@ -47,10 +47,16 @@
  *
  * Each record carries a CRC32C of its bytes but the flags byte; a record
  * that fails it, or whose lengths overrun the item, is reported as
- * corrupt.  Records are read in both of their layouts: the first (a
- * 40-byte header of fixed-width fields) and the short one written now
- * (LOG_SHORT_HEADER: the snapshot id, the transaction id and the duration
- * as varints: about 27 bytes instead of 40).
+ * corrupt.  Records are read in all of their layouts: the first (a
+ * 40-byte header of fixed-width fields), the short one (LOG_SHORT_HEADER:
+ * the snapshot id, the transaction id and the duration as varints: about
+ * 27 bytes instead of 40), and the one written now for every record but
+ * a page's first (LOG_PAGE_RELATIVE): its commit time as a varint from the
+ * first record's, its role left out when it is the first record's, and
+ * (LOG_SEQ_IN_STREAM) its sequence number from its data run's base, about
+ * 14 bytes fewer for a 1-row commit.  A page's first record is never
+ * written against another, nor changed, so any record reads with it
+ * alone.
  *
  *-------------------------------------------------------------------------
  */
@@ -100,6 +106,8 @@ typedef struct LogPageOpaque
 #define LOG_SHORT_HEADER	0x04	/* the short layout, below */
 #define LOG_CHANGELOG_REFS	0x08	/* changelog rows may name data rows */
 #define LOG_CHANGELOG_DIFFS	0x10	/* and keep only what differs from them */
+#define LOG_PAGE_RELATIVE	0x20	/* time and role against the page's first */
+#define LOG_SEQ_IN_STREAM	0x40	/* sequence number against the data's base */
 
 /*
  * A record: a header, then varints total, delta and changelog record
@@ -110,10 +118,14 @@ typedef struct LogPageOpaque
  * flags, parts, kind (CommitKind), producer (PkProducer) bytes and the
  * CRC32C of every byte after them; then, in the short layout
  * (LOG_SHORT_HEADER), the commit time (8 bytes) and varints snapshot id,
- * full transaction id and duration in nanoseconds; in the first layout,
- * the fields of LogRecordHeader below as they are in memory (40 bytes).
- * Records are unaligned on the page: read by copying out.  A header read
- * in either layout is this struct.
+ * full transaction id and duration in nanoseconds; with LOG_PAGE_RELATIVE
+ * as well, the commit time is a varint instead (microseconds from the
+ * page's first record's, zigzag: a clock may go back), and a role name of
+ * length 0 is that record's; in the first layout, the fields of
+ * LogRecordHeader below as they are in memory (40 bytes).  With
+ * LOG_SEQ_IN_STREAM the sequence number is counted from the data run's
+ * base (its tight stream's header).  Records are unaligned on the page:
+ * read by copying out.  A header read in any layout is this struct.
  *
  * With LOG_CHANGELOG_REFS the changelog stream (tight, run_format.h) is
  * kept with each row whose tuple is byte for byte one of the data run's
@@ -522,9 +534,34 @@ changelog_expand(const char *data, uint32 dlen, const char *kept, uint32 klen,
 	return out;
 }
 
-/* the record's bytes, in the current memory context */
+/* what a record of a page is written and read against: its first record's */
+typedef struct LogBase
+{
+	TimestampTz commit_time;
+	char	   *user;
+} LogBase;
+
+/* the base sequence number of a tight stream, false if it is not one */
+static bool
+tight_base(const char *stream, uint32 len, uint64 *base)
+{
+	const char *p = stream + 2 * sizeof(uint32);
+	uint32		magic;
+	uint64		nrows;
+
+	if (len < 2 * sizeof(uint32))
+		return false;
+	memcpy(&magic, stream, sizeof(magic));
+	return magic == RUN_MAGIC_TIGHT && run_varint_get(&p, stream + len, &nrows) &&
+		run_varint_get(&p, stream + len, base);
+}
+
+/*
+ * The record's bytes, in the current memory context; against base (the
+ * page's first record, LOG_PAGE_RELATIVE) unless it is NULL.
+ */
 static char *
-encode(const CommitRecord *rec, uint32 *len)
+encode(const CommitRecord *rec, const LogBase *base, uint32 *len)
 {
 	uint32		ulen = strlen(rec->user);
 	uint32		dlen = rec->data ? rec->data->stream_len : 0;
@@ -533,15 +570,35 @@ encode(const CommitRecord *rec, uint32 *len)
 	char	   *buf = palloc(LOG_SHORT_FIXED + LOG_VARINTS_MAX + ulen + dlen + clen);
 	char	   *p = buf + LOG_SHORT_FIXED;
 	double		ns = rec->duration_ms * 1e6;
+	uint64		seq = rec->data ? (uint64) rec->data->max_seq : 0;
+	uint64		data_base;
+	uint8		parts = LOG_SHORT_HEADER | (rec->data ? LOG_HAS_DATA : 0) |
+		(rec->changelog ? LOG_HAS_CHANGELOG : 0) |
+		(refs ? LOG_CHANGELOG_REFS | LOG_CHANGELOG_DIFFS : 0);
 	pg_crc32c	crc;
 
 	buf[0] = 0;
-	buf[1] = (char) (LOG_SHORT_HEADER | (rec->data ? LOG_HAS_DATA : 0) |
-					 (rec->changelog ? LOG_HAS_CHANGELOG : 0) |
-					 (refs ? LOG_CHANGELOG_REFS | LOG_CHANGELOG_DIFFS : 0));
 	buf[2] = (char) rec->kind;
 	buf[3] = (char) rec->producer;
-	memcpy(buf + LOG_HEADER_FIXED, &rec->commit_time, sizeof(TimestampTz));
+	if (base)
+	{
+		/* the time from the first record's, zigzag (a clock may go back) */
+		int64		d = rec->commit_time - base->commit_time;
+
+		parts |= LOG_PAGE_RELATIVE;
+		p = run_varint_put(buf + LOG_HEADER_FIXED, ((uint64) d << 1) ^ (uint64) (d >> 63));
+		if (strcmp(rec->user, base->user) == 0)
+			ulen = 0;
+	}
+	else
+		memcpy(buf + LOG_HEADER_FIXED, &rec->commit_time, sizeof(TimestampTz));
+	if (rec->data && tight_base(rec->data->stream, dlen, &data_base) &&
+		seq >= data_base)
+	{
+		parts |= LOG_SEQ_IN_STREAM;
+		seq -= data_base;
+	}
+	buf[1] = (char) parts;
 	p = run_varint_put(p, (uint64) rec->snapshot_id);
 	p = run_varint_put(p, U64FromFullTransactionId(rec->xid));
 	/* a clock that went back counts as no time; a day as the most */
@@ -551,7 +608,7 @@ encode(const CommitRecord *rec, uint32 *len)
 	p = run_varint_put(p, (uint64) rec->changelog_record_count);
 	if (rec->data)
 	{
-		p = run_varint_put(p, (uint64) rec->data->max_seq);
+		p = run_varint_put(p, seq);
 		p = run_varint_put(p, dlen);
 	}
 	if (rec->changelog)
@@ -605,36 +662,152 @@ record_run(Relation rel, RunKind kind, int64 snapshot_id, const char *stream, ui
 	return r;
 }
 
+/* the fields after a record's header, up to its runs (parse_body) */
+typedef struct LogBody
+{
+	uint64		counts[3];		/* total, delta and changelog records */
+	uint64		seq;			/* as stored (LOG_SEQ_IN_STREAM: from the base) */
+	uint64		dlen;
+	uint64		run_id;
+	uint64		clen;
+	uint64		ulen;
+	const char *user;			/* ulen bytes, then the runs */
+} LogBody;
+
+/* parse the body at p (up to end) of a record whose header is h */
+static bool
+parse_body(const LogRecordHeader *h, const char *p, const char *end, LogBody *b)
+{
+	memset(b, 0, sizeof(LogBody));
+	for (int i = 0; i < 3; i++)
+		if (!run_varint_get(&p, end, &b->counts[i]))
+			return false;
+	if (((h->parts & LOG_HAS_DATA) &&
+		 (!run_varint_get(&p, end, &b->seq) || !run_varint_get(&p, end, &b->dlen))) ||
+		((h->parts & LOG_HAS_CHANGELOG) &&
+		 (!run_varint_get(&p, end, &b->run_id) || !run_varint_get(&p, end, &b->clen))) ||
+		!run_varint_get(&p, end, &b->ulen) || b->ulen >= NAMEDATALEN ||
+		b->ulen + b->dlen + b->clen != (uint64) (end - p))
+		return false;
+	b->user = p;
+	return true;
+}
+
+/* does item off's CRC32C match its bytes? */
+static bool
+record_crc_ok(Page page, OffsetNumber off, pg_crc32c stored)
+{
+	ItemId		iid = PageGetItemId(page, off);
+	pg_crc32c	crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, (const char *) PageGetItem(page, iid) + LOG_HEADER_FIXED,
+				ItemIdGetLength(iid) - LOG_HEADER_FIXED);
+	FIN_CRC32C(crc);
+	return EQ_CRC32C(crc, stored);
+}
+
+static void read_header(Relation rel, BlockNumber block, Page page, OffsetNumber off,
+						LogRecordHeader *h, const char **body, const char **end,
+						LogBase *base);
+
 /*
- * The header of item off, in either layout, checked against the item's
- * length; *body: where the counts start; *end: the item's end.  The CRC
- * covers [item + LOG_HEADER_FIXED, *end) in both.
+ * The page's first record's commit time and role, which the others are
+ * written against (its CRC checked: they depend on it).  Reading a record
+ * (noerror false), a damaged or missing one is reported as corrupt; to
+ * write one, false is returned instead, and the new record is written
+ * whole.
+ */
+static bool
+page_base(Relation rel, BlockNumber block, Page page, bool noerror, LogBase *base)
+{
+	ItemId		iid;
+	const char *item;
+	LogRecordHeader h;
+	const char *body;
+	const char *end;
+	LogBody b;
+
+	if (PageGetMaxOffsetNumber(page) < FirstOffsetNumber)
+	{
+		if (noerror)
+			return false;
+		corrupt(rel, block, FirstOffsetNumber, "a record is written against a first record the page does not have");
+	}
+	iid = PageGetItemId(page, FirstOffsetNumber);
+	item = (const char *) PageGetItem(page, iid);
+	if (!ItemIdIsNormal(iid) || ItemIdGetLength(iid) < LOG_SHORT_FIXED ||
+		(((uint8) item[1]) & LOG_PAGE_RELATIVE) ||
+		(!(((uint8) item[1]) & LOG_SHORT_HEADER) &&
+		 ItemIdGetLength(iid) < sizeof(LogRecordHeader)))
+	{
+		if (noerror)
+			return false;
+		corrupt(rel, block, FirstOffsetNumber, "the page's first record, which others are written against, is not one");
+	}
+	read_header(rel, block, page, FirstOffsetNumber, &h, &body, &end, NULL);
+	if (!record_crc_ok(page, FirstOffsetNumber, h.crc) || !parse_body(&h, body, end, &b))
+	{
+		if (noerror)
+			return false;
+		corrupt(rel, block, FirstOffsetNumber, "the page's first record, which others are written against, is damaged");
+	}
+	base->commit_time = h.commit_time;
+	base->user = pnstrdup(b.user, b.ulen);
+	return true;
+}
+
+/*
+ * The header of item off, in any of its layouts, checked against the
+ * item's length; *body: where the counts start; *end: the item's end.  The
+ * CRC covers [item + LOG_HEADER_FIXED, *end) in all.  A record written
+ * against the page's first record gets its commit time from it only if
+ * base is not NULL (else 0: the callers that look at visibility alone do
+ * not read the first record): base holds that record's time and role,
+ * read into it unless it has them already (base->user not NULL).
  */
 static void
 read_header(Relation rel, BlockNumber block, Page page, OffsetNumber off,
-			LogRecordHeader *h, const char **body, const char **end)
+			LogRecordHeader *h, const char **body, const char **end,
+			LogBase *base)
 {
 	ItemId		iid = PageGetItemId(page, off);
 	const char *item;
+	uint8		parts;
 
 	if (!ItemIdIsNormal(iid) || ItemIdGetLength(iid) < LOG_SHORT_FIXED)
 		corrupt(rel, block, off, "the item is not a record");
 	item = (const char *) PageGetItem(page, iid);
 	*end = item + ItemIdGetLength(iid);
-	if (((uint8) item[1]) & LOG_SHORT_HEADER)
+	parts = (uint8) item[1];
+	if (parts & (LOG_SHORT_HEADER | LOG_PAGE_RELATIVE))
 	{
 		uint64		id;
 		uint64		ns;
+		uint64		zz = 0;
 
 		memcpy(h, item, LOG_HEADER_FIXED);
-		memcpy(&h->commit_time, item + LOG_HEADER_FIXED, sizeof(TimestampTz));
-		*body = item + LOG_SHORT_FIXED;
-		if (!run_varint_get(body, *end, &id) ||
+		*body = item + ((parts & LOG_PAGE_RELATIVE) ? LOG_HEADER_FIXED : LOG_SHORT_FIXED);
+		if (((parts & LOG_PAGE_RELATIVE) && !run_varint_get(body, *end, &zz)) ||
+			!run_varint_get(body, *end, &id) ||
 			!run_varint_get(body, *end, &h->xid) ||
 			!run_varint_get(body, *end, &ns))
 			corrupt(rel, block, off, "its header is cut short");
 		h->snapshot_id = (int64) id;
 		h->duration_ms = ns / 1e6;
+		if ((parts & LOG_PAGE_RELATIVE) && off == FirstOffsetNumber)
+			corrupt(rel, block, off, "the page's first record is written against itself");
+		if (!(parts & LOG_PAGE_RELATIVE))
+			memcpy(&h->commit_time, item + LOG_HEADER_FIXED, sizeof(TimestampTz));
+		else if (base)
+		{
+			if (base->user == NULL)
+				(void) page_base(rel, block, page, false, base);
+			h->commit_time = base->commit_time +
+				(int64) ((zz >> 1) ^ (~(zz & 1) + 1));
+		}
+		else
+			h->commit_time = 0;
 	}
 	else
 	{
@@ -645,39 +818,26 @@ read_header(Relation rel, BlockNumber block, Page page, OffsetNumber off,
 	}
 }
 
-/* the whole record at off, its CRC checked */
+/*
+ * The whole record at off, its CRC checked; base: the page's first
+ * record's time and role, as read_header takes them (base->user NULL: not
+ * read yet), for the next records of the page.
+ */
 static CommitRecord *
-decode(Relation rel, BlockNumber block, Page page, OffsetNumber off)
+decode(Relation rel, BlockNumber block, Page page, OffsetNumber off, LogBase *base)
 {
 	LogRecordHeader h;
+	LogBody		b;
 	const char *p;
 	const char *end;
 	CommitRecord *rec = palloc0(sizeof(CommitRecord));
-	uint64		v[3];
-	uint64		seq = 0;
-	uint64		dlen = 0;
-	uint64		run_id = 0;
-	uint64		clen = 0;
-	uint64		ulen;
-	pg_crc32c	crc;
+	uint64		seq;
 	const char *data;
 
-	read_header(rel, block, page, off, &h, &p, &end);
-	INIT_CRC32C(crc);
-	COMP_CRC32C(crc, (const char *) PageGetItem(page, PageGetItemId(page, off)) +
-				LOG_HEADER_FIXED, ItemIdGetLength(PageGetItemId(page, off)) - LOG_HEADER_FIXED);
-	FIN_CRC32C(crc);
-	if (!EQ_CRC32C(crc, h.crc))
+	read_header(rel, block, page, off, &h, &p, &end, base);
+	if (!record_crc_ok(page, off, h.crc))
 		corrupt(rel, block, off, "its CRC does not match");
-	for (int i = 0; i < 3; i++)
-		if (!run_varint_get(&p, end, &v[i]))
-			corrupt(rel, block, off, "a count is cut short");
-	if (((h.parts & LOG_HAS_DATA) &&
-		 (!run_varint_get(&p, end, &seq) || !run_varint_get(&p, end, &dlen))) ||
-		((h.parts & LOG_HAS_CHANGELOG) &&
-		 (!run_varint_get(&p, end, &run_id) || !run_varint_get(&p, end, &clen))) ||
-		!run_varint_get(&p, end, &ulen) || ulen >= NAMEDATALEN ||
-		ulen + dlen + clen != (uint64) (end - p) ||
+	if (!parse_body(&h, p, end, &b) ||
 		h.kind > COMMIT_OVERWRITE || h.producer > PK_PRODUCER_FULL_COMPACTION ||
 		h.snapshot_id <= 0)
 		corrupt(rel, block, off, "its parts do not add up to its length");
@@ -687,25 +847,41 @@ decode(Relation rel, BlockNumber block, Page page, OffsetNumber off)
 	rec->kind = (CommitKind) h.kind;
 	rec->producer = (PkProducer) h.producer;
 	rec->duration_ms = h.duration_ms;
-	rec->total_record_count = (int64) v[0];
-	rec->delta_record_count = (int64) v[1];
-	rec->changelog_record_count = (int64) v[2];
-	rec->user = pnstrdup(p, ulen);
-	p += ulen;
+	rec->total_record_count = (int64) b.counts[0];
+	rec->delta_record_count = (int64) b.counts[1];
+	rec->changelog_record_count = (int64) b.counts[2];
+	/* no role: the page's first record's */
+	if (b.ulen == 0 && (h.parts & LOG_PAGE_RELATIVE))
+		rec->user = pstrdup(base->user);
+	else
+		rec->user = pnstrdup(b.user, b.ulen);
+	p = b.user + b.ulen;
 	data = p;
 	if (h.parts & LOG_HAS_DATA)
 	{
-		rec->data = record_run(rel, RUN_DATA, h.snapshot_id, p, dlen);
+		uint64		data_base;
+
+		/*
+		 * From the data run's base: if its header is damaged (its CRC made
+		 * to match the record's), the run fails its own checks where it is
+		 * read, as with any damaged run.
+		 */
+		seq = b.seq;
+		if ((h.parts & LOG_SEQ_IN_STREAM) &&
+			tight_base(data, (uint32) b.dlen, &data_base) &&
+			data_base <= PG_INT64_MAX - seq)
+			seq += data_base;
+		rec->data = record_run(rel, RUN_DATA, h.snapshot_id, p, b.dlen);
 		rec->data->run_id = -h.snapshot_id;
 		rec->data->from_commit = true;
 		rec->data->row_base = pk_inline_row_base(rec->data->run_id);
 		rec->data->min_seq = rec->data->max_seq = (int64) seq;
-		p += dlen;
+		p += b.dlen;
 	}
 	if (h.parts & LOG_HAS_CHANGELOG)
 	{
 		const char *changelog = p;
-		uint32		len = (uint32) clen;
+		uint32		len = (uint32) b.clen;
 
 		/*
 		 * Kept with references: expanded.  If that fails, the bytes as kept
@@ -716,17 +892,17 @@ decode(Relation rel, BlockNumber block, Page page, OffsetNumber off)
 		if ((h.parts & (LOG_CHANGELOG_REFS | LOG_HAS_DATA)) ==
 			(LOG_CHANGELOG_REFS | LOG_HAS_DATA))
 		{
-			char	   *expanded = changelog_expand(data, dlen, p, clen,
+			char	   *expanded = changelog_expand(data, b.dlen, p, b.clen,
 												(h.parts & LOG_CHANGELOG_DIFFS) ?
 												REFS_DIFF : REFS_WHOLE, &len);
 
 			if (expanded)
 				changelog = expanded;
 			else
-				len = (uint32) clen;
+				len = (uint32) b.clen;
 		}
 		rec->changelog = record_run(rel, RUN_CHANGELOG, h.snapshot_id, changelog, len);
-		rec->changelog->run_id = (int64) run_id;
+		rec->changelog->run_id = (int64) b.run_id;
 	}
 	return rec;
 }
@@ -775,7 +951,7 @@ resolution(Relation rel, BlockNumber block, Page page, OffsetNumber off)
 	const char *body;
 	const char *end;
 
-	read_header(rel, block, page, off, &h, &body, &end);
+	read_header(rel, block, page, off, &h, &body, &end, NULL);
 	if (h.flags & (LOG_RESOLVED | LOG_DEAD))
 		return 0;				/* resolved already */
 	return record_status(&h);
@@ -830,9 +1006,10 @@ bool
 commit_log_append(Relation rel, BlockNumber block, bool new_page, CommitRecord *rec)
 {
 	uint32		len;
-	char	   *item = encode(rec, &len);
+	char	   *item;
 	Buffer		buf;
 	Page		page;
+	LogBase		base;
 	xl_pk_log_append xlrec = {0};
 
 	if (new_page)
@@ -840,20 +1017,19 @@ commit_log_append(Relation rel, BlockNumber block, bool new_page, CommitRecord *
 	else
 	{
 		if (!pk_block_exists(rel, block))
-		{
-			pfree(item);
 			return false;
-		}
 		buf = ReadBuffer(rel, block);
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 		if (!is_log_page(BufferGetPage(buf), rel->rd_node.relNode))
 		{
 			UnlockReleaseBuffer(buf);
-			pfree(item);
 			return false;
 		}
 	}
 	page = BufferGetPage(buf);
+	/* against the page's first record, if it has one (and it is whole) */
+	item = encode(rec, !new_page && page_base(rel, block, page, true, &base) ?
+				  &base : NULL, &len);
 	if (!new_page && PageGetFreeSpace(page) < MAXALIGN(len))
 	{
 		resolve_last(rel, buf, block);
@@ -972,6 +1148,7 @@ commit_log_read(Relation rel, const RunInfo *page_run, int64 from, int64 to,
 	OffsetNumber maxoff;
 	List	   *result = NIL;
 	LogPageOpaque *o;
+	LogBase		base = {0};
 
 	*stopped = false;
 	from = Max(from, page_run->min_seq - 1);
@@ -989,14 +1166,14 @@ commit_log_read(Relation rel, const RunInfo *page_run, int64 from, int64 to,
 		const char *body;
 		const char *end;
 
-		read_header(rel, block, page, off, &h, &body, &end);
+		read_header(rel, block, page, off, &h, &body, &end, NULL);
 		/* past to: none later is in range, unless this one is aborted */
 		if (h.snapshot_id > to && record_status(&h) != LOG_DEAD)
 			break;
 		if (h.snapshot_id <= from || h.snapshot_id > to)
 			continue;
 		if (record_visible(&h, st, snapshot, stopped))
-			result = lappend(result, decode(rel, block, page, off));
+			result = lappend(result, decode(rel, block, page, off, &base));
 	}
 	UnlockReleaseBuffer(buf);
 	return result;

@@ -205,3 +205,37 @@ DROP TABLE pg_catalog.pg_dist_partition;
 RESET allow_system_table_mods;
 SELECT count(*) AS no_catalog_no_check FROM pk_snapshots('dist');
 DROP TABLE dist, shard_102008;
+
+-- A small commit's snapshot is a record on a commit log page; the records
+-- after a page's first are written against it (their commit time from its
+-- time, their role left out when it is its role).  Each reads back its own
+-- role, and a commit time between its statement's and the next one's:
+-- t1, whose page begins with the superuser's commit, and t2, whose page
+-- begins with another role's.
+CREATE ROLE regress_snap_writer;
+CREATE TABLE byrole_t1 (k int PRIMARY KEY, at timestamptz) USING pkmerge;
+CREATE TABLE byrole_t2 (k int PRIMARY KEY, at timestamptz) USING pkmerge;
+GRANT SELECT, INSERT ON byrole_t1, byrole_t2 TO regress_snap_writer;
+-- each insert a commit of its own, by the role its step names
+SELECT CASE WHEN by_writer THEN 'SET ROLE regress_snap_writer' ELSE 'RESET ROLE' END,
+	   format('INSERT INTO %I VALUES (%s, clock_timestamp())', t, k)
+FROM (VALUES (1, 'byrole_t1', 1, false), (2, 'byrole_t1', 2, true),
+			 (3, 'byrole_t2', 1, true), (4, 'byrole_t1', 3, false),
+			 (5, 'byrole_t2', 2, false), (6, 'byrole_t1', 4, true),
+			 (7, 'byrole_t2', 3, true), (8, 'byrole_t2', 4, false),
+			 (9, 'byrole_t1', 5, false), (10, 'byrole_t2', 5, false))
+	 AS v(step, t, k, by_writer)
+ORDER BY step \gexec
+RESET ROLE;
+SELECT r.t, s.snapshot_id,
+	   CASE WHEN s.commit_user = current_user THEN 'me' ELSE s.commit_user END AS by,
+	   r.at <= s.commit_time AND
+	   s.commit_time <= coalesce(lead(r.at) OVER (PARTITION BY r.t ORDER BY r.k), now())
+	   AS time_in_place
+FROM (SELECT 'byrole_t1'::regclass AS t, * FROM byrole_t1
+	  UNION ALL SELECT 'byrole_t2'::regclass, * FROM byrole_t2) r,
+	 LATERAL pk_snapshots(r.t) s
+WHERE s.snapshot_id = r.k
+ORDER BY 1, 2;
+DROP TABLE byrole_t1, byrole_t2;
+DROP ROLE regress_snap_writer;

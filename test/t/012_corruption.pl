@@ -743,7 +743,12 @@ for my $t (sort keys %log_damage)
 	my $rec = substr($page, $off, $len);
 	my $parts = unpack('C', substr($rec, 1, 1));
 	ok($parts & 4, "$t: the record has the short header");
-	my $pos = 16;
+	# a page's later records are written against its first (parts bit
+	# 32): the commit time a varint from its time
+	ok(($parts & 32) == ($item > 1 ? 32 : 0),
+		"$t: record $item is " . ($item > 1 ? '' : 'not ') . "written against the page's first");
+	my $pos = ($parts & 32) ? 8 : 16;
+	varint($rec, \$pos) if $parts & 32;
 	my ($snap, $xid, $ns) = map { varint($rec, \$pos) } 1 .. 3;
 	if ($how eq 'v1')
 	{
@@ -758,6 +763,8 @@ for my $t (sort keys %log_damage)
 	if ($parts & 2) { varint($rec, \$pos); $clen_at = $pos; $clen = varint($rec, \$pos); }
 	my $ulen_at = $pos;
 	my $ulen = varint($rec, \$pos);
+	# ... and its role, the first record's, left out
+	is($ulen, 0, "$t: record $item leaves its role out") if $parts & 32;
 	my $run = $pos + $ulen + ($part eq 'data' ? 0 : $dlen);
 	if ($how eq 'refs_v1')
 	{
