@@ -823,6 +823,14 @@ for my $q ("SELECT count(*) FROM sd_crc", "SELECT * FROM pk_snapshots('sd_crc')"
 		"sd_crc: XX001 naming the table ($q)");
 	like($err, qr/its CRC does not match/, "sd_crc: the detail says what is wrong ($q)");
 }
+# A commit after the damage reads the committed runs, the damaged
+# record's among them: refused, XX001, nothing written
+($ret, $out, $err) = $node->psql('postgres',
+	"\\set VERBOSITY verbose\nINSERT INTO sd_crc VALUES (3, 'three')");
+like($err, qr/ERROR:  XX001: corrupt commit log record in pkmerge table "sd_crc"/,
+	'sd_crc: a commit after the damage is refused');
+is($node->safe_psql('postgres', q{SELECT last_snapshot_id FROM pkchangelog.tables
+  WHERE relid = 'sd_crc'::regclass}), '1', 'sd_crc: the refused commit made no snapshot');
 my %compact_detail = (
 	c_magic => qr/Not a compact run's magic number/,
 	c_payload => qr/CRC32C mismatch/,
