@@ -290,17 +290,12 @@ static bool
 tight_rows(const char *stream, uint32 len, RefForm form, TightRows *t)
 {
 	const char *end = stream + len;
-	const char *p = stream + 2 * sizeof(uint32);
+	const char *p;
 	uint64		nrows;
 	uint64		v;
-	uint32		magic;
 
-	if (len < 2 * sizeof(uint32))
-		return false;
-	memcpy(&magic, stream, sizeof(magic));
 	/* a row takes 3 bytes at least: a count beyond that is no count */
-	if (magic != RUN_MAGIC_TIGHT || !run_varint_get(&p, end, &nrows) ||
-		!run_varint_get(&p, end, &v) || nrows > len / 3)
+	if ((p = run_tight_header(stream, len, &nrows, &v)) == NULL || nrows > len / 3)
 		return false;
 	t->rows = p;
 	t->n = (int) nrows;
@@ -350,16 +345,23 @@ tight_rows(const char *stream, uint32 len, RefForm form, TightRows *t)
 }
 
 /*
- * Row i of c with its whole tuple (len bytes at tuple), as a tight stream
+ * Row i of c's head for a whole tuple of len bytes, as a tight stream
  * writes it (the writer's varints are the shortest, so this is its bytes
- * again), at q; returns the end.
+ * again), at q; returns where the tuple goes.
  */
 static char *
-tight_row_put(char *q, const TightRows *c, int i, const char *tuple, uint32 len)
+tight_row_head(char *q, const TightRows *c, int i, uint32 len)
 {
 	q = run_varint_put(q, c->delta[i]);
 	*q++ = (char) c->kind[i];
-	q = run_varint_put(q, len);
+	return run_varint_put(q, len);
+}
+
+/* row i of c with its whole tuple (len bytes at tuple) at q; returns the end */
+static char *
+tight_row_put(char *q, const TightRows *c, int i, const char *tuple, uint32 len)
+{
+	q = tight_row_head(q, c, i, len);
 	memcpy(q, tuple, len);
 	return q + len;
 }
@@ -387,9 +389,7 @@ tight_ref_put(char *q, const TightRows *c, int i, const TightRows *d, int j)
 		   a[c->len[i] - 1 - suffix] == b[d->len[j] - 1 - suffix])
 		suffix++;
 	own = c->len[i] - prefix - suffix;
-	h = run_varint_put(h, c->delta[i]);
-	*h++ = (char) c->kind[i];
-	h = run_varint_put(h, 0);
+	h = tight_row_head(h, c, i, 0);	/* length 0: a reference */
 	if (prefix == d->len[j] && own == 0)
 		h = run_varint_put(h, (uint64) j << 1);	/* the whole row */
 	else
@@ -399,7 +399,9 @@ tight_ref_put(char *q, const TightRows *c, int i, const TightRows *d, int j)
 		h = run_varint_put(h, suffix);
 		h = run_varint_put(h, own);
 	}
-	if ((h - buf) + own >= (Size) (run_varint_len(c->len[i]) + c->len[i]))
+	/* not shorter than the row with its whole tuple: kept whole */
+	if ((h - buf) + own >= (Size) (run_varint_len(c->delta[i]) + 1 +
+								   run_varint_len(c->len[i]) + c->len[i]))
 		return NULL;
 	memcpy(q, buf, h - buf);
 	q += h - buf;
@@ -512,23 +514,20 @@ changelog_expand(const char *data, uint32 dlen, const char *kept, uint32 klen,
 	{
 		const char *row;
 		uint32		own;
-		char	   *t;
 
 		if (c.ref[i] < 0)
 		{
 			q = tight_row_put(q, &c, i, c.tuple[i], c.len[i]);
 			continue;
 		}
-		/* the row from the data row's start and end around its own bytes */
+		/* the row: the data row's start and end around its own bytes */
 		row = d.tuple[c.ref[i]];
 		own = c.len[i] - c.prefix[i] - c.suffix[i];
-		t = palloc(Max(c.len[i], 1));
-		memcpy(t, row, c.prefix[i]);
-		memcpy(t + c.prefix[i], c.tuple[i], own);
-		memcpy(t + c.prefix[i] + own,
-			   row + d.len[c.ref[i]] - c.suffix[i], c.suffix[i]);
-		q = tight_row_put(q, &c, i, t, c.len[i]);
-		pfree(t);
+		q = tight_row_head(q, &c, i, c.len[i]);
+		memcpy(q, row, c.prefix[i]);
+		memcpy(q + c.prefix[i], c.tuple[i], own);
+		memcpy(q + c.prefix[i] + own, row + d.len[c.ref[i]] - c.suffix[i], c.suffix[i]);
+		q += c.len[i];
 	}
 	*len = q - out;
 	return out;
@@ -540,21 +539,6 @@ typedef struct LogBase
 	TimestampTz commit_time;
 	char	   *user;
 } LogBase;
-
-/* the base sequence number of a tight stream, false if it is not one */
-static bool
-tight_base(const char *stream, uint32 len, uint64 *base)
-{
-	const char *p = stream + 2 * sizeof(uint32);
-	uint32		magic;
-	uint64		nrows;
-
-	if (len < 2 * sizeof(uint32))
-		return false;
-	memcpy(&magic, stream, sizeof(magic));
-	return magic == RUN_MAGIC_TIGHT && run_varint_get(&p, stream + len, &nrows) &&
-		run_varint_get(&p, stream + len, base);
-}
 
 /*
  * The record's bytes, in the current memory context; against base (the
@@ -572,6 +556,7 @@ encode(const CommitRecord *rec, const LogBase *base, uint32 *len)
 	double		ns = rec->duration_ms * 1e6;
 	uint64		seq = rec->data ? (uint64) rec->data->max_seq : 0;
 	uint64		data_base;
+	uint64		nrows;
 	uint8		parts = LOG_SHORT_HEADER | (rec->data ? LOG_HAS_DATA : 0) |
 		(rec->changelog ? LOG_HAS_CHANGELOG : 0) |
 		(refs ? LOG_CHANGELOG_REFS | LOG_CHANGELOG_DIFFS : 0);
@@ -592,7 +577,8 @@ encode(const CommitRecord *rec, const LogBase *base, uint32 *len)
 	}
 	else
 		memcpy(buf + LOG_HEADER_FIXED, &rec->commit_time, sizeof(TimestampTz));
-	if (rec->data && tight_base(rec->data->stream, dlen, &data_base) &&
+	if (rec->data &&
+		run_tight_header(rec->data->stream, dlen, &nrows, &data_base) != NULL &&
 		seq >= data_base)
 	{
 		parts |= LOG_SEQ_IN_STREAM;
@@ -860,6 +846,7 @@ decode(Relation rel, BlockNumber block, Page page, OffsetNumber off, LogBase *ba
 	if (h.parts & LOG_HAS_DATA)
 	{
 		uint64		data_base;
+		uint64		nrows;
 
 		/*
 		 * From the data run's base: if its header is damaged (its CRC made
@@ -868,7 +855,7 @@ decode(Relation rel, BlockNumber block, Page page, OffsetNumber off, LogBase *ba
 		 */
 		seq = b.seq;
 		if ((h.parts & LOG_SEQ_IN_STREAM) &&
-			tight_base(data, (uint32) b.dlen, &data_base) &&
+			run_tight_header(data, (uint32) b.dlen, &nrows, &data_base) != NULL &&
 			data_base <= PG_INT64_MAX - seq)
 			seq += data_base;
 		rec->data = record_run(rel, RUN_DATA, h.snapshot_id, p, b.dlen);

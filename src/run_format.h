@@ -218,6 +218,26 @@ run_tight_row(const char **p, const char *end, uint64 *delta, uint8 *kind,
 }
 
 /*
+ * The header of a tight stream of len bytes: its row count and base
+ * sequence number, without checking its CRC; returns where its rows
+ * begin, or NULL if it is not a tight stream or is cut short.
+ */
+static inline const char *
+run_tight_header(const char *stream, uint32 len, uint64 *nrows, uint64 *base)
+{
+	const char *p = stream + 2 * sizeof(uint32);
+	uint32		magic;
+
+	if (len < 2 * sizeof(uint32))
+		return NULL;
+	memcpy(&magic, stream, sizeof(magic));
+	if (magic != RUN_MAGIC_TIGHT || !run_varint_get(&p, stream + len, nrows) ||
+		!run_varint_get(&p, stream + len, base))
+		return NULL;
+	return p;
+}
+
+/*
  * The row count a compact stream (either form) gives, without checking
  * it (its CRC is checked when the run is read); 0 if it is too short.
  */
@@ -226,15 +246,14 @@ run_compact_nrows(const char *stream, uint32 len)
 {
 	uint32		magic;
 	uint64		nrows = 0;
+	uint64		base;
 
 	if (len < sizeof(uint32))
 		return 0;
 	memcpy(&magic, stream, sizeof(magic));
 	if (magic == RUN_MAGIC_TIGHT)
 	{
-		const char *p = stream + 2 * sizeof(uint32);
-
-		if (p > stream + len || !run_varint_get(&p, stream + len, &nrows))
+		if (run_tight_header(stream, len, &nrows, &base) == NULL)
 			return 0;
 	}
 	else if (len >= sizeof(uint32) + sizeof(RunBlockHeader))
