@@ -18,13 +18,16 @@
  * this departs from Paimon, whose writers flush large files: a level-0 run
  * compaction_small_run_ratio times smaller than the table's largest sorted
  * run is left out of Paimon's pick, which neither counts nor weighs it
- * (towards the stop trigger only, those beyond SMALL_RUNS_MAX, the worker's
- * cue, count SMALL_RUNS_PER_SORTED_RUN to a sorted run), and such runs are
- * merged among themselves in tiers of similar sizes (by size ratio, into
- * level 0) before anything merges them into a larger run, so a 1-row
- * commit does not make the next compaction rewrite a level of thousands of
- * rows, however many levels hold runs.  doc/DECISIONS.md has the figures;
- * test/bench/compaction_sim.py models the picker.
+ * (towards the stop trigger only, those beyond their tier's quota, the
+ * worker's cue, count SMALL_RUNS_PER_SORTED_RUN to a sorted run), and such
+ * runs are merged among themselves, into level 0, in tiers by their rows:
+ * sixteen runs of fewer than sixteen rows, then twelve of each size up
+ * (16-191 rows, 192-2303, ...), before anything merges them into a larger
+ * run.  So a 1-row commit does not make the next compaction rewrite a
+ * level of thousands of rows, however many levels hold runs, and a row is
+ * rewritten about once per twelvefold growth of the run holding it.
+ * doc/DECISIONS.md has the figures; test/bench/compaction_sim.py models
+ * the picker.
  *
  *-------------------------------------------------------------------------
  */
@@ -53,14 +56,31 @@ typedef struct SortedRun
 {
 	int			level;
 	int64		size;			/* as Paimon's file sizes: the runs' pages */
-	int64		bytes;			/* of rows and block index (run_bytes) */
 	int64		records;
 	List	   *runs;			/* RunInfo */
 } SortedRun;
 
-/* small runs: see the header comment */
-#define SMALL_RUNS_PER_SORTED_RUN	8
+/*
+ * Small runs' tiers (see the header comment): tier 0 holds the runs of
+ * fewer than SMALL_RUNS_MAX rows and merges when SMALL_RUNS_MAX of them are
+ * there; tier k above it the runs of SMALL_RUNS_MAX * SMALL_RUN_FANIN^(k-1)
+ * rows or more (up to the next tier's), which merge when SMALL_RUN_FANIN
+ * of them are there (tier_count).  Runs beyond their tier's quota count
+ * SMALL_RUNS_PER_SORTED_RUN to a sorted run towards the stop trigger.
+ */
 #define SMALL_RUNS_MAX				16
+#define SMALL_RUN_FANIN				12
+#define SMALL_TIERS					8
+#define SMALL_RUNS_PER_SORTED_RUN	8
+
+/* what count_small finds */
+typedef struct SmallRuns
+{
+	int			nsmall;			/* the youngest level-0 runs that are small */
+	int			nrest;			/* the sorted runs that are not */
+	int			effective;		/* all of them, towards the stop trigger */
+	bool		due;			/* a tier of small runs is full */
+} SmallRuns;
 
 /*
  * A run's bytes of rows and block index: what tells small runs apart (by
@@ -81,6 +101,28 @@ static int64
 run_size(const RunInfo *r)
 {
 	return r->stream ? BLCKSZ : r->size_bytes;
+}
+
+/* the tier of a small run of records rows */
+static int
+small_tier(int64 records)
+{
+	int64		bound = SMALL_RUNS_MAX;
+	int			tier = 0;
+
+	while (records >= bound && tier < SMALL_TIERS - 1)
+	{
+		bound *= SMALL_RUN_FANIN;
+		tier++;
+	}
+	return tier;
+}
+
+/* how many runs of a tier merge at once */
+static int
+tier_quota(int tier)
+{
+	return tier == 0 ? SMALL_RUNS_MAX : SMALL_RUN_FANIN;
 }
 
 /* is level-0 run a newer than b, in sorted_runs' order? */
@@ -112,7 +154,6 @@ sorted_run_add(SortedRun *sr, RunInfo *r, int level)
 		sr->level = level;
 	}
 	sr->size += run_size(r);
-	sr->bytes += run_bytes(r);
 	sr->records += r->record_count;
 	sr->runs = lappend(sr->runs, r);
 	return sr;
@@ -157,27 +198,27 @@ sorted_runs(List *runs)
 }
 
 /*
- * How many of the youngest sorted runs are small (compaction_small_run_ratio
- * times smaller than the largest, in bytes; none when the ratio is 0), how
- * many sorted runs are not (*nrest), and what all the sorted runs and a
- * run of new_bytes about to be added (none if 0) count as towards the stop
- * trigger (*effective).  Small runs count there only beyond
- * SMALL_RUNS_MAX, where the worker is asked to merge them,
- * SMALL_RUNS_PER_SORTED_RUN to one: the writers compact first only when
- * the worker has not kept up.  From the runs themselves, without making
- * the sorted runs (every commit asks, compact_due): the small ones are the
- * level-0 runs newer than the newest one that is not small, as the sorted
- * runs list them.
+ * The small runs: the youngest sorted runs compaction_small_run_ratio
+ * times smaller than the largest (in bytes; none when the ratio is 0),
+ * whether one of their tiers is full, and what all the sorted runs and a
+ * run of new_bytes about to be added (none if 0; a small one is counted in
+ * tier 0) count as towards the stop trigger: small runs only beyond their
+ * tiers' quotas, where the worker is asked to merge them,
+ * SMALL_RUNS_PER_SORTED_RUN to one, so that the writers compact first only
+ * when the worker has not kept up.  From the runs themselves, without
+ * making the sorted runs (every commit asks, compact_due): the small ones
+ * are the level-0 runs newer than the newest one that is not small, as the
+ * sorted runs list them.
  */
-static int
-count_small(const PkOptions *o, List *runs, int64 new_bytes, int *nrest,
-			int *effective)
+static SmallRuns
+count_small(const PkOptions *o, List *runs, int64 new_bytes)
 {
+	SmallRuns	result = {0};
 	int64		largest = 0;
 	int			maxlevel = 0;
 	int			n = 0;
-	int			nsmall = 0;
-	int			nsmall_after;
+	int			members[SMALL_TIERS] = {0};
+	int			excess = 0;
 	const RunInfo *newest_large = NULL;
 	ListCell   *lc;
 
@@ -227,33 +268,66 @@ count_small(const PkOptions *o, List *runs, int64 new_bytes, int *nrest,
 			const RunInfo *r = lfirst(lc);
 
 			if (r->level == 0 && (newest_large == NULL || l0_newer(r, newest_large)))
-				nsmall++;
+			{
+				result.nsmall++;
+				members[small_tier(r->record_count)]++;
+			}
 		}
 	}
-	nsmall_after = nsmall;
-	*nrest = n - nsmall;
-	*effective = *nrest;
+	result.nrest = n - result.nsmall;
+	result.effective = result.nrest;
 	/* the new run: one more small one, or a sorted run of its own */
 	if (new_bytes > 0 && o->compaction_small_run_ratio > 0 &&
 		new_bytes * o->compaction_small_run_ratio < largest)
-		nsmall_after++;
+		members[0]++;
 	else if (new_bytes > 0)
-		(*effective)++;
-	if (nsmall_after > SMALL_RUNS_MAX)
-		*effective += (nsmall_after - SMALL_RUNS_MAX + SMALL_RUNS_PER_SORTED_RUN - 1) /
-			SMALL_RUNS_PER_SORTED_RUN;
-	return nsmall;
+		result.effective++;
+	for (int tier = 0; tier < SMALL_TIERS; tier++)
+	{
+		result.due |= members[tier] >= tier_quota(tier);
+		excess += Max(0, members[tier] - tier_quota(tier));
+	}
+	result.effective += (excess + SMALL_RUNS_PER_SORTED_RUN - 1) /
+		SMALL_RUNS_PER_SORTED_RUN;
+	return result;
+}
+
+/*
+ * How many of the youngest sorted runs to merge as a tier of small runs:
+ * youngest first, those up to the one that fills its tier's quota first,
+ * and the runs of that tier or a lower one after it, which a worker that
+ * was busy elsewhere finds there (one merge of them all, not one per
+ * quota); the younger runs of other tiers go along, as only adjacent
+ * level-0 runs merge.  0 if no tier of the nsmall small ones is full.
+ */
+static int
+tier_count(List *srs, int nsmall)
+{
+	int			members[SMALL_TIERS] = {0};
+
+	for (int i = 0; i < nsmall; i++)
+	{
+		int			tier = small_tier(((SortedRun *) list_nth(srs, i))->records);
+
+		if (++members[tier] >= tier_quota(tier))
+		{
+			while (i + 1 < nsmall &&
+				   small_tier(((SortedRun *) list_nth(srs, i + 1))->records) <= tier)
+				i++;
+			return i + 1;
+		}
+	}
+	return 0;
 }
 
 /*
  * Starting from sorted runs [from, start), take in the next (up to the
  * first `limit`) while the candidates together are not much smaller than
- * it (size ratio), by Paimon's sizes or (small runs) by bytes.  Returns
- * the index after the last one taken.
+ * it (size ratio), by Paimon's sizes.  Returns the index after the last
+ * one taken.
  */
 static int
-ratio_count(const PkOptions *o, List *srs, int from, int start, int limit,
-			bool by_bytes)
+ratio_count(const PkOptions *o, List *srs, int from, int start, int limit)
 {
 	int64		size = 0;
 	int			c = start;
@@ -262,16 +336,15 @@ ratio_count(const PkOptions *o, List *srs, int from, int start, int limit,
 	{
 		SortedRun  *sr = list_nth(srs, i);
 
-		size += by_bytes ? sr->bytes : sr->size;
+		size += sr->size;
 	}
 	while (c < limit)
 	{
 		SortedRun  *next = list_nth(srs, c);
-		int64		next_size = by_bytes ? next->bytes : next->size;
 
-		if ((double) size * (100.0 + o->compaction_size_ratio) / 100.0 < next_size)
+		if ((double) size * (100.0 + o->compaction_size_ratio) / 100.0 < next->size)
 			break;
-		size += next_size;
+		size += next->size;
 		c++;
 	}
 	return c;
@@ -279,11 +352,8 @@ ratio_count(const PkOptions *o, List *srs, int from, int start, int limit,
 
 /*
  * How many of the youngest sorted runs to merge, and into which level;
- * 0 when nothing is due.  Small runs first, by their own rule: once
- * SMALL_RUNS_MAX of them are there, the youngest that the size ratio joins
- * merge into one level-0 run if they are SMALL_RUNS_MAX or more (a tier of
- * runs of similar sizes), else, with more than SMALL_RUNS_MAX, the
- * youngest beyond that many with those the ratio joins.  Then Paimon's
+ * 0 when nothing is due.  Small runs first, by their own rule: a full
+ * tier merges into one level-0 run (tier_count).  Then Paimon's
  * UniversalCompaction.pick over the sorted runs below the small ones,
  * which neither count nor weigh in it: size amplification first, then
  * size ratio, then the run count; a pick takes the small runs along.
@@ -295,25 +365,19 @@ pick(const PkOptions *o, List *runs, List *srs, bool force, int *outlevel)
 	int			n = list_length(srs);
 	int			maxlevel = o->num_levels - 1;
 	int			count = 0;
-	int			effective;
-	int			nrest;
 	/* the stop trigger as the next commit would find it (a 1-row run) */
-	int			nsmall = count_small(o, runs, 1, &nrest, &effective);
+	SmallRuns	sm = count_small(o, runs, 1);
+	int			nsmall = sm.nsmall;
+	int			nrest = sm.nrest;
 
 	if (n == 0)
 		return 0;
-	if (!force && nsmall >= SMALL_RUNS_MAX)
+	if (!force && sm.due && (count = tier_count(srs, nsmall)) >= 2)
 	{
-		count = ratio_count(o, srs, 0, 1, nsmall, true);
-		if (count < SMALL_RUNS_MAX)
-			count = nsmall > SMALL_RUNS_MAX ?
-				ratio_count(o, srs, 0, nsmall - SMALL_RUNS_MAX + 1, nsmall, true) : 0;
-		if (count >= 2)
-		{
-			*outlevel = 0;
-			return count;
-		}
+		*outlevel = 0;
+		return count;
 	}
+	count = 0;
 	if (force)
 		count = n;
 	else if (nrest >= o->num_sorted_run_compaction_trigger)
@@ -325,11 +389,11 @@ pick(const PkOptions *o, List *runs, List *srs, bool force, int *outlevel)
 			young += ((SortedRun *) list_nth(srs, i))->size;
 		if (young * 100 > (int64) o->compaction_max_size_amplification_percent * oldest)
 			count = n;
-		else if ((count = ratio_count(o, srs, nsmall, nsmall + 1, n, false)) < nsmall + 2 &&
+		else if ((count = ratio_count(o, srs, nsmall, nsmall + 1, n)) < nsmall + 2 &&
 				 nrest > o->num_sorted_run_compaction_trigger)
 			count = ratio_count(o, srs, nsmall,
 								nsmall + nrest - o->num_sorted_run_compaction_trigger + 1,
-								n, false);
+								n);
 		if (count < nsmall + 2)
 			count = 0;
 	}
@@ -342,7 +406,7 @@ pick(const PkOptions *o, List *runs, List *srs, bool force, int *outlevel)
 	 * to.
 	 */
 	if (!force && count < 2 && nsmall >= 2 &&
-		effective >= o->num_sorted_run_stop_trigger)
+		sm.effective >= o->num_sorted_run_stop_trigger)
 	{
 		*outlevel = 0;
 		return nsmall;
@@ -394,14 +458,11 @@ CompactDue
 compact_due(Relation rel, List *runs, int spilled, int64 new_bytes)
 {
 	PkTable    *t = pk_table(rel);
-	int			effective;
-	int			nrest;
-	int			nsmall = count_small(&t->opts, runs, new_bytes, &nrest, &effective);
+	SmallRuns	sm = count_small(&t->opts, runs, new_bytes);
 
-	if (effective + spilled >= t->opts.num_sorted_run_stop_trigger)
+	if (sm.effective + spilled >= t->opts.num_sorted_run_stop_trigger)
 		return COMPACT_STOP;
-	if (nrest + spilled >= t->opts.num_sorted_run_compaction_trigger ||
-		nsmall + (new_bytes > 0 ? 1 : 0) >= SMALL_RUNS_MAX)
+	if (sm.nrest + spilled >= t->opts.num_sorted_run_compaction_trigger || sm.due)
 		return COMPACT_DUE;
 	return COMPACT_NOT_DUE;
 }

@@ -90,9 +90,21 @@ class Model:
         nsmall = sum(1 for r in runs if r.level == 0 and
                      (newest_large is None or self.l0_order(r) > self.l0_order(newest_large)))
         per = SMALL_RUNS_PER_SORTED_RUN
-        # towards the stop trigger: every small run (--before), or those
-        # beyond SMALL_RUNS_MAX, where the worker is asked for them
-        counted = nsmall if self.a.before else max(0, nsmall - SMALL_RUNS_MAX)
+        # towards the stop trigger: every small run (--before), those
+        # beyond SMALL_RUNS_MAX, where the worker is asked for them, or
+        # (--fanin) those beyond their tier's quota
+        if self.a.before:
+            counted = nsmall
+        elif self.a.fanin:
+            members = {}
+            for r in runs:
+                if r.level == 0 and (newest_large is None or
+                                     self.l0_order(r) > self.l0_order(newest_large)):
+                    tier = self.tier(len(r.keys))
+                    members[tier] = members.get(tier, 0) + 1
+            counted = sum(max(0, m - self.quota(t)) for t, m in members.items())
+        else:
+            counted = max(0, nsmall - SMALL_RUNS_MAX)
         return nsmall, n - nsmall + (counted + per - 1) // per
 
     def ratio_count(self, srs, first, start, limit, by_bytes):
@@ -141,16 +153,26 @@ class Model:
     def tier_count(self, srs, nsmall):
         """--fanin: the youngest small runs up to the first full tier (runs
         of fewer than SMALL_RUNS_MAX rows: SMALL_RUNS_MAX of them; then
-        --fanin runs of SMALL_RUNS_MAX * fanin**k up to the next power)."""
+        --fanin runs of SMALL_RUNS_MAX * fanin**k up to the next power),
+        and the runs of that tier or a lower one after it."""
         members = {}
+        rows = [sum(len(r.keys) for r in srs[c]['runs']) for c in range(nsmall)]
         for c in range(nsmall):
-            rows = sum(len(r.keys) for r in srs[c]['runs'])
-            tier = (-1 if rows < SMALL_RUNS_MAX else
-                    int(math.log(rows / SMALL_RUNS_MAX, self.a.fanin) + 1e-9))
+            tier = self.tier(rows[c])
             members[tier] = members.get(tier, 0) + 1
-            if members[tier] >= (SMALL_RUNS_MAX if tier < 0 else self.a.fanin):
+            if members[tier] >= self.quota(tier):
+                while c + 1 < nsmall and self.tier(rows[c + 1]) <= tier:
+                    c += 1
                 return c + 1
         return 0
+
+    def tier(self, rows):
+        """--fanin: a small run's tier by its rows (-1: fewer than SMALL_RUNS_MAX)."""
+        return (-1 if rows < SMALL_RUNS_MAX else
+                int(math.log(rows / SMALL_RUNS_MAX, self.a.fanin) + 1e-9))
+
+    def quota(self, tier):
+        return SMALL_RUNS_MAX if tier < 0 else self.a.fanin
 
     def pick_before(self, runs, srs):
         """The picker before small runs left Paimon's pick (--before)."""
@@ -212,12 +234,13 @@ class Model:
         for level, rows in a.init:
             runs.append(Run(level, set(rnd.sample(range(a.keys), rows)), 0, next_id))
             next_id += 1
-        rewritten = compactions = large = most_runs = busy_until = 0
+        rewritten = compactions = large = most_runs = busy_until = run_sum = 0
         for commit in range(1, a.commits + 1):
             runs.append(Run(0, set(rnd.sample(range(a.keys), a.rows_per_commit)),
                             commit, next_id))
             next_id += 1
             most_runs = max(most_runs, len(runs))
+            run_sum += len(runs)
             _, effective = self.count_small(runs)
             stop = effective >= a.stop_trigger
             if not stop and (not self.due(runs) or commit < busy_until):
@@ -244,7 +267,7 @@ class Model:
             if a.speed and not stop:
                 busy_until = commit + max(3, len(keys) // a.speed)
         return (round(rewritten / a.commits, 1), round(compactions / a.commits, 3),
-                large, most_runs)
+                large, most_runs, round(run_sum / a.commits, 1))
 
 
 def levels(text):
@@ -266,9 +289,11 @@ def main():
     p.add_argument('--max-size-amplification', type=int, default=200)
     p.add_argument('--size-ratio', type=int, default=1)
     p.add_argument('--small-run-ratio', type=int, default=16)
-    p.add_argument('--fanin', type=int, default=0,
+    p.add_argument('--fanin', type=int, default=12,
                    help='small runs merge by tiers: 16 runs of fewer than 16 rows, '
-                   'then this many runs of 16 * fanin**k rows and more')
+                   'then this many runs of 16 * fanin**k rows and more (12, as '
+                   'the server); 0: the earlier rule, the youngest the size ratio '
+                   'joins once 16 are there')
     p.add_argument('--window', type=int, default=0,
                    help='print the merges of the last this many commits, by '
                    'pick, output level and rows (up to a power of 4)')
@@ -276,7 +301,8 @@ def main():
                    help='the picker before small runs left Paimon\'s pick')
     a = p.parse_args()
     m = Model(a)
-    print('rows rewritten per commit, compactions per commit, of > 5000 rows, most runs')
+    print('rows rewritten per commit, compactions per commit, of > 5000 rows, most runs, '
+          'runs on average')
     for seed in range(1, a.seeds + 1):
         m.merges = {}
         print('seed %d:' % seed, *m.simulate(seed))

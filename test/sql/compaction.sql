@@ -149,6 +149,39 @@ SELECT level, record_count FROM pk_runs('sm') WHERE kind = 'data';
 SELECT v FROM sm WHERE id = 20001;
 SELECT check_changelog('sm');
 
+-- small runs merge by tiers of their rows: sixteen of fewer than sixteen
+-- rows (above), then twelve of 16-191 rows, twelve of 192-2303 and so on,
+-- so a row is rewritten about once per twelvefold growth of its run.
+-- Eleven 20-row runs and a younger 1-row run are not due ...
+CREATE TABLE tr (id int PRIMARY KEY, v text) USING pkmerge;
+INSERT INTO tr SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
+SELECT pk_compact('tr', true) IS NOT NULL AS compacted;
+SELECT run_id AS bottom_run FROM pk_runs('tr') WHERE kind = 'data' \gset
+SELECT format('UPDATE tr SET v = %L WHERE id BETWEEN %s AND %s', 'u' || g, g * 20 + 1, g * 20 + 20)
+  FROM generate_series(1, 11) g \gexec
+UPDATE tr SET v = 'one' WHERE id = 1;
+SELECT pk_compact('tr') AS eleven_runs_of_a_tier_not_due;
+SELECT level, count(*), sum(record_count) FROM pk_runs('tr') WHERE kind = 'data'
+  GROUP BY level ORDER BY level;
+-- ... the twelfth fills the tier: the twelve merge into one level-0 run,
+-- the 1-row run between them going along, the bottom untouched
+UPDATE tr SET v = 'u12' WHERE id BETWEEN 241 AND 260;
+SELECT pk_compact('tr') IS NOT NULL AS compacted;
+SELECT level, record_count, run_id = :bottom_run AS same_bottom_run
+  FROM pk_runs('tr') WHERE kind = 'data' ORDER BY level, record_count;
+-- a backlog of a tier (the worker busy elsewhere) merges as one run: the
+-- twenty 1-row runs there, not sixteen of them
+SELECT format('UPDATE tr SET v = %L WHERE id = %s', 'b' || g, g)
+  FROM generate_series(1001, 1020) g \gexec
+SELECT count(*) AS small_runs FROM pk_runs('tr') WHERE kind = 'data' AND level = 0
+  AND record_count = 1;
+SELECT pk_compact('tr') IS NOT NULL AS compacted;
+SELECT level, record_count FROM pk_runs('tr') WHERE kind = 'data' ORDER BY level, record_count;
+SELECT count(*) AS rows, count(*) FILTER (WHERE v = 'one') AS one,
+	   count(*) FILTER (WHERE v ~ '^u[0-9]+$') AS updated,
+	   count(*) FILTER (WHERE v ~ '^b[0-9]+$') AS backlog
+  FROM tr;
+
 -- every level holding a run leaves small runs alone: with levels 1 and 2
 -- occupied (the trigger 2 reached by them alone, not exceeded), a 1-row
 -- commit makes no compaction due, and pk_compact merges nothing (were the
@@ -181,8 +214,8 @@ SELECT level, record_count FROM pk_runs('lv') WHERE kind = 'data' ORDER BY level
 SELECT id, v FROM lv WHERE id <= 18 ORDER BY id;
 
 -- each table's row in pkchangelog.tables names exactly its data runs
-SELECT t, check_data_runs(t) FROM unnest('{c,tb,s,l0,sm,lv}'::regclass[]) t;
-DROP TABLE c, s, tb, l0, sm, lv;
+SELECT t, check_data_runs(t) FROM unnest('{c,tb,s,l0,sm,tr,lv}'::regclass[]) t;
+DROP TABLE c, s, tb, l0, sm, tr, lv;
 
 -- a commit's run that compaction keeps as a delta (producer none) is left
 -- as it is when it is in its catalog row (no version of the tables row

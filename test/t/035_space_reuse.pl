@@ -2,7 +2,7 @@
 # snapshots expire as they come (retention passing all the time), the
 # table's file stops growing once retention has passed: the space of
 # expired runs and commit log pages is reused, and the backends' memory
-# stays flat.
+# stays bounded.
 #
 # Two clients of 1-row UPDATEs of a lookup table with
 # snapshot_time_retained = '2s', synchronous_commit off, the background
@@ -11,7 +11,12 @@
 # then level off: in the last period it stays under twice the growth
 # of the first (at a growth that went on, it would be about 3 times).
 # The pgbench sessions' private memory (the largest RssAnon) must stay
-# within 8 MB of what it was after the first period.  The defects a longer
+# within 40 MB of what it was after the first period: a backend's block
+# cache (run_read.c, an LRU of at most 32 MB of decompressed blocks, those
+# of compaction's inputs among them until they are evicted) fills up in
+# that time or over the next periods, as the runs compaction leaves are
+# read; 8 MB more is the margin for the rest.  (A leak of a kilobyte per
+# commit would add about 90 MB here.)  The defects a longer
 # soak of this kind found are pinned down by regression tests of their
 # own (storage: VACUUM and the worker offered writers only the first 64
 # gaps in block order, so a file whose first gaps were single pages grew
@@ -91,7 +96,7 @@ cmp_ok($first, '>', 0, "the file grew while the history built up ($first B)");
 cmp_ok($late, '<', 2 * $first,
 	"then it levelled off: $late B over the start in the last period, $first B after the first");
 cmp_ok($mem[0], '>', 0, 'the sessions\' memory was read');
-cmp_ok($mem[-1] - $mem[0], '<', 8192,
-	"the sessions' memory stayed flat ($mem[0] -> $mem[-1] kB)");
+cmp_ok($mem[-1] - $mem[0], '<', 40 * 1024,
+	"the sessions' memory stayed bounded ($mem[0] -> $mem[-1] kB)");
 
 done_testing();
