@@ -24,6 +24,19 @@ FROM pg_stat_user_tables WHERE relname = 'mon';
 SELECT pk_compact('mon', true) IS NOT NULL AS compacted;
 SELECT reltuples >= 0 AS analyzed_before FROM pg_class WHERE relname = 'mon';
 SELECT plan_rows('SELECT * FROM mon') AS estimated_rows;
+-- VACUUM frees the compaction's inputs once no transaction can see their
+-- catalog rows: wait (at most 30 s) until no other backend of this
+-- database, an autovacuum ANALYZE say, holds a snapshot
+DO $$
+BEGIN
+	FOR i IN 1..300 LOOP
+		EXIT WHEN NOT EXISTS (SELECT FROM pg_stat_activity
+							  WHERE datname = current_database()
+								AND pid <> pg_backend_pid()
+								AND backend_xmin IS NOT NULL);
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+END $$;
 VACUUM VERBOSE mon;
 SELECT vacuum_count, last_vacuum IS NOT NULL AS vacuumed, n_live_tup
 FROM pg_stat_user_tables WHERE relname = 'mon';
