@@ -12,6 +12,13 @@
  *	  tuple_update like any UPDATE.  Such a command keeps its writes in the
  *	  write buffer (no spilling) until it ends.
  *
+ * The same hook keeps in the buffer until it ends the writes of a statement
+ * that writes a pkmerge table from more than one of its parts (a
+ * data-modifying WITH): one part may add a key that another then reads and
+ * retracts, and the buffer orders the two only while both are in it
+ * (wbuf_fold; a spilled add of the key would make the retraction find the
+ * row "already changed by this command" and skip it).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -79,6 +86,37 @@ prepare_result_relation(ResultRelInfo *rri, CommandId cid)
 	}
 }
 
+/*
+ * A statement with a data-modifying WITH: the pkmerge tables that more
+ * than one of its parts writes keep the command's records in the buffer
+ * until it ends (see the header comment).
+ */
+static void
+hold_shared_targets(List *rris, CommandId cid)
+{
+	ListCell   *lc;
+	ListCell   *lc2;
+
+	foreach(lc, rris)
+	{
+		Relation	rel = ((ResultRelInfo *) lfirst(lc))->ri_RelationDesc;
+
+		if (!pk_is_pkmerge(rel))
+			continue;
+		for_each_cell(lc2, rris, lnext(rris, lc))
+		{
+			if (RelationGetRelid(((ResultRelInfo *) lfirst(lc2))->ri_RelationDesc) ==
+				RelationGetRelid(rel))
+			{
+				WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), true);
+
+				wb->nospill_cid = Min(wb->nospill_cid, cid);
+				break;
+			}
+		}
+	}
+}
+
 static void
 pk_executor_start(QueryDesc *queryDesc, int eflags)
 {
@@ -92,6 +130,9 @@ pk_executor_start(QueryDesc *queryDesc, int eflags)
 		return;
 	foreach(lc, queryDesc->estate->es_opened_result_relations)
 		prepare_result_relation(lfirst(lc), queryDesc->estate->es_output_cid);
+	if (queryDesc->plannedstmt->hasModifyingCTE)
+		hold_shared_targets(queryDesc->estate->es_opened_result_relations,
+							queryDesc->estate->es_output_cid);
 }
 
 void
