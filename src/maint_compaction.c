@@ -372,12 +372,16 @@ pick(const PkOptions *o, List *runs, List *srs, bool force, int *outlevel)
 
 	if (n == 0)
 		return 0;
-	if (!force && sm.due && (count = tier_count(srs, nsmall)) >= 2)
+	if (!force && sm.due)
 	{
-		*outlevel = 0;
-		return count;
+		int			tiered = tier_count(srs, nsmall);
+
+		if (tiered >= 2)
+		{
+			*outlevel = 0;
+			return tiered;
+		}
 	}
-	count = 0;
 	if (force)
 		count = n;
 	else if (nrest >= o->num_sorted_run_compaction_trigger)
