@@ -123,7 +123,7 @@ typedef struct TableState
 } TableState;
 
 /* commits folded into a table's state at most (cat_table_state_folds) */
-#define CAT_TABLE_FOLD_MAX 16
+#define CAT_TABLE_FOLD_MAX 64
 
 typedef enum CommitKind
 {

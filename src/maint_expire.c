@@ -165,7 +165,7 @@ expire_snapshots(Relation rel, int64 max_snapshots)
 	/*
 	 * Snapshots past the table's row tell the commits folded after it: the
 	 * row takes them before any of those goes (under the commit lock, to
-	 * the end of the transaction; only a table idle since fewer than 16
+	 * the end of the transaction; only a table idle since fewer than 64
 	 * small commits has such snapshots due).
 	 */
 	if (upto > st.row_snapshot_id)

@@ -128,7 +128,7 @@ DROP TABLE x;
 
 -- A commit whose own transaction settled the table's row first (an
 -- expiration that takes folded commits into it) and the small commits
--- after it, past the 16 a row may have folded after it (no compaction
+-- after it, past the 64 a row may have folded after it (no compaction
 -- writes the row in between): each takes the next id and the row's count,
 -- and the row follows them.
 CREATE TABLE fx (id int PRIMARY KEY, v int) USING pkmerge
@@ -146,7 +146,7 @@ SELECT pk_expire_snapshots('fx') AS expired_before_commit;
 COMMIT;
 DO $$
 BEGIN
-	FOR g IN 6..40 LOOP
+	FOR g IN 6..140 LOOP
 		INSERT INTO fx VALUES (g, 1);
 		COMMIT;
 	END LOOP;
@@ -156,7 +156,7 @@ SELECT count(*) AS retained, min(snapshot_id) AS oldest, max(snapshot_id) AS new
 FROM pk_snapshots('fx');
 SELECT total_record_count FROM pk_snapshots('fx') ORDER BY snapshot_id DESC LIMIT 1;
 SELECT commits FROM pk_stats('fx');
-SELECT pk_current_snapshot('fx') - last_snapshot_id < 16 AS row_follows
+SELECT pk_current_snapshot('fx') - last_snapshot_id < 64 AS row_follows
 FROM pkchangelog.tables WHERE relid = 'fx'::regclass;
 SELECT count(*), sum(v) FROM fx;
 DROP TABLE fx;

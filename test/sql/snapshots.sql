@@ -43,8 +43,9 @@ SELECT level, record_count, min_key, max_key, created_snapshot FROM pk_runs('ord
 
 -- The first small commit opens the table's commit log (a page of its
 -- file), which writes the table's row; after it, a commit of one small run
--- leaves the row as it is, up to 15 in a row: the 16th writes it (no
--- compaction here).  The state is the row
+-- leaves the row as it is, for at most 64 commits; the commit of snapshot
+-- 64 runs expiration (every 64th does), which writes the commits folded
+-- after the row into it first (no compaction here).  The state is the row
 -- and the commits past it, whichever reads it: ids stay dense, pk_stats
 -- counts every commit, the rows are all there, and a TRUNCATE writes them
 -- into the row before it removes their runs (ids go on).
@@ -54,27 +55,14 @@ SELECT level, record_count, min_key, max_key, created_snapshot FROM pk_runs('ord
 \i :checker
 \set ECHO all
 CREATE TABLE folds (id int PRIMARY KEY, v int) USING pkmerge
-	WITH (num_sorted_run_compaction_trigger = 50, num_sorted_run_stop_trigger = 60);
-INSERT INTO folds VALUES (1, 1);
-INSERT INTO folds VALUES (2, 2);
-INSERT INTO folds VALUES (3, 3);
-INSERT INTO folds VALUES (4, 4);
-INSERT INTO folds VALUES (5, 5);
-INSERT INTO folds VALUES (6, 6);
-INSERT INTO folds VALUES (7, 7);
-INSERT INTO folds VALUES (8, 8);
-INSERT INTO folds VALUES (9, 9);
-INSERT INTO folds VALUES (10, 10);
-INSERT INTO folds VALUES (11, 11);
-INSERT INTO folds VALUES (12, 12);
-INSERT INTO folds VALUES (13, 13);
-INSERT INTO folds VALUES (14, 14);
-INSERT INTO folds VALUES (15, 15);
-INSERT INTO folds VALUES (16, 16);
-INSERT INTO folds VALUES (17, 17);
-INSERT INTO folds VALUES (18, 18);
-INSERT INTO folds VALUES (19, 19);
-INSERT INTO folds VALUES (20, 20);
+	WITH (num_sorted_run_compaction_trigger = 100, num_sorted_run_stop_trigger = 101);
+DO $$
+BEGIN
+	FOR g IN 1..70 LOOP
+		INSERT INTO folds VALUES (g, g);
+		COMMIT;
+	END LOOP;
+END $$;
 SELECT last_snapshot_id AS row_snapshot, commits AS row_commits,
 	   cardinality(data_runs) AS row_runs, total_record_count AS row_records
 FROM pkchangelog.tables WHERE relid = 'folds'::regclass;
@@ -82,7 +70,7 @@ SELECT max(snapshot_id) AS last, count(*) AS snapshots FROM pk_snapshots('folds'
 SELECT commits, runs_per_kind FROM pk_stats('folds');
 SELECT pk_current_snapshot('folds'), count(*), sum(v) FROM folds;
 SELECT check_data_runs('folds');
-UPDATE folds SET v = v + 1 WHERE id = 20;
+UPDATE folds SET v = v + 1 WHERE id = 70;
 SELECT max(snapshot_id) AS last FROM pk_snapshots('folds');
 TRUNCATE folds;
 INSERT INTO folds VALUES (1, 1);
