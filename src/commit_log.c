@@ -108,6 +108,10 @@ typedef struct LogPageOpaque
 #define LOG_CHANGELOG_DIFFS	0x10	/* and keep only what differs from them */
 #define LOG_PAGE_RELATIVE	0x20	/* time and role against the page's first */
 #define LOG_SEQ_IN_STREAM	0x40	/* sequence number against the data's base */
+#define LOG_BARE_RUNS		0x80	/* tight runs without magic number and CRC */
+
+/* what a tight stream's rows follow: its magic number, its CRC32C */
+#define TIGHT_WHOLE_FIXED	(2 * sizeof(uint32))
 
 /*
  * A record: a header, then varints total, delta and changelog record
@@ -139,6 +143,16 @@ typedef struct LogPageOpaque
  * of its own bytes between them follow, then those bytes; a 1-row
  * update's -U then takes a few bytes instead of its tuple.  The stream is
  * expanded back exactly, its own CRC32C then checked as ever.
+ *
+ * With LOG_BARE_RUNS (written now, when both runs are tight) the runs are
+ * kept bare: the data stream without its magic number and CRC32C, the
+ * changelog stream's (as kept, with references) row count, then its base
+ * sequence number as a varint from the data stream's (zigzag; from 0
+ * without a data run), then its rows.  The record's CRC32C covers
+ * their bytes; the reader makes each tight stream whole again, its magic
+ * number and its CRC32C (of the changelog's rows expanded) computed, so
+ * that a run read from a record is what it was before it was written.
+ * A 1-row update's record of producer lookup is 18 bytes shorter.
  */
 typedef struct LogRecordHeader
 {
@@ -540,6 +554,101 @@ typedef struct LogBase
 	char	   *user;
 } LogBase;
 
+/* zigzag: a signed difference as an unsigned varint's value, and back */
+static inline uint64
+zigzag(int64 v)
+{
+	return ((uint64) v << 1) ^ (uint64) (v >> 63);
+}
+
+static inline int64
+unzigzag(uint64 v)
+{
+	return (int64) ((v >> 1) ^ (~(v & 1) + 1));
+}
+
+/*
+ * The runs of a record kept bare (LOG_BARE_RUNS), if each it has is a
+ * tight stream: *data moved past its magic number and CRC32C, *changelog
+ * replaced by its bare form (in the current memory context), their
+ * lengths with them.  False, and nothing changed, if one is not tight.
+ */
+static bool
+bare_runs(const char **data, uint32 *dlen, const char **changelog, uint32 *clen)
+{
+	uint64		nrows;
+	uint64		data_base = 0;
+	uint64		base;
+	const char *rows;
+	char	   *buf;
+	char	   *p;
+
+	if ((*data && run_tight_header(*data, *dlen, &nrows, &data_base) == NULL) ||
+		(*changelog &&
+		 (rows = run_tight_header(*changelog, *clen, &nrows, &base)) == NULL))
+		return false;
+	if (*changelog)
+	{
+		uint32		nbytes = (uint32) (*changelog + *clen - rows);
+
+		buf = palloc(2 * RUN_VARINT_MAX + nbytes);
+		p = run_varint_put(buf, nrows);
+		p = run_varint_put(p, zigzag((int64) (base - data_base)));
+		memcpy(p, rows, nbytes);
+		*changelog = buf;
+		*clen = (uint32) (p + nbytes - buf);
+	}
+	if (*data)
+	{
+		*data += TIGHT_WHOLE_FIXED;
+		*dlen -= TIGHT_WHOLE_FIXED;
+	}
+	return true;
+}
+
+/*
+ * A bare run's tight stream whole again (LOG_BARE_RUNS): its magic number,
+ * a CRC32C of its rows (0 here: whole_run_crc sets it), the len bytes at
+ * bare after them, in *wlen bytes.  A changelog's (data_base not NULL) is
+ * its row count, its base sequence number from *data_base (zigzag), its
+ * rows; NULL if those varints are cut short.
+ */
+static char *
+whole_run(const char *bare, uint32 len, const uint64 *data_base, uint32 *wlen)
+{
+	const char *p = bare;
+	const char *end = bare + len;
+	uint64		nrows;
+	uint64		base;
+	uint32		magic = RUN_MAGIC_TIGHT;
+	char	   *out = palloc0(TIGHT_WHOLE_FIXED + 2 * RUN_VARINT_MAX + len);
+	char	   *q = out + TIGHT_WHOLE_FIXED;
+
+	memcpy(out, &magic, sizeof(magic));
+	if (data_base != NULL)
+	{
+		if (!run_varint_get(&p, end, &nrows) || !run_varint_get(&p, end, &base))
+			return NULL;
+		q = run_varint_put(q, nrows);
+		q = run_varint_put(q, *data_base + (uint64) unzigzag(base));
+	}
+	memcpy(q, p, end - p);
+	*wlen = (uint32) (q + (end - p) - out);
+	return out;
+}
+
+/* set the CRC32C of a tight stream made whole (whole_run) */
+static void
+whole_run_crc(char *stream, uint32 len)
+{
+	pg_crc32c	crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, stream + TIGHT_WHOLE_FIXED, len - TIGHT_WHOLE_FIXED);
+	FIN_CRC32C(crc);
+	memcpy(stream + sizeof(uint32), &crc, sizeof(crc));
+}
+
 /*
  * The record's bytes, in the current memory context; against base (the
  * page's first record, LOG_PAGE_RELATIVE) unless it is NULL.
@@ -551,6 +660,9 @@ encode(const CommitRecord *rec, const LogBase *base, uint32 *len)
 	uint32		dlen = rec->data ? rec->data->stream_len : 0;
 	uint32		clen = rec->changelog ? rec->changelog->stream_len : 0;
 	char	   *refs = changelog_refs(rec, &clen);
+	const char *dstream = rec->data ? rec->data->stream : NULL;
+	const char *cstream = rec->changelog ? (refs ? refs : rec->changelog->stream) : NULL;
+	bool		bare = bare_runs(&dstream, &dlen, &cstream, &clen);
 	char	   *buf = palloc(LOG_SHORT_FIXED + LOG_VARINTS_MAX + ulen + dlen + clen);
 	char	   *p = buf + LOG_SHORT_FIXED;
 	double		ns = rec->duration_ms * 1e6;
@@ -559,7 +671,8 @@ encode(const CommitRecord *rec, const LogBase *base, uint32 *len)
 	uint64		nrows;
 	uint8		parts = LOG_SHORT_HEADER | (rec->data ? LOG_HAS_DATA : 0) |
 		(rec->changelog ? LOG_HAS_CHANGELOG : 0) |
-		(refs ? LOG_CHANGELOG_REFS | LOG_CHANGELOG_DIFFS : 0);
+		(refs ? LOG_CHANGELOG_REFS | LOG_CHANGELOG_DIFFS : 0) |
+		(bare ? LOG_BARE_RUNS : 0);
 	pg_crc32c	crc;
 
 	buf[0] = 0;
@@ -606,10 +719,10 @@ encode(const CommitRecord *rec, const LogBase *base, uint32 *len)
 	memcpy(p, rec->user, ulen);
 	p += ulen;
 	if (dlen)
-		memcpy(p, rec->data->stream, dlen);
+		memcpy(p, dstream, dlen);
 	p += dlen;
 	if (clen)
-		memcpy(p, refs ? refs : rec->changelog->stream, clen);
+		memcpy(p, cstream, clen);
 	p += clen;
 	*len = p - buf;
 	INIT_CRC32C(crc);
@@ -819,6 +932,7 @@ decode(Relation rel, BlockNumber block, Page page, OffsetNumber off, LogBase *ba
 	CommitRecord *rec = palloc0(sizeof(CommitRecord));
 	uint64		seq;
 	const char *data;
+	uint32		dlen;
 
 	read_header(rel, block, page, off, &h, &p, &end, base);
 	if (!record_crc_ok(page, off, h.crc))
@@ -843,6 +957,15 @@ decode(Relation rel, BlockNumber block, Page page, OffsetNumber off, LogBase *ba
 		rec->user = pnstrdup(b.user, b.ulen);
 	p = b.user + b.ulen;
 	data = p;
+	dlen = (uint32) b.dlen;
+	/* bare runs: the data stream whole again (its CRC32C is the record's) */
+	if ((h.parts & (LOG_BARE_RUNS | LOG_HAS_DATA)) == (LOG_BARE_RUNS | LOG_HAS_DATA))
+	{
+		char	   *whole = whole_run(p, dlen, NULL, &dlen);
+
+		whole_run_crc(whole, dlen);
+		data = whole;
+	}
 	if (h.parts & LOG_HAS_DATA)
 	{
 		uint64		data_base;
@@ -855,10 +978,10 @@ decode(Relation rel, BlockNumber block, Page page, OffsetNumber off, LogBase *ba
 		 */
 		seq = b.seq;
 		if ((h.parts & LOG_SEQ_IN_STREAM) &&
-			run_tight_header(data, (uint32) b.dlen, &nrows, &data_base) != NULL &&
+			run_tight_header(data, dlen, &nrows, &data_base) != NULL &&
 			data_base <= PG_INT64_MAX - seq)
 			seq += data_base;
-		rec->data = record_run(rel, RUN_DATA, h.snapshot_id, p, b.dlen);
+		rec->data = record_run(rel, RUN_DATA, h.snapshot_id, data, dlen);
 		rec->data->run_id = -h.snapshot_id;
 		rec->data->from_commit = true;
 		rec->data->row_base = pk_inline_row_base(rec->data->run_id);
@@ -867,27 +990,55 @@ decode(Relation rel, BlockNumber block, Page page, OffsetNumber off, LogBase *ba
 	}
 	if (h.parts & LOG_HAS_CHANGELOG)
 	{
-		const char *changelog = p;
-		uint32		len = (uint32) b.clen;
+		const char *kept = p;
+		uint32		klen = (uint32) b.clen;
+		const char *changelog;
+		uint32		len;
+		char	   *whole = NULL;
+
+		/* bare: whole again, its base sequence number from the data run's */
+		if (h.parts & LOG_BARE_RUNS)
+		{
+			uint64		data_base = 0;
+			uint64		nrows;
+			uint32		wlen;
+
+			if (h.parts & LOG_HAS_DATA)
+				(void) run_tight_header(data, dlen, &nrows, &data_base);
+			if ((whole = whole_run(kept, klen, &data_base, &wlen)) != NULL)
+			{
+				kept = whole;
+				klen = wlen;
+			}
+		}
+		changelog = kept;
+		len = klen;
 
 		/*
 		 * Kept with references: expanded.  If that fails, the bytes as kept
-		 * stand for the run, whose CRC32C (of the expanded rows) then
-		 * fails where the run is read: only the change stream, which needs
-		 * it, refuses the record, as with any damaged changelog run.
+		 * stand for the run, whose CRC32C (of the expanded rows; none made
+		 * for bare ones) then fails where the run is read: only the change
+		 * stream, which needs it, refuses the record, as with any damaged
+		 * changelog run.
 		 */
 		if ((h.parts & (LOG_CHANGELOG_REFS | LOG_HAS_DATA)) ==
 			(LOG_CHANGELOG_REFS | LOG_HAS_DATA))
 		{
-			char	   *expanded = changelog_expand(data, b.dlen, p, b.clen,
+			char	   *expanded = changelog_expand(data, dlen, kept, klen,
 												(h.parts & LOG_CHANGELOG_DIFFS) ?
 												REFS_DIFF : REFS_WHOLE, &len);
 
 			if (expanded)
+			{
 				changelog = expanded;
+				if (whole)
+					whole_run_crc(expanded, len);
+			}
 			else
-				len = (uint32) b.clen;
+				len = klen;
 		}
+		else if (whole)
+			whole_run_crc(whole, klen);
 		rec->changelog = record_run(rel, RUN_CHANGELOG, h.snapshot_id, changelog, len);
 		rec->changelog->run_id = (int64) b.run_id;
 	}

@@ -702,6 +702,51 @@ sub tight_whole_refs
 	return $out;
 }
 
+# Record $rec (its counts at $body) as earlier builds wrote it, its runs
+# whole: the data run with its magic number and CRC32C, the changelog's
+# (kept with references) with them and its base sequence number itself,
+# its CRC32C that of its rows expanded; parts bit 128 cleared (the
+# record's own CRC32C is made by replace_record)
+sub unbare
+{
+	my ($rec, $body) = @_;
+	my $parts = unpack('C', substr($rec, 1, 1));
+	my $pos = $body;
+	my @counts = map { varint($rec, \$pos) } 1 .. 3;
+	my ($seq, $dlen, $run_id, $clen) = (0, 0, 0, 0);
+	($seq, $dlen) = (varint($rec, \$pos), varint($rec, \$pos)) if $parts & 1;
+	($run_id, $clen) = (varint($rec, \$pos), varint($rec, \$pos)) if $parts & 2;
+	my $ulen = varint($rec, \$pos);
+	my $user = substr($rec, $pos, $ulen);
+	my $data = substr($rec, $pos + $ulen, $dlen);
+	my $changelog = substr($rec, $pos + $ulen + $dlen, $clen);
+	my ($data_base, $p) = (0, 0);
+	if ($parts & 1)
+	{
+		varint($data, \$p);
+		$data_base = varint($data, \$p);
+		$data = 'KMRT' . pack('V', crc32c($data)) . $data;
+	}
+	if ($parts & 2)
+	{
+		$p = 0;
+		my $n = varint($changelog, \$p);
+		my $zz = varint($changelog, \$p);
+		my $kept = 'KMRT' . pack('V', 0) . varint_put($n)
+		  . varint_put($data_base + (($zz & 1) ? -(($zz + 1) >> 1) : $zz >> 1))
+		  . substr($changelog, $p);
+		my $whole = ($parts & 8) ? tight_expand($kept, [ tight_tuples($data) ]) : $kept;
+		substr($kept, 4, 4) = pack('V', crc32c(substr($whole, 8)));
+		$changelog = $kept;
+	}
+	my $out = substr($rec, 0, $body) . join('', map { varint_put($_) } @counts);
+	$out .= varint_put($seq) . varint_put(length($data)) if $parts & 1;
+	$out .= varint_put($run_id) . varint_put(length($changelog)) if $parts & 2;
+	$out .= varint_put($ulen) . $user . $data . $changelog;
+	substr($out, 1, 1) = pack('C', $parts & ~128);
+	return $out;
+}
+
 # Replace item $item of $page (block $block of the open file $fh) with
 # the record $new, its CRC32C made: the new item goes into the page's free
 # space (pd_upper moves down by its aligned length), the line pointer
@@ -750,6 +795,19 @@ for my $t (sort keys %log_damage)
 	my $pos = ($parts & 32) ? 8 : 16;
 	varint($rec, \$pos) if $parts & 32;
 	my ($snap, $xid, $ns) = map { varint($rec, \$pos) } 1 .. 3;
+	# its runs are kept bare (parts bit 128): without their magic numbers
+	# and CRC32Cs, the changelog's base sequence number from the data's
+	# (both 1-byte varints here); but for the damage to the record's CRC,
+	# it is first made as earlier builds wrote it, which reads as well
+	ok($parts & 128, "$t: the record's runs are kept bare");
+	if ($how ne 'crc')
+	{
+		my $bare_len = length($rec);
+		$rec = unbare($rec, $pos);
+		is(length($rec) - $bare_len, ($parts & 2) ? 16 : 8,
+			"$t: bare, the record's runs take 8 bytes fewer each");
+		$parts = unpack('C', substr($rec, 1, 1));
+	}
 	if ($how eq 'v1')
 	{
 		my $v1 = pack('C4 V q< Q< a8 d<', unpack('C', $rec), $parts & ~4, unpack('C2', substr($rec, 2, 2)),
@@ -784,14 +842,19 @@ for my $t (sort keys %log_damage)
 		replace_record($fh, $block, $page, $item, $v1);
 		next;
 	}
-	is(substr($rec, $run, 4), 'KMRT', "$t: the record's $part run is tight");
+	is(substr($rec, $run, 4), 'KMRT', "$t: the record's $part run is tight, made whole")
+	  unless $how eq 'crc';
 	# a lookup commit's changelog rows that are its data rows name them
 	# (parts bit 8); the byte flipped below is then such a reference
 	ok($parts & 8, "$t: the record's changelog names the data rows it repeats")
 	  if $part eq 'changelog';
 	my $at = $how eq 'magic' ? $run : $run + ($part eq 'data' ? $dlen : $clen) - 2;
 	substr($rec, $at, 1) = pack('C', unpack('C', substr($rec, $at, 1)) ^ 0xFF);
-	substr($rec, 4, 4) = pack('V', crc32c(substr($rec, 8))) unless $how eq 'crc';
+	if ($how ne 'crc')
+	{
+		replace_record($fh, $block, $page, $item, $rec);
+		next;
+	}
 	substr($page, $off, $len) = $rec;
 	sysseek($fh, $block * 8192, 0) or die "seek: $!";
 	syswrite($fh, $page) == 8192 or die "write: $!";
