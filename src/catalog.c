@@ -1237,7 +1237,6 @@ fold_logged(Oid relid, Snapshot snapshot, const TableState *st, List *folded)
 {
 	Relation	rel = RelationIdGetRelation(relid);
 	RunInfo		page = {0};
-	bool		stopped;
 	ListCell   *lc;
 
 	if (!RelationIsValid(rel))
@@ -1253,14 +1252,12 @@ fold_logged(Oid relid, Snapshot snapshot, const TableState *st, List *folded)
 	page.relfilenode = rel->rd_node.relNode;
 	page.start_block = (BlockNumber) st->log_block;
 	page.nblocks = 1;
-	foreach(lc, commit_log_read(rel, &page, st->row_snapshot_id, PG_INT64_MAX, st,
-								snapshot, &stopped))
+	foreach(lc, commit_log_read_folds(rel, &page, st->row_snapshot_id, st, snapshot))
 	{
-		CommitRecord *rec = lfirst(lc);
+		CommitFold *f = lfirst(lc);
 
-		if (rec->data != NULL)	/* (a logged commit always has one) */
-			folded = folded_add(folded, rec->snapshot_id, rec->data->max_seq,
-								rec->delta_record_count);
+		if (f->has_data)		/* (a logged commit always has one) */
+			folded = folded_add(folded, f->snapshot_id, f->seq, f->delta_record_count);
 	}
 	RelationClose(rel);
 	return folded;

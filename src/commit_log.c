@@ -922,6 +922,34 @@ read_header(Relation rel, BlockNumber block, Page page, OffsetNumber off,
  * record's time and role, as read_header takes them (base->user NULL: not
  * read yet), for the next records of the page.
  */
+/*
+ * The data run's sequence number of a record whose header is h and body
+ * b, its data stream (bare with LOG_BARE_RUNS: its row count and base
+ * first) at data: with LOG_SEQ_IN_STREAM counted from that base.  If the
+ * stream's header is damaged (its CRC made to match the record's), the
+ * run fails its own checks where it is read, as with any damaged run.
+ */
+static int64
+record_seq(const LogRecordHeader *h, const LogBody *b, const char *data)
+{
+	uint64		seq = b->seq;
+	uint64		nrows;
+	uint64		data_base;
+	const char *p = data;
+	bool		based;
+
+	if (!(h->parts & LOG_SEQ_IN_STREAM))
+		return (int64) seq;
+	if (h->parts & LOG_BARE_RUNS)
+		based = run_varint_get(&p, data + b->dlen, &nrows) &&
+			run_varint_get(&p, data + b->dlen, &data_base);
+	else
+		based = run_tight_header(data, (uint32) b->dlen, &nrows, &data_base) != NULL;
+	if (based && data_base <= PG_INT64_MAX - seq)
+		seq += data_base;
+	return (int64) seq;
+}
+
 static CommitRecord *
 decode(Relation rel, BlockNumber block, Page page, OffsetNumber off, LogBase *base)
 {
@@ -930,7 +958,7 @@ decode(Relation rel, BlockNumber block, Page page, OffsetNumber off, LogBase *ba
 	const char *p;
 	const char *end;
 	CommitRecord *rec = palloc0(sizeof(CommitRecord));
-	uint64		seq;
+	int64		seq;
 	const char *data;
 	uint32		dlen;
 
@@ -958,6 +986,7 @@ decode(Relation rel, BlockNumber block, Page page, OffsetNumber off, LogBase *ba
 	p = b.user + b.ulen;
 	data = p;
 	dlen = (uint32) b.dlen;
+	seq = record_seq(&h, &b, p);
 	/* bare runs: the data stream whole again (its CRC32C is the record's) */
 	if ((h.parts & (LOG_BARE_RUNS | LOG_HAS_DATA)) == (LOG_BARE_RUNS | LOG_HAS_DATA))
 	{
@@ -968,19 +997,6 @@ decode(Relation rel, BlockNumber block, Page page, OffsetNumber off, LogBase *ba
 	}
 	if (h.parts & LOG_HAS_DATA)
 	{
-		uint64		data_base;
-		uint64		nrows;
-
-		/*
-		 * From the data run's base: if its header is damaged (its CRC made
-		 * to match the record's), the run fails its own checks where it is
-		 * read, as with any damaged run.
-		 */
-		seq = b.seq;
-		if ((h.parts & LOG_SEQ_IN_STREAM) &&
-			run_tight_header(data, dlen, &nrows, &data_base) != NULL &&
-			data_base <= PG_INT64_MAX - seq)
-			seq += data_base;
 		rec->data = record_run(rel, RUN_DATA, h.snapshot_id, data, dlen);
 		rec->data->run_id = -h.snapshot_id;
 		rec->data->from_commit = true;
@@ -1268,17 +1284,38 @@ record_visible(const LogRecordHeader *h, const TableState *st, Snapshot snapshot
 }
 
 /*
- * The records of log page page_run (a log run of rel, which the caller has
- * locked) with snapshot ids in (from, to] that snapshot sees, in order:
- * CommitRecords.  st: the table's state as snapshot sees it (its row's
- * snapshot, row_snapshot_id).  Sets *stopped when a record the snapshot
- * does not see ended them (no later page has any it sees).  A NULL
- * snapshot reads records that a table row the caller sees names: the
- * committed ones.  SnapshotAny reads every record not aborted.
+ * What fold_commits takes of a record (CommitFold), its CRC checked, as
+ * decode would read it but without making its runs (no copy of their
+ * bytes, no changelog expanded).
  */
-List *
-commit_log_read(Relation rel, const RunInfo *page_run, int64 from, int64 to,
-				const TableState *st, Snapshot snapshot, bool *stopped)
+static CommitFold *
+decode_fold(Relation rel, BlockNumber block, Page page, OffsetNumber off)
+{
+	LogRecordHeader h;
+	LogBody		b;
+	const char *p;
+	const char *end;
+	CommitFold *f = palloc(sizeof(CommitFold));
+
+	read_header(rel, block, page, off, &h, &p, &end, NULL);
+	if (!record_crc_ok(page, off, h.crc))
+		corrupt(rel, block, off, "its CRC does not match");
+	if (!parse_body(&h, p, end, &b) || h.snapshot_id <= 0)
+		corrupt(rel, block, off, "its parts do not add up to its length");
+	f->snapshot_id = h.snapshot_id;
+	f->delta_record_count = (int64) b.counts[1];
+	f->has_data = (h.parts & LOG_HAS_DATA) != 0;
+	f->seq = f->has_data ? record_seq(&h, &b, b.user + b.ulen) : 0;
+	return f;
+}
+
+/*
+ * commit_log_read's records, each decoded (CommitRecord) or, with folds,
+ * what fold_commits takes of it (CommitFold)
+ */
+static List *
+read_records(Relation rel, const RunInfo *page_run, int64 from, int64 to,
+			 const TableState *st, Snapshot snapshot, bool *stopped, bool folds)
 {
 	BlockNumber block = page_run->start_block;
 	Buffer		buf;
@@ -1311,10 +1348,41 @@ commit_log_read(Relation rel, const RunInfo *page_run, int64 from, int64 to,
 		if (h.snapshot_id <= from || h.snapshot_id > to)
 			continue;
 		if (record_visible(&h, st, snapshot, stopped))
-			result = lappend(result, decode(rel, block, page, off, &base));
+			result = lappend(result, folds ? (void *) decode_fold(rel, block, page, off) :
+							 (void *) decode(rel, block, page, off, &base));
 	}
 	UnlockReleaseBuffer(buf);
 	return result;
+}
+
+/*
+ * The records of log page page_run (a log run of rel, which the caller has
+ * locked) with snapshot ids in (from, to] that snapshot sees, in order:
+ * CommitRecords.  st: the table's state as snapshot sees it (its row's
+ * snapshot, row_snapshot_id).  Sets *stopped when a record the snapshot
+ * does not see ended them (no later page has any it sees).  A NULL
+ * snapshot reads records that a table row the caller sees names: the
+ * committed ones.  SnapshotAny reads every record not aborted.
+ */
+List *
+commit_log_read(Relation rel, const RunInfo *page_run, int64 from, int64 to,
+				const TableState *st, Snapshot snapshot, bool *stopped)
+{
+	return read_records(rel, page_run, from, to, st, snapshot, stopped, false);
+}
+
+/*
+ * What the records of a log page past from that snapshot sees add to the
+ * table's state folded after its row (CommitFold, in order): for
+ * fold_commits, which reads them for every version of the state.
+ */
+List *
+commit_log_read_folds(Relation rel, const RunInfo *page_run, int64 from,
+					  const TableState *st, Snapshot snapshot)
+{
+	bool		stopped;
+
+	return read_records(rel, page_run, from, PG_INT64_MAX, st, snapshot, &stopped, true);
 }
 
 /* ---- redo, description ------------------------------------------------ */

@@ -34,6 +34,15 @@ typedef struct CommitRecord
 	RunInfo    *changelog;		/* its changelog run, or NULL */
 } CommitRecord;
 
+/* what a record adds to a table's state folded after its row (catalog.c) */
+typedef struct CommitFold
+{
+	int64		snapshot_id;
+	int64		seq;			/* its data run's sequence number */
+	int64		delta_record_count;
+	bool		has_data;		/* (a logged commit always has one) */
+} CommitFold;
+
 /* commit_log.c */
 extern bool commit_log_fits(const CommitRecord *rec);
 extern bool pk_block_exists(Relation rel, BlockNumber blkno);
@@ -45,6 +54,9 @@ extern void commit_log_resolve(Relation rel, const TableState *st);
 extern List *commit_log_read(Relation rel, const RunInfo *page_run, int64 from,
 							 int64 to, const TableState *st, Snapshot snapshot,
 							 bool *stopped);
+extern List *commit_log_read_folds(Relation rel, const RunInfo *page_run,
+								   int64 from, const TableState *st,
+								   Snapshot snapshot);
 extern void commit_log_redo(XLogReaderState *record);
 extern void commit_log_desc(StringInfo buf, XLogReaderState *record);
 extern const char *commit_log_identify(uint8 info);
