@@ -152,7 +152,7 @@ typedef struct LogPageOpaque
  * their bytes; the reader makes each tight stream whole again, its magic
  * number and its CRC32C (of the changelog's rows expanded) computed, so
  * that a run read from a record is what it was before it was written.
- * A 1-row update's record of producer lookup is 18 bytes shorter.
+ * A 1-row update's record of producer lookup is about 17 bytes shorter.
  */
 typedef struct LogRecordHeader
 {
@@ -684,7 +684,7 @@ encode(const CommitRecord *rec, const LogBase *base, uint32 *len)
 		int64		d = rec->commit_time - base->commit_time;
 
 		parts |= LOG_PAGE_RELATIVE;
-		p = run_varint_put(buf + LOG_HEADER_FIXED, ((uint64) d << 1) ^ (uint64) (d >> 63));
+		p = run_varint_put(buf + LOG_HEADER_FIXED, zigzag(d));
 		if (strcmp(rec->user, base->user) == 0)
 			ulen = 0;
 	}
@@ -902,8 +902,7 @@ read_header(Relation rel, BlockNumber block, Page page, OffsetNumber off,
 		{
 			if (base->user == NULL)
 				(void) page_base(rel, block, page, false, base);
-			h->commit_time = base->commit_time +
-				(int64) ((zz >> 1) ^ (~(zz & 1) + 1));
+			h->commit_time = base->commit_time + unzigzag(zz);
 		}
 		else
 			h->commit_time = 0;
@@ -917,11 +916,6 @@ read_header(Relation rel, BlockNumber block, Page page, OffsetNumber off,
 	}
 }
 
-/*
- * The whole record at off, its CRC checked; base: the page's first
- * record's time and role, as read_header takes them (base->user NULL: not
- * read yet), for the next records of the page.
- */
 /*
  * The data run's sequence number of a record whose header is h and body
  * b, its data stream (bare with LOG_BARE_RUNS: its row count and base
@@ -950,25 +944,45 @@ record_seq(const LogRecordHeader *h, const LogBody *b, const char *data)
 	return (int64) seq;
 }
 
+/*
+ * Record off's header and body (up to its runs), its CRC checked, as
+ * decode and decode_fold read it (base as read_header takes it: NULL
+ * when the commit time is not wanted); a record that fails either is
+ * reported as corrupt.
+ */
+static void
+read_record(Relation rel, BlockNumber block, Page page, OffsetNumber off,
+			LogBase *base, LogRecordHeader *h, LogBody *b)
+{
+	const char *p;
+	const char *end;
+
+	read_header(rel, block, page, off, h, &p, &end, base);
+	if (!record_crc_ok(page, off, h->crc))
+		corrupt(rel, block, off, "its CRC does not match");
+	if (!parse_body(h, p, end, b) ||
+		h->kind > COMMIT_OVERWRITE || h->producer > PK_PRODUCER_FULL_COMPACTION ||
+		h->snapshot_id <= 0)
+		corrupt(rel, block, off, "its parts do not add up to its length");
+}
+
+/*
+ * The whole record at off, its CRC checked; base: the page's first
+ * record's time and role, as read_header takes them (base->user NULL: not
+ * read yet), for the next records of the page.
+ */
 static CommitRecord *
 decode(Relation rel, BlockNumber block, Page page, OffsetNumber off, LogBase *base)
 {
 	LogRecordHeader h;
 	LogBody		b;
 	const char *p;
-	const char *end;
 	CommitRecord *rec = palloc0(sizeof(CommitRecord));
 	int64		seq;
 	const char *data;
 	uint32		dlen;
 
-	read_header(rel, block, page, off, &h, &p, &end, base);
-	if (!record_crc_ok(page, off, h.crc))
-		corrupt(rel, block, off, "its CRC does not match");
-	if (!parse_body(&h, p, end, &b) ||
-		h.kind > COMMIT_OVERWRITE || h.producer > PK_PRODUCER_FULL_COMPACTION ||
-		h.snapshot_id <= 0)
-		corrupt(rel, block, off, "its parts do not add up to its length");
+	read_record(rel, block, page, off, base, &h, &b);
 	rec->snapshot_id = h.snapshot_id;
 	rec->xid = FullTransactionIdFromU64(h.xid);
 	rec->commit_time = h.commit_time;
@@ -1293,15 +1307,9 @@ decode_fold(Relation rel, BlockNumber block, Page page, OffsetNumber off)
 {
 	LogRecordHeader h;
 	LogBody		b;
-	const char *p;
-	const char *end;
 	CommitFold *f = palloc(sizeof(CommitFold));
 
-	read_header(rel, block, page, off, &h, &p, &end, NULL);
-	if (!record_crc_ok(page, off, h.crc))
-		corrupt(rel, block, off, "its CRC does not match");
-	if (!parse_body(&h, p, end, &b) || h.snapshot_id <= 0)
-		corrupt(rel, block, off, "its parts do not add up to its length");
+	read_record(rel, block, page, off, NULL, &h, &b);
 	f->snapshot_id = h.snapshot_id;
 	f->delta_record_count = (int64) b.counts[1];
 	f->has_data = (h.parts & LOG_HAS_DATA) != 0;
