@@ -500,11 +500,37 @@ run_id_cmp(const ListCell *a, const ListCell *b)
 	return (ra > rb) - (ra < rb);
 }
 
-/* sort a list of runs in run id order */
+/*
+ * Sort a list of runs in run id order.  Lists are mostly made from sorted
+ * ones with a run or two added at the end (a commit's data run, whose id
+ * is below the others'): an insertion sort orders those in linear time,
+ * and gives way to list_sort when it finds the list far from sorted.
+ */
 void
 cat_runs_sort(List *runs)
 {
-	list_sort(runs, run_id_cmp);
+	int			n = list_length(runs);
+	int			moves = 0;
+
+	for (int i = 1; i < n; i++)
+	{
+		ListCell	cell = runs->elements[i];
+		int64		id = ((RunInfo *) lfirst(&cell))->run_id;
+		int			j = i;
+
+		while (j > 0 && ((RunInfo *) lfirst(&runs->elements[j - 1]))->run_id > id)
+		{
+			runs->elements[j] = runs->elements[j - 1];
+			j--;
+			if (++moves > 4 * n)
+			{
+				runs->elements[j] = cell;
+				list_sort(runs, run_id_cmp);
+				return;
+			}
+		}
+		runs->elements[j] = cell;
+	}
 }
 
 /*

@@ -42,7 +42,11 @@
 #include "relcache_hub.h"
 #include "table_desc.h"
 
-/* snapshots read from the catalog at a time */
+/*
+ * Snapshots read from the catalog at a time; the first read takes one, as
+ * the oldest is mostly kept (expiration runs every 64th commit, and a
+ * batch of the commit log's records took a good part of the commit then)
+ */
 #define EXPIRE_READ_BATCH 64
 
 /*
@@ -187,7 +191,7 @@ expire_snapshots(Relation rel, int64 max_snapshots)
 	{
 		List	   *snaps;
 		ListCell   *lc;
-		int			limit = EXPIRE_READ_BATCH;
+		int			limit = first ? 1 : EXPIRE_READ_BATCH;
 
 		if (max_snapshots >= 0)
 			limit = (int) Min(limit, max_snapshots - expired);

@@ -95,21 +95,66 @@ static struct
 static int	npublish = 0;
 static bool publish_overflow = false;	/* more tables than MAX_PUBLISH */
 
-/* a copy of run in the current memory context */
+/*
+ * A copy of run in the current memory context, in one allocation: the
+ * RunInfo, its stream (MAXALIGNed, as palloc'd), its keys.
+ */
 static RunInfo *
 copy_run(const RunInfo *run)
 {
-	RunInfo    *r = palloc(sizeof(RunInfo));
+	Size		min_len = run->min_key ? strlen(run->min_key) + 1 : 0;
+	Size		max_len = run->max_key ? strlen(run->max_key) + 1 : 0;
+	Size		stream_len = run->stream ? run->stream_len : 0;
+	char	   *p = palloc(MAXALIGN(sizeof(RunInfo)) + stream_len + min_len + max_len);
+	RunInfo    *r = (RunInfo *) p;
 
 	*r = *run;
-	r->min_key = run->min_key ? pstrdup(run->min_key) : NULL;
-	r->max_key = run->max_key ? pstrdup(run->max_key) : NULL;
+	p += MAXALIGN(sizeof(RunInfo));
 	if (run->stream)
-	{
-		r->stream = palloc(run->stream_len);
-		memcpy(r->stream, run->stream, run->stream_len);
-	}
+		r->stream = memcpy(p, run->stream, stream_len);
+	p += stream_len;
+	if (run->min_key)
+		r->min_key = memcpy(p, run->min_key, min_len);
+	p += min_len;
+	if (run->max_key)
+		r->max_key = memcpy(p, run->max_key, max_len);
 	return r;
+}
+
+static bool
+same_string(const char *a, const char *b)
+{
+	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/*
+ * Are a and b the same run, field for field and byte for byte?  (Every
+ * field of RunInfo: the assertion below fails when one is added, so that
+ * it is compared here too.)
+ */
+#if SIZEOF_VOID_P == 8
+StaticAssertDecl(sizeof(RunInfo) == 128, "same_run compares every field of RunInfo");
+#endif
+
+static bool
+same_run(const RunInfo *a, const RunInfo *b)
+{
+	return a->run_id == b->run_id && a->relfilenode == b->relfilenode &&
+		a->level == b->level && a->kind == b->kind &&
+		a->from_commit == b->from_commit && a->start_block == b->start_block &&
+		a->nblocks == b->nblocks && a->record_count == b->record_count &&
+		a->size_bytes == b->size_bytes && a->row_base == b->row_base &&
+		a->min_seq == b->min_seq && a->max_seq == b->max_seq &&
+		a->index_offset == b->index_offset &&
+		a->bloom_offset == b->bloom_offset &&
+		a->created_snapshot == b->created_snapshot &&
+		a->in_snapshot_row == b->in_snapshot_row &&
+		same_string(a->min_key, b->min_key) &&
+		same_string(a->max_key, b->max_key) &&
+		(a->stream == NULL) == (b->stream == NULL) &&
+		(a->stream == NULL ||
+		 (a->stream_len == b->stream_len &&
+		  memcmp(a->stream, b->stream, a->stream_len) == 0));
 }
 
 /* e leaves the cache, with its runs */
@@ -118,49 +163,6 @@ drop_entry(CacheEntry *e)
 {
 	MemoryContextDelete(e->cxt);
 	hash_search(cache, &e->relid, HASH_REMOVE, NULL);
-}
-
-/*
- * keep runs as the list of version (xmin, st's last snapshot id), in run id
- * order, with st's counters
- */
-static void
-store(Relation rel, TransactionId xmin, const TableState *st,
-	  uint64 completions, List *runs)
-{
-	CacheEntry *e;
-	bool		found;
-	ListCell   *lc;
-	MemoryContext old;
-
-	if (cache == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(CacheEntry);
-		cache = hash_create("pkmerge run lists", 64, &ctl, HASH_ELEM | HASH_BLOBS);
-	}
-	e = hash_search(cache, &rel->rd_id, HASH_ENTER, &found);
-	if (!found)
-		e->cxt = AllocSetContextCreate(TopMemoryContext, "pkmerge run list",
-									   ALLOCSET_SMALL_SIZES);
-	MemoryContextReset(e->cxt);
-	old = MemoryContextSwitchTo(e->cxt);
-	e->runs = NIL;
-	foreach(lc, runs)
-		e->runs = lappend(e->runs, copy_run(lfirst(lc)));
-	cat_runs_sort(e->runs);
-	MemoryContextSwitchTo(old);
-	e->node = rel->rd_node;
-	e->xmin = xmin;
-	e->snapshot_id = st->last_snapshot_id;
-	e->state = *st;
-	e->state.data_runs = NULL;
-	e->state.ndata_runs = 0;
-	e->completions = completions;
-	e->found_at = GetCurrentTimestamp();
-	e->rewrites = cat_runs_rewrites();
 }
 
 /* the run among the entry's (sorted by run id) with that id, if any */
@@ -183,6 +185,88 @@ entry_run(CacheEntry *e, int64 run_id)
 			hi = mid - 1;
 	}
 	return NULL;
+}
+
+/*
+ * Keep runs (in run id order) as the list of version (xmin, st's last
+ * snapshot id), with st's counters; the entry.  A run the entry already
+ * holds, unchanged, is kept as it is (a new version mostly adds a run or
+ * two to the last one's: copying every run again for each was a good part
+ * of a 1-row commit's time); the others are copied in, and the runs the
+ * version no longer has freed.
+ */
+static CacheEntry *
+store(Relation rel, TransactionId xmin, const TableState *st,
+	  uint64 completions, List *runs)
+{
+	CacheEntry *e;
+	bool		found;
+	ListCell   *lc;
+	List	   *kept = NIL;
+	MemoryContext old;
+	int			i = 0;
+
+	if (cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(CacheEntry);
+		cache = hash_create("pkmerge run lists", 64, &ctl, HASH_ELEM | HASH_BLOBS);
+	}
+	e = hash_search(cache, &rel->rd_id, HASH_ENTER, &found);
+	if (!found)
+	{
+		e->cxt = AllocSetContextCreate(TopMemoryContext, "pkmerge run list",
+									   ALLOCSET_SMALL_SIZES);
+		e->runs = NIL;
+	}
+	else if (!RelFileNodeEquals(e->node, rel->rd_node))
+	{
+		MemoryContextReset(e->cxt);
+		e->runs = NIL;
+	}
+	old = MemoryContextSwitchTo(e->cxt);
+	kept = list_copy(runs);
+	cat_runs_sort(kept);
+
+	/*
+	 * Both lists in run id order: each run of kept takes the entry's if
+	 * that is the same; the entry's runs not taken are freed.
+	 */
+	foreach(lc, kept)
+	{
+		RunInfo    *r = lfirst(lc);
+		RunInfo    *known = NULL;
+
+		for (; i < list_length(e->runs); i++)
+		{
+			RunInfo    *o = list_nth(e->runs, i);
+
+			if (o->run_id > r->run_id)
+				break;
+			if (o->run_id == r->run_id && (o == r || same_run(o, r)))
+				known = o;
+			else
+				pfree(o);
+		}
+		lfirst(lc) = known ? known : copy_run(r);
+	}
+	for (; i < list_length(e->runs); i++)
+		pfree(list_nth(e->runs, i));
+	MemoryContextSwitchTo(old);
+	list_free(e->runs);
+	e->runs = kept;
+	e->node = rel->rd_node;
+	e->xmin = xmin;
+	e->snapshot_id = st->last_snapshot_id;
+	e->state = *st;
+	e->state.data_runs = NULL;
+	e->state.ndata_runs = 0;
+	e->completions = completions;
+	e->found_at = GetCurrentTimestamp();
+	e->rewrites = cat_runs_rewrites();
+	return e;
 }
 
 /*
@@ -231,24 +315,23 @@ published_run(Relation rel, int64 run_id)
 {
 	char		buf[HINTS_MAX_RUN_BYTES];
 	PackedRun	h;
-	RunInfo    *r;
-	const char *p;
+	RunInfo		r;
+	char	   *p;
 
 	if (hints_published_run(&rel->rd_node, rel->rd_id, run_id, buf) == 0)
 		return NULL;
 	memcpy(&h, buf, sizeof(PackedRun));
-	r = palloc(sizeof(RunInfo));
-	*r = h.info;
+	r = h.info;
 	p = buf + sizeof(PackedRun);
 	if (h.min_len > 0)
-		r->min_key = memcpy(palloc(h.min_len), p, h.min_len);
+		r.min_key = p;
 	p += h.min_len;
 	if (h.max_len > 0)
-		r->max_key = memcpy(palloc(h.max_len), p, h.max_len);
+		r.max_key = p;
 	p += h.max_len;
 	if (h.has_stream)
-		r->stream = memcpy(palloc(r->stream_len), p, r->stream_len);
-	return r;
+		r.stream = p;
+	return copy_run(&r);
 }
 
 /*
@@ -354,32 +437,31 @@ version_runs(Relation rel, Snapshot snapshot, bool committed_only,
 			return false;		/* nothing committed yet */
 		if (e == NULL || e->xmin != xmin || e->snapshot_id != vst.last_snapshot_id)
 		{
+			List	   *vruns = NIL;
+
 			for (int i = 0; i < vst.ndata_runs; i++)
 			{
-				RunInfo    *known = entry_run(e, vst.data_runs[i]);
-				RunInfo    *r = known ? copy_run(known) :
-					published_run(rel, vst.data_runs[i]);
+				RunInfo    *r = entry_run(e, vst.data_runs[i]);
 
+				if (r == NULL)
+					r = published_run(rel, vst.data_runs[i]);
 				if (r == NULL)
 					r = cat_run_get(rel->rd_id, vst.data_runs[i], snapshot);
 
 				/* a TRUNCATE this snapshot does not see has replaced the file */
 				if (r->relfilenode == rel->rd_node.relNode)
-					*runs = lappend(*runs, r);
+					vruns = lappend(vruns, r);
 			}
-			cat_runs_sort(*runs);
-			store(rel, xmin, &vst, completions, *runs);
-			if (st != NULL)
-			{
-				*st = vst;
-				st->data_runs = NULL;
-				st->ndata_runs = 0;
-			}
-			return true;
+			cat_runs_sort(vruns);
+			e = store(rel, xmin, &vst, completions, vruns);
+			list_free(vruns);
 		}
-		e->completions = completions;
-		e->found_at = GetCurrentTimestamp();
-		e->rewrites = cat_runs_rewrites();
+		else
+		{
+			e->completions = completions;
+			e->found_at = GetCurrentTimestamp();
+			e->rewrites = cat_runs_rewrites();
+		}
 	}
 	foreach(lc, e->runs)
 		*runs = lappend(*runs, copy_run(lfirst(lc)));
@@ -520,21 +602,7 @@ runcache_commit_visible(void)
 			e->snapshot_id != to_publish[i].snapshot_id)
 			continue;
 
-		/*
-		 * A later write of the table's row that stored no list replaced
-		 * the version, keeping its snapshot id: the list is not that of
-		 * the committed version.  (VACUUM FULL writes the row again after
-		 * its compaction stored a list, but for a new file: lists are kept
-		 * and published per file, so readers of the new one would not
-		 * take it anyway.)
-		 */
-		if (cat_table_last_write(to_publish[i].relid) != to_publish[i].writeno)
-		{
-			drop_entry(e);
-			continue;
-		}
-		e->completions = snap->snapXactCompletionCount;
-		/* the rows of the runs the transaction wrote */
+		/* the rows of the runs the transaction wrote, committed now */
 		foreach(lc, e->runs)
 		{
 			RunInfo    *r = lfirst(lc);
@@ -545,6 +613,27 @@ runcache_commit_visible(void)
 				(len = pack_run(r, buf)) > 0)
 				hints_publish_run(&e->node, e->relid, r->run_id, buf, len);
 		}
+
+		/*
+		 * A later write of the table's row that stored no list (the
+		 * settling of expiration every 64th commit) replaced the version,
+		 * keeping its snapshot id: the list is not known to be that of the
+		 * committed version.  It is not taken as any version's, but its
+		 * runs stay for the next version's list to take (store() compares
+		 * them): dropping them made that list read every run again, some
+		 * from the commit log.  (VACUUM FULL writes the row again after
+		 * its compaction stored a list, but for a new file: lists are kept
+		 * and published per file, so readers of the new one would not
+		 * take it anyway.)
+		 */
+		if (cat_table_last_write(to_publish[i].relid) != to_publish[i].writeno)
+		{
+			e->xmin = InvalidTransactionId;
+			e->snapshot_id = -1;
+			e->completions = 0;
+			continue;
+		}
+		e->completions = snap->snapXactCompletionCount;
 		if (list_length(e->runs) > HINTS_MAX_RUN_IDS || snap->suboverflowed ||
 			snap->subxcnt > 0 || snap->xcnt > HINTS_MAX_XIP)
 			continue;

@@ -81,23 +81,39 @@ typedef struct RunListSlot
 
 static RunListSlot *run_lists = NULL;
 
-/* per table: the latest commits' run rows, a ring, under mutex */
+/*
+ * per table: the latest commits' run rows, under mutex, in two rings by
+ * size: a small commit's run (a few hundred bytes packed) takes one of
+ * many small slots, a compaction's run kept in its row one of a few large
+ * ones.  Under concurrent 1-row commits a backend may come back to the
+ * table dozens of commits later (two cores, four clients: 16 slots left
+ * one run in seven to be read from the commit log again).
+ */
 #define NRUNRINGS 64
-#define RUN_RING 16
+#define RUN_RING_SMALL 64
+#define SMALL_RUN_BYTES 512
+#define RUN_RING_LARGE 8
 typedef struct PublishedRun
 {
-	int64		run_id;			/* 0: none */
 	Size		len;
-	char		bytes[HINTS_MAX_RUN_BYTES];
+	char		bytes[FLEXIBLE_ARRAY_MEMBER];
 } PublishedRun;
 
+#define SMALL_SLOT MAXALIGN(offsetof(PublishedRun, bytes) + SMALL_RUN_BYTES)
+#define LARGE_SLOT MAXALIGN(offsetof(PublishedRun, bytes) + HINTS_MAX_RUN_BYTES)
+
+/* the run ids apart from the rows: a search reads a few cache lines */
 typedef struct RunRing
 {
 	slock_t		mutex;
 	RelFileNode node;
 	Oid			relid;
-	int			next;
-	PublishedRun runs[RUN_RING];
+	int			next_small;
+	int			next_large;
+	int64		small_ids[RUN_RING_SMALL];	/* 0: none */
+	int64		large_ids[RUN_RING_LARGE];
+	char		small[RUN_RING_SMALL][SMALL_SLOT];
+	char		large[RUN_RING_LARGE][LARGE_SLOT];
 } RunRing;
 
 static RunRing *run_rings = NULL;
@@ -400,16 +416,38 @@ hints_publish_run(const RelFileNode *node, Oid relid, int64 run_id,
 	{
 		ring->relid = relid;
 		ring->node = *node;
-		ring->next = 0;
-		for (int i = 0; i < RUN_RING; i++)
-			ring->runs[i].run_id = 0;
+		ring->next_small = ring->next_large = 0;
+		memset(ring->small_ids, 0, sizeof(ring->small_ids));
+		memset(ring->large_ids, 0, sizeof(ring->large_ids));
 	}
-	pr = &ring->runs[ring->next];
-	ring->next = (ring->next + 1) % RUN_RING;
-	pr->run_id = run_id;
+	if (len <= SMALL_RUN_BYTES)
+	{
+		ring->small_ids[ring->next_small] = run_id;
+		pr = (PublishedRun *) ring->small[ring->next_small];
+		ring->next_small = (ring->next_small + 1) % RUN_RING_SMALL;
+	}
+	else
+	{
+		ring->large_ids[ring->next_large] = run_id;
+		pr = (PublishedRun *) ring->large[ring->next_large];
+		ring->next_large = (ring->next_large + 1) % RUN_RING_LARGE;
+	}
 	pr->len = len;
 	memcpy(pr->bytes, bytes, len);
 	SpinLockRelease(&ring->mutex);
+}
+
+/* the ring's slot holding run_id (either size), or NULL */
+static PublishedRun *
+ring_find(RunRing *ring, int64 run_id)
+{
+	for (int i = 0; i < RUN_RING_SMALL; i++)
+		if (ring->small_ids[i] == run_id)
+			return (PublishedRun *) ring->small[i];
+	for (int i = 0; i < RUN_RING_LARGE; i++)
+		if (ring->large_ids[i] == run_id)
+			return (PublishedRun *) ring->large[i];
+	return NULL;
 }
 
 /*
@@ -421,21 +459,18 @@ hints_published_run(const RelFileNode *node, Oid relid, int64 run_id,
 					char *bytes)
 {
 	RunRing    *ring;
+	PublishedRun *pr;
 	Size		len = 0;
 
 	if (run_rings == NULL)
 		return 0;
 	ring = &run_rings[table_hash(node, relid) % NRUNRINGS];
 	SpinLockAcquire(&ring->mutex);
-	if (ring->relid == relid && RelFileNodeEquals(ring->node, *node))
+	if (ring->relid == relid && RelFileNodeEquals(ring->node, *node) &&
+		(pr = ring_find(ring, run_id)) != NULL)
 	{
-		for (int i = 0; i < RUN_RING; i++)
-			if (ring->runs[i].run_id == run_id)
-			{
-				len = ring->runs[i].len;
-				memcpy(bytes, ring->runs[i].bytes, len);
-				break;
-			}
+		len = pr->len;
+		memcpy(bytes, pr->bytes, len);
 	}
 	SpinLockRelease(&ring->mutex);
 	return len;
