@@ -166,18 +166,6 @@ expire_snapshots(Relation rel, int64 max_snapshots)
 															-o->consumer_expiration_time) : 0);
 	upto = Min(last - keep_min, floor - 1);
 
-	/*
-	 * Snapshots past the table's row tell the commits folded after it: the
-	 * row takes them before any of those goes (under the commit lock, to
-	 * the end of the transaction; only a table idle since fewer than 64
-	 * small commits has such snapshots due).
-	 */
-	if (upto > st.row_snapshot_id)
-	{
-		(void) cat_commit_lock(relid);
-		st = cat_table_state_settle(relid);
-	}
-
 	start = start_of(relid, false);
 	if (start != NULL)
 		from = start->gone;
@@ -221,6 +209,22 @@ expire_snapshots(Relation rel, int64 max_snapshots)
 			{
 				done = true;
 				break;
+			}
+
+			/*
+			 * Snapshots past the table's row tell the commits folded after
+			 * it: the row takes them before any of those goes (under the
+			 * commit lock, to the end of the transaction).  Not before:
+			 * while the oldest snapshot is kept (the first hour of a
+			 * table's commits, by default), every 64th commit wrote the
+			 * row for nothing.
+			 */
+			if (si->snapshot_id > st.row_snapshot_id)
+			{
+				(void) cat_commit_lock(relid);
+				MemoryContextSwitchTo(old);
+				st = cat_table_state_settle(relid);
+				MemoryContextSwitchTo(batchcxt);
 			}
 			MemoryContextSwitchTo(itemcxt);
 			cat_snapshot_expire(relid, si->snapshot_id, &st);
