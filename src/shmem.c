@@ -86,8 +86,9 @@ static RunListSlot *run_lists = NULL;
  * size: a small commit's run (a few hundred bytes packed) takes one of
  * many small slots, a compaction's run kept in its row one of a few large
  * ones.  Under concurrent 1-row commits a backend may come back to the
- * table dozens of commits later (two cores, four clients: 16 slots left
- * one run in seven to be read from the commit log again).
+ * table dozens of commits later (two cores, four clients: with 16 slots,
+ * about one in eight of the runs its list lacked was read from the commit
+ * log again).
  */
 #define NRUNRINGS 64
 #define RUN_RING_SMALL 64
