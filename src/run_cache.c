@@ -188,7 +188,7 @@ entry_run(CacheEntry *e, int64 run_id)
 }
 
 /*
- * Keep runs (in run id order) as the list of version (xmin, st's last
+ * Keep runs, sorted by run id, as the list of version (xmin, st's last
  * snapshot id), with st's counters; the entry.  A run the entry already
  * holds, unchanged, is kept as it is (a new version mostly adds a run or
  * two to the last one's: copying every run again for each was a good part
@@ -452,7 +452,6 @@ version_runs(Relation rel, Snapshot snapshot, bool committed_only,
 				if (r->relfilenode == rel->rd_node.relNode)
 					vruns = lappend(vruns, r);
 			}
-			cat_runs_sort(vruns);
 			e = store(rel, xmin, &vst, completions, vruns);
 			list_free(vruns);
 		}
@@ -616,15 +615,16 @@ runcache_commit_visible(void)
 
 		/*
 		 * A later write of the table's row that stored no list (the
-		 * settling of expiration every 64th commit) replaced the version,
-		 * keeping its snapshot id: the list is not known to be that of the
-		 * committed version.  It is not taken as any version's, but its
-		 * runs stay for the next version's list to take (store() compares
-		 * them): dropping them made that list read every run again, some
-		 * from the commit log.  (VACUUM FULL writes the row again after
-		 * its compaction stored a list, but for a new file: lists are kept
-		 * and published per file, so readers of the new one would not
-		 * take it anyway.)
+		 * settling of an expiration that expires commits folded after the
+		 * row) replaced the version, keeping its snapshot id: the list is
+		 * not known to be that of the committed version.  It is taken as
+		 * no version's, but its runs stay, for the next version's list to
+		 * take by id as it takes any cached run (a committed run's row
+		 * does not change): dropping them made that list read every run
+		 * again, some from the commit log.  (VACUUM FULL writes the row
+		 * again after its compaction stored a list, but for a new file:
+		 * lists are kept and published per file, so readers of the new one
+		 * would not take it anyway.)
 		 */
 		if (cat_table_last_write(to_publish[i].relid) != to_publish[i].writeno)
 		{

@@ -43,10 +43,11 @@ SELECT level, record_count, min_key, max_key, created_snapshot FROM pk_runs('ord
 
 -- The first small commit opens the table's commit log (a page of its
 -- file), which writes the table's row; after it, a commit of one small run
--- leaves the row as it is, for at most 64 commits: the 65th writes it (no
--- compaction here; expiration, which every 64th commit runs, keeps every
--- snapshot, and writes the row only before it expires one folded after
--- it).  The state is the row
+-- leaves the row as it is while fewer than 64 commits are folded after
+-- it: the 65th commit, the 64th after the row, writes it (no compaction
+-- here; expiration, which every 64th commit runs, keeps every snapshot,
+-- and writes the row only before it expires one folded after it).  The
+-- state is the row
 -- and the commits past it, whichever reads it: ids stay dense, pk_stats
 -- counts every commit, the rows are all there, and a TRUNCATE writes them
 -- into the row before it removes their runs (ids go on).
