@@ -52,11 +52,19 @@
  * the snapshot id, the transaction id and the duration as varints: about
  * 27 bytes instead of 40), and the one written now for every record but
  * a page's first (LOG_PAGE_RELATIVE): its commit time as a varint from the
- * first record's, its role left out when it is the first record's, and
- * (LOG_SEQ_IN_STREAM) its sequence number from its data run's base, about
- * 14 bytes fewer for a 1-row commit.  A page's first record is never
- * written against another, nor changed, so any record reads with it
- * alone.
+ * first record's, its role left out when it is the first record's,
+ * (LOG_SEQ_IN_STREAM) its sequence number from its data run's base, and
+ * (LOG_IDS_RELATIVE) its snapshot id, transaction id, total count and
+ * changelog run id from the first record's, about 22 bytes fewer for a
+ * 1-row commit.  A page's first record is never written against another,
+ * nor changed, so any record reads with it alone; every reader of a
+ * later record, even one that looks at its visibility only, reads the
+ * first record too (its CRC checked).
+ *
+ * An append is one WAL record with the page's block: the first record of
+ * a new page with XLOG_PK_LOG_INIT_PAGE, every other one as
+ * XLOG_PK_LOG_NEXT*, whose type says what becomes of the record before
+ * it, without main data (7 bytes fewer).
  *
  *-------------------------------------------------------------------------
  */
@@ -86,6 +94,19 @@
 #define XLOG_PK_LOG_RESOLVE		0x20
 #define XLOG_PK_LOG_INIT_PAGE	0x80	/* with APPEND: the page is new */
 
+/*
+ * An append after the page's last record, without main data: the record
+ * goes to the item after the last, and the last one is left as it is
+ * (NEXT), or marked committed or aborted.  Written for every append but
+ * a new page's first.
+ */
+#define XLOG_PK_LOG_NEXT			0x40
+#define XLOG_PK_LOG_NEXT_COMMITTED	0x50
+#define XLOG_PK_LOG_NEXT_ABORTED	0x60
+#define XLOG_PK_LOG_IS_NEXT(info) \
+	((info) == XLOG_PK_LOG_NEXT || (info) == XLOG_PK_LOG_NEXT_COMMITTED || \
+	 (info) == XLOG_PK_LOG_NEXT_ABORTED)
+
 #define LOG_PAGE_MAGIC	0x474C4D4B	/* "KMLG" */
 
 /* a log page's special space */
@@ -109,6 +130,9 @@ typedef struct LogPageOpaque
 #define LOG_PAGE_RELATIVE	0x20	/* time and role against the page's first */
 #define LOG_SEQ_IN_STREAM	0x40	/* sequence number against the data's base */
 #define LOG_BARE_RUNS		0x80	/* tight runs without magic number and CRC */
+
+/* the kind byte's high bit: ids against the page's first record's, below */
+#define LOG_IDS_RELATIVE	0x80
 
 /* what a tight stream's rows follow: its magic number, its CRC32C */
 #define TIGHT_WHOLE_FIXED	(2 * sizeof(uint32))
@@ -153,6 +177,12 @@ typedef struct LogPageOpaque
  * number and its CRC32C (of the changelog's rows expanded) computed, so
  * that a run read from a record is what it was before it was written.
  * A 1-row update's record of producer lookup is about 17 bytes shorter.
+ *
+ * With LOG_IDS_RELATIVE (the kind byte's high bit; written now with
+ * LOG_PAGE_RELATIVE) the snapshot id, the transaction id, the total
+ * record count and the changelog run's id are varints from those of the
+ * page's first record (zigzag; the run id from 0 when that record has no
+ * changelog), and the duration is in microseconds: about 8 bytes fewer.
  */
 typedef struct LogRecordHeader
 {
@@ -178,6 +208,8 @@ typedef struct LogRecordHeader
  * the page's first snapshot id (int64, unaligned).  WAL written by the
  * first build with the commit log has one 16-byte struct instead (the
  * snapshot id at offset 8, always there); redo tells them by length.
+ * Appends without XLOG_PK_LOG_INIT_PAGE are written as XLOG_PK_LOG_NEXT*
+ * now, but redo still takes them.
  */
 typedef struct xl_pk_log_append
 {
@@ -547,11 +579,18 @@ changelog_expand(const char *data, uint32 dlen, const char *kept, uint32 klen,
 	return out;
 }
 
-/* what a record of a page is written and read against: its first record's */
+/*
+ * What a record of a page is written and read against: its first record's
+ * fields (user NULL: not read yet)
+ */
 typedef struct LogBase
 {
 	TimestampTz commit_time;
 	char	   *user;
+	int64		snapshot_id;
+	uint64		xid;
+	int64		total_record_count;
+	int64		changelog_run_id;	/* 0 without a changelog */
 } LogBase;
 
 /* zigzag: a signed difference as an unsigned varint's value, and back */
@@ -698,11 +737,24 @@ encode(const CommitRecord *rec, const LogBase *base, uint32 *len)
 		seq -= data_base;
 	}
 	buf[1] = (char) parts;
-	p = run_varint_put(p, (uint64) rec->snapshot_id);
-	p = run_varint_put(p, U64FromFullTransactionId(rec->xid));
 	/* a clock that went back counts as no time; a day as the most */
-	p = run_varint_put(p, (uint64) (ns > 0 ? Min(ns, 86400e9) + 0.5 : 0));
-	p = run_varint_put(p, (uint64) rec->total_record_count);
+	ns = ns > 0 ? Min(ns, 86400e9) : 0;
+	if (base)
+	{
+		buf[2] |= LOG_IDS_RELATIVE;
+		p = run_varint_put(p, zigzag(rec->snapshot_id - base->snapshot_id));
+		p = run_varint_put(p, zigzag((int64) (U64FromFullTransactionId(rec->xid) -
+											  base->xid)));
+		p = run_varint_put(p, (uint64) (ns / 1000 + 0.5));
+		p = run_varint_put(p, zigzag(rec->total_record_count - base->total_record_count));
+	}
+	else
+	{
+		p = run_varint_put(p, (uint64) rec->snapshot_id);
+		p = run_varint_put(p, U64FromFullTransactionId(rec->xid));
+		p = run_varint_put(p, (uint64) (ns + 0.5));
+		p = run_varint_put(p, (uint64) rec->total_record_count);
+	}
 	p = run_varint_put(p, (uint64) rec->delta_record_count);
 	p = run_varint_put(p, (uint64) rec->changelog_record_count);
 	if (rec->data)
@@ -712,7 +764,8 @@ encode(const CommitRecord *rec, const LogBase *base, uint32 *len)
 	}
 	if (rec->changelog)
 	{
-		p = run_varint_put(p, (uint64) rec->changelog->run_id);
+		p = run_varint_put(p, base ? zigzag(rec->changelog->run_id - base->changelog_run_id) :
+						   (uint64) rec->changelog->run_id);
 		p = run_varint_put(p, clen);
 	}
 	p = run_varint_put(p, ulen);
@@ -811,8 +864,8 @@ static void read_header(Relation rel, BlockNumber block, Page page, OffsetNumber
 						LogBase *base);
 
 /*
- * The page's first record's commit time and role, which the others are
- * written against (its CRC checked: they depend on it).  Reading a record
+ * The page's first record's commit time, role and ids, which the others
+ * are written against (its CRC checked: they depend on it).  Reading a record
  * (noerror false), a damaged or missing one is reported as corrupt; to
  * write one, false is returned instead, and the new record is written
  * whole.
@@ -837,6 +890,7 @@ page_base(Relation rel, BlockNumber block, Page page, bool noerror, LogBase *bas
 	item = (const char *) PageGetItem(page, iid);
 	if (!ItemIdIsNormal(iid) || ItemIdGetLength(iid) < LOG_SHORT_FIXED ||
 		(((uint8) item[1]) & LOG_PAGE_RELATIVE) ||
+		(((uint8) item[2]) & LOG_IDS_RELATIVE) ||
 		(!(((uint8) item[1]) & LOG_SHORT_HEADER) &&
 		 ItemIdGetLength(iid) < sizeof(LogRecordHeader)))
 	{
@@ -853,6 +907,10 @@ page_base(Relation rel, BlockNumber block, Page page, bool noerror, LogBase *bas
 	}
 	base->commit_time = h.commit_time;
 	base->user = pnstrdup(b.user, b.ulen);
+	base->snapshot_id = h.snapshot_id;
+	base->xid = h.xid;
+	base->total_record_count = (int64) b.counts[0];
+	base->changelog_run_id = (h.parts & LOG_HAS_CHANGELOG) ? (int64) b.run_id : 0;
 	return true;
 }
 
@@ -860,10 +918,10 @@ page_base(Relation rel, BlockNumber block, Page page, bool noerror, LogBase *bas
  * The header of item off, in any of its layouts, checked against the
  * item's length; *body: where the counts start; *end: the item's end.  The
  * CRC covers [item + LOG_HEADER_FIXED, *end) in all.  A record written
- * against the page's first record gets its commit time from it only if
- * base is not NULL (else 0: the callers that look at visibility alone do
- * not read the first record): base holds that record's time and role,
- * read into it unless it has them already (base->user not NULL).
+ * against the page's first record gets its commit time and ids from it:
+ * base holds that record's fields, read into it unless it has them
+ * already (base->user not NULL); NULL only for the first record itself.
+ * The kind keeps its LOG_IDS_RELATIVE bit.
  */
 static void
 read_header(Relation rel, BlockNumber block, Page page, OffsetNumber off,
@@ -897,15 +955,23 @@ read_header(Relation rel, BlockNumber block, Page page, OffsetNumber off,
 		if ((parts & LOG_PAGE_RELATIVE) && off == FirstOffsetNumber)
 			corrupt(rel, block, off, "the page's first record is written against itself");
 		if (!(parts & LOG_PAGE_RELATIVE))
-			memcpy(&h->commit_time, item + LOG_HEADER_FIXED, sizeof(TimestampTz));
-		else if (base)
 		{
-			if (base->user == NULL)
-				(void) page_base(rel, block, page, false, base);
-			h->commit_time = base->commit_time + unzigzag(zz);
+			if (h->kind & LOG_IDS_RELATIVE)
+				corrupt(rel, block, off, "its ids are written against no record");
+			memcpy(&h->commit_time, item + LOG_HEADER_FIXED, sizeof(TimestampTz));
+			return;
 		}
-		else
-			h->commit_time = 0;
+		if (base == NULL)
+			elog(ERROR, "a commit log record read without its page's first record");
+		if (base->user == NULL)
+			(void) page_base(rel, block, page, false, base);
+		h->commit_time = base->commit_time + unzigzag(zz);
+		if (h->kind & LOG_IDS_RELATIVE)
+		{
+			h->snapshot_id = base->snapshot_id + unzigzag(id);
+			h->xid = base->xid + (uint64) unzigzag(h->xid);
+			h->duration_ms = ns / 1e3;
+		}
 	}
 	else
 	{
@@ -946,9 +1012,9 @@ record_seq(const LogRecordHeader *h, const LogBody *b, const char *data)
 
 /*
  * Record off's header and body (up to its runs), its CRC checked, as
- * decode and decode_fold read it (base as read_header takes it: NULL
- * when the commit time is not wanted); a record that fails either is
- * reported as corrupt.
+ * decode and decode_fold read it (base as read_header takes it), its ids
+ * as they are (the kind without LOG_IDS_RELATIVE); a record that fails
+ * either is reported as corrupt.
  */
 static void
 read_record(Relation rel, BlockNumber block, Page page, OffsetNumber off,
@@ -960,16 +1026,24 @@ read_record(Relation rel, BlockNumber block, Page page, OffsetNumber off,
 	read_header(rel, block, page, off, h, &p, &end, base);
 	if (!record_crc_ok(page, off, h->crc))
 		corrupt(rel, block, off, "its CRC does not match");
-	if (!parse_body(h, p, end, b) ||
-		h->kind > COMMIT_OVERWRITE || h->producer > PK_PRODUCER_FULL_COMPACTION ||
+	if (!parse_body(h, p, end, b))
+		corrupt(rel, block, off, "its parts do not add up to its length");
+	if (h->kind & LOG_IDS_RELATIVE)
+	{
+		b->counts[0] = (uint64) (base->total_record_count + unzigzag(b->counts[0]));
+		if (h->parts & LOG_HAS_CHANGELOG)
+			b->run_id = (uint64) (base->changelog_run_id + unzigzag(b->run_id));
+		h->kind &= ~LOG_IDS_RELATIVE;
+	}
+	if (h->kind > COMMIT_OVERWRITE || h->producer > PK_PRODUCER_FULL_COMPACTION ||
 		h->snapshot_id <= 0)
 		corrupt(rel, block, off, "its parts do not add up to its length");
 }
 
 /*
  * The whole record at off, its CRC checked; base: the page's first
- * record's time and role, as read_header takes them (base->user NULL: not
- * read yet), for the next records of the page.
+ * record's fields, as read_header takes them (base->user NULL: not read
+ * yet), for the next records of the page.
  */
 static CommitRecord *
 decode(Relation rel, BlockNumber block, Page page, OffsetNumber off, LogBase *base)
@@ -1111,15 +1185,18 @@ record_status(const LogRecordHeader *h)
 	return TransactionIdDidCommit(xid) ? LOG_RESOLVED : LOG_DEAD;
 }
 
-/* what the unresolved record at off becomes, its transaction having ended */
+/*
+ * What the unresolved record at off becomes, its transaction having ended
+ * (base as read_header takes it)
+ */
 static uint8
-resolution(Relation rel, BlockNumber block, Page page, OffsetNumber off)
+resolution(Relation rel, BlockNumber block, Page page, OffsetNumber off, LogBase *base)
 {
 	LogRecordHeader h;
 	const char *body;
 	const char *end;
 
-	read_header(rel, block, page, off, &h, &body, &end, NULL);
+	read_header(rel, block, page, off, &h, &body, &end, base);
 	if (h.flags & (LOG_RESOLVED | LOG_DEAD))
 		return 0;				/* resolved already */
 	return record_status(&h);
@@ -1139,10 +1216,11 @@ resolve_last(Relation rel, Buffer buf, BlockNumber block)
 {
 	Page		page = BufferGetPage(buf);
 	OffsetNumber last = PageGetMaxOffsetNumber(page);
+	LogBase		base = {0};
 	uint8		flag;
 
 	if (last < FirstOffsetNumber ||
-		(flag = resolution(rel, block, page, last)) == 0)
+		(flag = resolution(rel, block, page, last, &base)) == 0)
 		return;
 	/* resolution() may read clog: before the critical section */
 	START_CRIT_SECTION();
@@ -1177,7 +1255,7 @@ commit_log_append(Relation rel, BlockNumber block, bool new_page, CommitRecord *
 	char	   *item;
 	Buffer		buf;
 	Page		page;
-	LogBase		base;
+	LogBase		base = {0};
 	xl_pk_log_append xlrec = {0};
 
 	if (new_page)
@@ -1210,7 +1288,7 @@ commit_log_append(Relation rel, BlockNumber block, bool new_page, CommitRecord *
 	if (!new_page && PageGetMaxOffsetNumber(page) >= FirstOffsetNumber)
 	{
 		xlrec.resolve = PageGetMaxOffsetNumber(page);
-		xlrec.resolve_flag = resolution(rel, block, page, xlrec.resolve);
+		xlrec.resolve_flag = resolution(rel, block, page, xlrec.resolve, &base);
 		if (xlrec.resolve_flag == 0)
 			xlrec.resolve = InvalidOffsetNumber;
 	}
@@ -1227,15 +1305,22 @@ commit_log_append(Relation rel, BlockNumber block, bool new_page, CommitRecord *
 	if (RelationNeedsWAL(rel))
 	{
 		XLogRecPtr	recptr;
+		uint8		info;
 
 		XLogBeginInsert();
-		XLogRegisterData((char *) &xlrec, SizeOfPkLogAppend);
 		if (new_page)
+		{
+			XLogRegisterData((char *) &xlrec, SizeOfPkLogAppend);
 			XLogRegisterData((char *) &rec->snapshot_id, sizeof(int64));
+			info = XLOG_PK_LOG_APPEND | XLOG_PK_LOG_INIT_PAGE;
+		}
+		else
+			info = xlrec.resolve == InvalidOffsetNumber ? XLOG_PK_LOG_NEXT :
+				xlrec.resolve_flag == LOG_DEAD ? XLOG_PK_LOG_NEXT_ABORTED :
+				XLOG_PK_LOG_NEXT_COMMITTED;
 		XLogRegisterBuffer(0, buf, REGBUF_STANDARD | (new_page ? REGBUF_WILL_INIT : 0));
 		XLogRegisterBufData(0, item, len);
-		recptr = XLogInsert((RmgrId) pk_wal_rmgr_id,
-							XLOG_PK_LOG_APPEND | (new_page ? XLOG_PK_LOG_INIT_PAGE : 0));
+		recptr = XLogInsert((RmgrId) pk_wal_rmgr_id, info);
 		PageSetLSN(page, recptr);
 	}
 	END_CRIT_SECTION();
@@ -1303,13 +1388,13 @@ record_visible(const LogRecordHeader *h, const TableState *st, Snapshot snapshot
  * bytes, no changelog expanded).
  */
 static CommitFold *
-decode_fold(Relation rel, BlockNumber block, Page page, OffsetNumber off)
+decode_fold(Relation rel, BlockNumber block, Page page, OffsetNumber off, LogBase *base)
 {
 	LogRecordHeader h;
 	LogBody		b;
 	CommitFold *f = palloc(sizeof(CommitFold));
 
-	read_record(rel, block, page, off, NULL, &h, &b);
+	read_record(rel, block, page, off, base, &h, &b);
 	f->snapshot_id = h.snapshot_id;
 	f->delta_record_count = (int64) b.counts[1];
 	f->has_data = (h.parts & LOG_HAS_DATA) != 0;
@@ -1349,14 +1434,14 @@ read_records(Relation rel, const RunInfo *page_run, int64 from, int64 to,
 		const char *body;
 		const char *end;
 
-		read_header(rel, block, page, off, &h, &body, &end, NULL);
+		read_header(rel, block, page, off, &h, &body, &end, &base);
 		/* past to: none later is in range, unless this one is aborted */
 		if (h.snapshot_id > to && record_status(&h) != LOG_DEAD)
 			break;
 		if (h.snapshot_id <= from || h.snapshot_id > to)
 			continue;
 		if (record_visible(&h, st, snapshot, stopped))
-			result = lappend(result, folds ? (void *) decode_fold(rel, block, page, off) :
+			result = lappend(result, folds ? (void *) decode_fold(rel, block, page, off, &base) :
 							 (void *) decode(rel, block, page, off, &base));
 	}
 	UnlockReleaseBuffer(buf);
@@ -1398,15 +1483,26 @@ commit_log_read_folds(Relation rel, const RunInfo *page_run, int64 from,
 /*
  * An append's main data, in either layout (xl_pk_log_append); the page's
  * first snapshot id is there only with XLOG_PK_LOG_INIT_PAGE.  False if
- * its length is neither's.
+ * its length is neither's.  A NEXT (info) has none: xlrec's offnum is
+ * left invalid, for redo to take the item after the page's last, and its
+ * resolve_flag says what becomes of that one.
  */
 static bool
-append_data(XLogReaderState *record, xl_pk_log_append *xlrec, int64 *first_snapshot_id)
+append_data(XLogReaderState *record, uint8 info, xl_pk_log_append *xlrec,
+			int64 *first_snapshot_id)
 {
 	const char *data = XLogRecGetData(record);
 	Size		len = XLogRecGetDataLen(record);
 	Size		at = len == SizeOfPkLogAppendV1 ? 8 : SizeOfPkLogAppend;
 
+	*first_snapshot_id = 0;
+	if (XLOG_PK_LOG_IS_NEXT(info))
+	{
+		xlrec->offnum = xlrec->resolve = InvalidOffsetNumber;
+		xlrec->resolve_flag = info == XLOG_PK_LOG_NEXT_COMMITTED ? LOG_RESOLVED :
+			info == XLOG_PK_LOG_NEXT_ABORTED ? LOG_DEAD : 0;
+		return len == 0;
+	}
 	if (len < SizeOfPkLogAppend || (len > at && len != at + sizeof(int64)))
 		return false;
 	memcpy(xlrec, data, SizeOfPkLogAppend);
@@ -1424,13 +1520,13 @@ commit_log_redo(XLogReaderState *record)
 	Buffer		buf;
 	Page		page;
 
-	if ((info & ~XLOG_PK_LOG_INIT_PAGE) == XLOG_PK_LOG_APPEND)
+	if ((info & ~XLOG_PK_LOG_INIT_PAGE) == XLOG_PK_LOG_APPEND || XLOG_PK_LOG_IS_NEXT(info))
 	{
-		xl_pk_log_append xlrec;
+		xl_pk_log_append xlrec = {0};
 		int64		first_snapshot_id;
 		XLogRedoAction action;
 
-		if (!append_data(record, &xlrec, &first_snapshot_id))
+		if (!append_data(record, info, &xlrec, &first_snapshot_id))
 			elog(PANIC, "commit log redo: an append record of %u bytes",
 				 XLogRecGetDataLen(record));
 		if (info & XLOG_PK_LOG_INIT_PAGE)
@@ -1450,6 +1546,13 @@ commit_log_redo(XLogReaderState *record)
 			char	   *item = XLogRecGetBlockData(record, 0, &len);
 
 			page = BufferGetPage(buf);
+			if (xlrec.offnum == InvalidOffsetNumber)
+			{
+				/* a NEXT: after the page's last record, which it resolves */
+				xlrec.offnum = OffsetNumberNext(PageGetMaxOffsetNumber(page));
+				if (xlrec.resolve_flag != 0 && xlrec.offnum > FirstOffsetNumber)
+					xlrec.resolve = OffsetNumberPrev(xlrec.offnum);
+			}
 			if (xlrec.resolve != InvalidOffsetNumber)
 				set_flag(page, xlrec.resolve, xlrec.resolve_flag);
 			if (PageAddItem(page, (Item) item, len, xlrec.offnum, false, false) != xlrec.offnum)
@@ -1491,6 +1594,12 @@ commit_log_identify(uint8 info)
 			return "LOG_APPEND+INIT";
 		case XLOG_PK_LOG_RESOLVE:
 			return "LOG_RESOLVE";
+		case XLOG_PK_LOG_NEXT:
+			return "LOG_APPEND_NEXT";
+		case XLOG_PK_LOG_NEXT_COMMITTED:
+			return "LOG_APPEND_NEXT+COMMITTED";
+		case XLOG_PK_LOG_NEXT_ABORTED:
+			return "LOG_APPEND_NEXT+ABORTED";
 	}
 	return NULL;
 }
@@ -1500,12 +1609,16 @@ commit_log_desc(StringInfo buf, XLogReaderState *record)
 {
 	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
 
-	if ((info & ~XLOG_PK_LOG_INIT_PAGE) == XLOG_PK_LOG_APPEND)
+	if (XLOG_PK_LOG_IS_NEXT(info))
+		appendStringInfo(buf, "after the last item%s", info == XLOG_PK_LOG_NEXT ? "" :
+						 info == XLOG_PK_LOG_NEXT_ABORTED ? ", which aborted" :
+						 ", which committed");
+	else if ((info & ~XLOG_PK_LOG_INIT_PAGE) == XLOG_PK_LOG_APPEND)
 	{
 		xl_pk_log_append xlrec;
 		int64		first_snapshot_id;
 
-		if (!append_data(record, &xlrec, &first_snapshot_id))
+		if (!append_data(record, info, &xlrec, &first_snapshot_id))
 		{
 			appendStringInfo(buf, "malformed (%u bytes)", XLogRecGetDataLen(record));
 			return;

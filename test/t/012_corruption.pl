@@ -600,7 +600,9 @@ my %log_where;
 for my $t (keys %log_damage)
 {
 	$log_where{$t} = [ split /\|/, $node->safe_psql('postgres', qq{
-SELECT pg_relation_filepath('$t') || '|' || log_block
+SELECT pg_relation_filepath('$t') || '|' || log_block || '|' ||
+	   (SELECT string_agg(commit_xid::text, ',' ORDER BY snapshot_id)
+		  FROM pkchangelog.log_snapshots('$t'))
   FROM pkchangelog.tables WHERE relid = '$t'::regclass}) ];
 }
 $node->stop;
@@ -776,7 +778,8 @@ sub replace_record
 for my $t (sort keys %log_damage)
 {
 	my ($how, $item, $part) = @{ $log_damage{$t} };
-	my ($path, $block) = @{ $log_where{$t} };
+	my ($path, $block, $xids) = @{ $log_where{$t} };
+	my @xids = split /,/, $xids;
 	my $file = "$datadir/$path";
 	open(my $fh, '+<', $file) or die "open $file: $!";
 	binmode $fh;
@@ -795,6 +798,14 @@ for my $t (sort keys %log_damage)
 	my $pos = ($parts & 32) ? 8 : 16;
 	varint($rec, \$pos) if $parts & 32;
 	my ($snap, $xid, $ns) = map { varint($rec, \$pos) } 1 .. 3;
+	# and its ids from the first's (the kind byte's bit 128): its
+	# transaction id a zigzag varint from the first record's
+	if ($item > 1)
+	{
+		ok(unpack('C', substr($rec, 2, 1)) & 128, "$t: record ${item}'s ids are written against the first's");
+		is($xid, 2 * ($xids[ $item - 1 ] - $xids[0]),
+			"$t: record ${item}'s transaction id is the first's + " . ($xid / 2));
+	}
 	# its runs are kept bare (parts bit 128): without their magic numbers
 	# and CRC32Cs, the changelog's base sequence number from the data's
 	# (both 1-byte varints here); but for the damage to the record's CRC,

@@ -11,7 +11,10 @@
 #    difference is FATAL: recovery stops).  Bulk loads, small commits (the
 #    commit log's appends), compactions and TRUNCATEs of every producer,
 #    then an immediate stop: the server recovers, and every table holds
-#    what it held, with the same change stream.
+#    what it held, with the same change stream.  An append after a page's
+#    first record is a LOG_APPEND_NEXT record without main data, whose
+#    type says what became of the record before it (committed, or
+#    aborted: a prepared transaction rolled back).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -24,6 +27,7 @@ $node->append_conf('postgresql.conf', q{
 shared_preload_libraries = 'pkchangelog'
 checkpoint_timeout = 1h
 max_wal_size = 1GB
+max_prepared_transactions = 2
 });
 $node->start;
 $node->safe_psql('postgres', q{
@@ -76,6 +80,12 @@ CREATE TABLE $t (k int PRIMARY KEY, v text) USING pkmerge
 	WITH (changelog_producer = '$producers[$i]');
 INSERT INTO $t SELECT g, md5(g::text) FROM generate_series(1, 5000) g;});
 	$node->safe_psql('postgres', "CALL small_commits('$t', 300)");
+	$node->safe_psql('postgres', qq{
+BEGIN;
+UPDATE $t SET v = 'rolled back' WHERE k = 2;
+PREPARE TRANSACTION 'undone_$t';
+ROLLBACK PREPARED 'undone_$t';});
+	$node->safe_psql('postgres', "CALL small_commits('$t', 10)");
 	$node->safe_psql('postgres', "SELECT pk_compact('$t', true)");
 	$node->safe_psql('postgres', "CALL small_commits('$t', 100)");
 	$node->safe_psql('postgres', qq{
@@ -93,6 +103,17 @@ SELECT count(*) FILTER (WHERE record_type = 'RUN_PAGE'),
  WHERE resource_manager = 'pkchangelog' AND fpi_length > 0});
 cmp_ok($run_images, '>', 0, "run page records carry images to check ($run_images)");
 cmp_ok($log_images, '>', 0, "commit log appends carry images to check ($log_images)");
+my ($next, $next_data, $next_committed, $next_aborted) = split /\|/, $node->safe_psql('postgres', qq{
+SELECT count(*), coalesce(max(main_data_length), -1),
+	   count(*) FILTER (WHERE record_type = 'LOG_APPEND_NEXT+COMMITTED'),
+	   count(*) FILTER (WHERE record_type = 'LOG_APPEND_NEXT+ABORTED')
+  FROM pg_get_wal_records_info('$c0', '$c1')
+ WHERE resource_manager = 'pkchangelog' AND record_type LIKE 'LOG_APPEND_NEXT%'});
+cmp_ok($next, '>', 1000, "appends after a page's first are NEXT records ($next)");
+is($next_data, 0, 'NEXT records have no main data');
+cmp_ok($next_committed, '>', 1000, "most resolve a committed record ($next_committed)");
+cmp_ok($next_aborted, '>', 0,
+	"some resolve a rolled back prepared transaction's ($next_aborted; the worker may come first)");
 
 my $digest_sql = join(' UNION ALL ', map { qq{
 SELECT '$_', (SELECT md5(string_agg(k || ':' || v, ',' ORDER BY k)) FROM $_),
