@@ -131,8 +131,10 @@ typedef struct LogPageOpaque
 #define LOG_SEQ_IN_STREAM	0x40	/* sequence number against the data's base */
 #define LOG_BARE_RUNS		0x80	/* tight runs without magic number and CRC */
 
-/* the kind byte's high bit: ids against the page's first record's, below */
+/* the kind byte's high bits: ids against the page's first record's, below */
 #define LOG_IDS_RELATIVE	0x80
+#define LOG_RUNS_PACKED		0x40	/* bare runs' rows packed (run_pack.c) */
+#define LOG_KIND_FLAGS		(LOG_IDS_RELATIVE | LOG_RUNS_PACKED)
 
 /* what a tight stream's rows follow: its magic number, its CRC32C */
 #define TIGHT_WHOLE_FIXED	(2 * sizeof(uint32))
@@ -593,19 +595,6 @@ typedef struct LogBase
 	int64		changelog_run_id;	/* 0 without a changelog */
 } LogBase;
 
-/* zigzag: a signed difference as an unsigned varint's value, and back */
-static inline uint64
-zigzag(int64 v)
-{
-	return ((uint64) v << 1) ^ (uint64) (v >> 63);
-}
-
-static inline int64
-unzigzag(uint64 v)
-{
-	return (int64) ((v >> 1) ^ (~(v & 1) + 1));
-}
-
 /*
  * The runs of a record kept bare (LOG_BARE_RUNS), if each it has is a
  * tight stream: *data moved past its magic number and CRC32C, *changelog
@@ -613,7 +602,8 @@ unzigzag(uint64 v)
  * lengths with them.  False, and nothing changed, if one is not tight.
  */
 static bool
-bare_runs(const char **data, uint32 *dlen, const char **changelog, uint32 *clen)
+bare_runs(const char **data, uint32 *dlen, const char **changelog, uint32 *clen,
+		  bool *packed)
 {
 	uint64		nrows;
 	uint64		data_base = 0;
@@ -626,13 +616,17 @@ bare_runs(const char **data, uint32 *dlen, const char **changelog, uint32 *clen)
 		(*changelog &&
 		 (rows = run_tight_header(*changelog, *clen, &nrows, &base)) == NULL))
 		return false;
+	/* both packed or both not: one flag tells how to make them whole */
+	*packed = run_tight_packed(*data ? *data : *changelog, *data ? *dlen : *clen);
+	if (*data && *changelog && run_tight_packed(*changelog, *clen) != *packed)
+		return false;
 	if (*changelog)
 	{
 		uint32		nbytes = (uint32) (*changelog + *clen - rows);
 
 		buf = palloc(2 * RUN_VARINT_MAX + nbytes);
 		p = run_varint_put(buf, nrows);
-		p = run_varint_put(p, zigzag((int64) (base - data_base)));
+		p = run_varint_put(p, run_zigzag((int64) (base - data_base)));
 		memcpy(p, rows, nbytes);
 		*changelog = buf;
 		*clen = (uint32) (p + nbytes - buf);
@@ -646,20 +640,21 @@ bare_runs(const char **data, uint32 *dlen, const char **changelog, uint32 *clen)
 }
 
 /*
- * A bare run's tight stream whole again (LOG_BARE_RUNS): its magic number,
- * a CRC32C of its rows (0 here: whole_run_crc sets it), the len bytes at
- * bare after them, in *wlen bytes.  A changelog's (data_base not NULL) is
- * its row count, its base sequence number from *data_base (zigzag), its
- * rows; NULL if those varints are cut short.
+ * A bare run's tight stream whole again (LOG_BARE_RUNS): its magic number
+ * (packed's with LOG_RUNS_PACKED), a CRC32C of its rows (0 here:
+ * whole_run_crc sets it), the len bytes at bare after them, in *wlen
+ * bytes.  A changelog's (data_base not NULL) is its row count, its base
+ * sequence number from *data_base (zigzag), its rows; NULL if those
+ * varints are cut short.
  */
 static char *
-whole_run(const char *bare, uint32 len, const uint64 *data_base, uint32 *wlen)
+whole_run(const char *bare, uint32 len, bool packed, const uint64 *data_base, uint32 *wlen)
 {
 	const char *p = bare;
 	const char *end = bare + len;
 	uint64		nrows;
 	uint64		base;
-	uint32		magic = RUN_MAGIC_TIGHT;
+	uint32		magic = packed ? RUN_MAGIC_PACKED : RUN_MAGIC_TIGHT;
 	char	   *out = palloc0(TIGHT_WHOLE_FIXED + 2 * RUN_VARINT_MAX + len);
 	char	   *q = out + TIGHT_WHOLE_FIXED;
 
@@ -669,7 +664,7 @@ whole_run(const char *bare, uint32 len, const uint64 *data_base, uint32 *wlen)
 		if (!run_varint_get(&p, end, &nrows) || !run_varint_get(&p, end, &base))
 			return NULL;
 		q = run_varint_put(q, nrows);
-		q = run_varint_put(q, *data_base + (uint64) unzigzag(base));
+		q = run_varint_put(q, *data_base + (uint64) run_unzigzag(base));
 	}
 	memcpy(q, p, end - p);
 	*wlen = (uint32) (q + (end - p) - out);
@@ -701,7 +696,8 @@ encode(const CommitRecord *rec, const LogBase *base, uint32 *len)
 	char	   *refs = changelog_refs(rec, &clen);
 	const char *dstream = rec->data ? rec->data->stream : NULL;
 	const char *cstream = rec->changelog ? (refs ? refs : rec->changelog->stream) : NULL;
-	bool		bare = bare_runs(&dstream, &dlen, &cstream, &clen);
+	bool		packed = false;
+	bool		bare = bare_runs(&dstream, &dlen, &cstream, &clen, &packed);
 	char	   *buf = palloc(LOG_SHORT_FIXED + LOG_VARINTS_MAX + ulen + dlen + clen);
 	char	   *p = buf + LOG_SHORT_FIXED;
 	double		ns = rec->duration_ms * 1e6;
@@ -715,7 +711,7 @@ encode(const CommitRecord *rec, const LogBase *base, uint32 *len)
 	pg_crc32c	crc;
 
 	buf[0] = 0;
-	buf[2] = (char) rec->kind;
+	buf[2] = (char) (rec->kind | (bare && packed ? LOG_RUNS_PACKED : 0));
 	buf[3] = (char) rec->producer;
 	if (base)
 	{
@@ -723,7 +719,7 @@ encode(const CommitRecord *rec, const LogBase *base, uint32 *len)
 		int64		d = rec->commit_time - base->commit_time;
 
 		parts |= LOG_PAGE_RELATIVE;
-		p = run_varint_put(buf + LOG_HEADER_FIXED, zigzag(d));
+		p = run_varint_put(buf + LOG_HEADER_FIXED, run_zigzag(d));
 		if (strcmp(rec->user, base->user) == 0)
 			ulen = 0;
 	}
@@ -742,11 +738,11 @@ encode(const CommitRecord *rec, const LogBase *base, uint32 *len)
 	if (base)
 	{
 		buf[2] |= LOG_IDS_RELATIVE;
-		p = run_varint_put(p, zigzag(rec->snapshot_id - base->snapshot_id));
-		p = run_varint_put(p, zigzag((int64) (U64FromFullTransactionId(rec->xid) -
+		p = run_varint_put(p, run_zigzag(rec->snapshot_id - base->snapshot_id));
+		p = run_varint_put(p, run_zigzag((int64) (U64FromFullTransactionId(rec->xid) -
 											  base->xid)));
 		p = run_varint_put(p, (uint64) (ns / 1000 + 0.5));
-		p = run_varint_put(p, zigzag(rec->total_record_count - base->total_record_count));
+		p = run_varint_put(p, run_zigzag(rec->total_record_count - base->total_record_count));
 	}
 	else
 	{
@@ -764,7 +760,7 @@ encode(const CommitRecord *rec, const LogBase *base, uint32 *len)
 	}
 	if (rec->changelog)
 	{
-		p = run_varint_put(p, base ? zigzag(rec->changelog->run_id - base->changelog_run_id) :
+		p = run_varint_put(p, base ? run_zigzag(rec->changelog->run_id - base->changelog_run_id) :
 						   (uint64) rec->changelog->run_id);
 		p = run_varint_put(p, clen);
 	}
@@ -965,11 +961,11 @@ read_header(Relation rel, BlockNumber block, Page page, OffsetNumber off,
 			elog(ERROR, "a commit log record read without its page's first record");
 		if (base->user == NULL)
 			(void) page_base(rel, block, page, false, base);
-		h->commit_time = base->commit_time + unzigzag(zz);
+		h->commit_time = base->commit_time + run_unzigzag(zz);
 		if (h->kind & LOG_IDS_RELATIVE)
 		{
-			h->snapshot_id = base->snapshot_id + unzigzag(id);
-			h->xid = base->xid + (uint64) unzigzag(h->xid);
+			h->snapshot_id = base->snapshot_id + run_unzigzag(id);
+			h->xid = base->xid + (uint64) run_unzigzag(h->xid);
 			h->duration_ms = ns / 1e3;
 		}
 	}
@@ -1013,8 +1009,8 @@ record_seq(const LogRecordHeader *h, const LogBody *b, const char *data)
 /*
  * Record off's header and body (up to its runs), its CRC checked, as
  * decode and decode_fold read it (base as read_header takes it), its ids
- * as they are (the kind without LOG_IDS_RELATIVE); a record that fails
- * either is reported as corrupt.
+ * as they are (the kind with its flags, LOG_KIND_FLAGS); a record that
+ * fails either is reported as corrupt.
  */
 static void
 read_record(Relation rel, BlockNumber block, Page page, OffsetNumber off,
@@ -1030,12 +1026,12 @@ read_record(Relation rel, BlockNumber block, Page page, OffsetNumber off,
 		corrupt(rel, block, off, "its parts do not add up to its length");
 	if (h->kind & LOG_IDS_RELATIVE)
 	{
-		b->counts[0] = (uint64) (base->total_record_count + unzigzag(b->counts[0]));
+		b->counts[0] = (uint64) (base->total_record_count + run_unzigzag(b->counts[0]));
 		if (h->parts & LOG_HAS_CHANGELOG)
-			b->run_id = (uint64) (base->changelog_run_id + unzigzag(b->run_id));
-		h->kind &= ~LOG_IDS_RELATIVE;
+			b->run_id = (uint64) (base->changelog_run_id + run_unzigzag(b->run_id));
 	}
-	if (h->kind > COMMIT_OVERWRITE || h->producer > PK_PRODUCER_FULL_COMPACTION ||
+	if ((h->kind & ~LOG_KIND_FLAGS) > COMMIT_OVERWRITE ||
+		h->producer > PK_PRODUCER_FULL_COMPACTION ||
 		h->snapshot_id <= 0)
 		corrupt(rel, block, off, "its parts do not add up to its length");
 }
@@ -1060,7 +1056,7 @@ decode(Relation rel, BlockNumber block, Page page, OffsetNumber off, LogBase *ba
 	rec->snapshot_id = h.snapshot_id;
 	rec->xid = FullTransactionIdFromU64(h.xid);
 	rec->commit_time = h.commit_time;
-	rec->kind = (CommitKind) h.kind;
+	rec->kind = (CommitKind) (h.kind & ~LOG_KIND_FLAGS);
 	rec->producer = (PkProducer) h.producer;
 	rec->duration_ms = h.duration_ms;
 	rec->total_record_count = (int64) b.counts[0];
@@ -1078,7 +1074,7 @@ decode(Relation rel, BlockNumber block, Page page, OffsetNumber off, LogBase *ba
 	/* bare runs: the data stream whole again (its CRC32C is the record's) */
 	if ((h.parts & (LOG_BARE_RUNS | LOG_HAS_DATA)) == (LOG_BARE_RUNS | LOG_HAS_DATA))
 	{
-		char	   *whole = whole_run(p, dlen, NULL, &dlen);
+		char	   *whole = whole_run(p, dlen, (h.kind & LOG_RUNS_PACKED) != 0, NULL, &dlen);
 
 		whole_run_crc(whole, dlen);
 		data = whole;
@@ -1109,7 +1105,8 @@ decode(Relation rel, BlockNumber block, Page page, OffsetNumber off, LogBase *ba
 
 			if (h.parts & LOG_HAS_DATA)
 				(void) run_tight_header(data, dlen, &nrows, &data_base);
-			if ((whole = whole_run(kept, klen, &data_base, &wlen)) != NULL)
+			if ((whole = whole_run(kept, klen, (h.kind & LOG_RUNS_PACKED) != 0,
+								   &data_base, &wlen)) != NULL)
 			{
 				kept = whole;
 				klen = wlen;

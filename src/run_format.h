@@ -65,8 +65,13 @@
  *                       from t_infomask2 on (its t_len is len +
  *                       MINIMAL_TUPLE_DATA_OFFSET)
  *
+ * A tight stream whose rows all pack (run_pack.c) is stored packed:
+ * RUN_MAGIC_PACKED ("KMRP") instead, and each row's len bytes are its
+ * tuple packed: without alignment padding, its header's fields and its
+ * small integers as varints.
+ *
  * (varint: unsigned LEB128.)  The reader expands the block into the form
- * above (run_read.c); both compact forms are read.
+ * above (run_read.c); every compact form is read.
  *
  *-------------------------------------------------------------------------
  */
@@ -83,6 +88,7 @@
 #define RUN_MAGIC_V1		UINT64CONST(0x314E555247524D4B)	/* "KMRGRUN1" */
 #define RUN_MAGIC_COMPACT	0x43524D4B	/* "KMRC" */
 #define RUN_MAGIC_TIGHT		0x54524D4B	/* "KMRT" */
+#define RUN_MAGIC_PACKED	0x50524D4B	/* "KMRP" */
 
 /* a run stored compact (in its catalog row, one data block) */
 #define RUN_IS_COMPACT(run) ((run)->stream != NULL && (run)->index_offset == 0)
@@ -179,6 +185,19 @@ run_varint_len(uint64 v)
 	return n;
 }
 
+/* zigzag: a signed value as an unsigned varint's, and back */
+static inline uint64
+run_zigzag(int64 v)
+{
+	return ((uint64) v << 1) ^ (uint64) (v >> 63);
+}
+
+static inline int64
+run_unzigzag(uint64 v)
+{
+	return (int64) ((v >> 1) ^ (~(v & 1) + 1));
+}
+
 /*
  * Read a varint at *p, which must end before end: advances *p and returns
  * true, or returns false (cut short, or longer than a uint64).
@@ -218,9 +237,9 @@ run_tight_row(const char **p, const char *end, uint64 *delta, uint8 *kind,
 }
 
 /*
- * The header of a tight stream of len bytes: its row count and base
- * sequence number, without checking its CRC; returns where its rows
- * begin, or NULL if it is not a tight stream or is cut short.
+ * The header of a tight stream (packed or not) of len bytes: its row
+ * count and base sequence number, without checking its CRC; returns where
+ * its rows begin, or NULL if it is not a tight stream or is cut short.
  */
 static inline const char *
 run_tight_header(const char *stream, uint32 len, uint64 *nrows, uint64 *base)
@@ -231,10 +250,22 @@ run_tight_header(const char *stream, uint32 len, uint64 *nrows, uint64 *base)
 	if (len < 2 * sizeof(uint32))
 		return NULL;
 	memcpy(&magic, stream, sizeof(magic));
-	if (magic != RUN_MAGIC_TIGHT || !run_varint_get(&p, stream + len, nrows) ||
+	if ((magic != RUN_MAGIC_TIGHT && magic != RUN_MAGIC_PACKED) ||
+		!run_varint_get(&p, stream + len, nrows) ||
 		!run_varint_get(&p, stream + len, base))
 		return NULL;
 	return p;
+}
+
+/* is the stream of len bytes a packed tight stream? */
+static inline bool
+run_tight_packed(const char *stream, uint32 len)
+{
+	uint32		magic = 0;
+
+	if (len >= sizeof(uint32))
+		memcpy(&magic, stream, sizeof(magic));
+	return magic == RUN_MAGIC_PACKED;
 }
 
 /*
@@ -251,7 +282,7 @@ run_compact_nrows(const char *stream, uint32 len)
 	if (len < sizeof(uint32))
 		return 0;
 	memcpy(&magic, stream, sizeof(magic));
-	if (magic == RUN_MAGIC_TIGHT)
+	if (magic == RUN_MAGIC_TIGHT || magic == RUN_MAGIC_PACKED)
 	{
 		if (run_tight_header(stream, len, &nrows, &base) == NULL)
 			return 0;

@@ -39,6 +39,7 @@
 #include "guc.h"
 #include "relcache_hub.h"
 #include "run_cache_stats.h"
+#include "run_pack.h"
 #include "run_read.h"
 
 /* block cache capacity, bytes of decompressed blocks */
@@ -451,7 +452,7 @@ load_compact_index(Relation rel, PkTable *t, const RunInfo *run, MemoryContext g
 	uint64		nrows;
 
 	read_stream(rel, run, 0, sizeof(magic), (char *) &magic, NULL);
-	if (magic != RUN_MAGIC_COMPACT && magic != RUN_MAGIC_TIGHT)
+	if (magic != RUN_MAGIC_COMPACT && magic != RUN_MAGIC_TIGHT && magic != RUN_MAGIC_PACKED)
 		corrupt(rel, run, "header at offset", 0, "Not a compact run's magic number.");
 	if (magic == RUN_MAGIC_COMPACT)
 	{
@@ -466,7 +467,7 @@ load_compact_index(Relation rel, PkTable *t, const RunInfo *run, MemoryContext g
 	idx = MemoryContextAllocZero(gen, sizeof(RunIndex));
 	idx->run_id = run->run_id;
 	idx->nblocks = 1;
-	idx->tight = (magic == RUN_MAGIC_TIGHT);
+	idx->tight = (magic != RUN_MAGIC_COMPACT);
 	idx->entries = MemoryContextAllocZero(gen, sizeof(RunIndexEntry));
 	/* a tight block is the whole stream, its magic number included */
 	idx->entries[0].offset = idx->tight ? 0 : sizeof(magic);
@@ -811,10 +812,12 @@ decode_stored(Relation rel, const RunInfo *run, const RunIndexEntry *ie,
 }
 
 /*
- * Check a compact run's tight form (stored: its whole stream, len bytes,
- * of nrows rows as its index says) and expand it into b as the usual
- * form's rows; returns their length.  Every varint and length is checked
- * against the stream's end before anything is taken by it.
+ * Check a compact run's tight form, packed or not (stored: its whole
+ * stream, len bytes, of nrows rows as its index says) and expand it into
+ * b as the usual form's rows; returns their length.  Every varint and
+ * length is checked against the stream's end before anything is taken by
+ * it, and a packed row is unpacked with the table's descriptor
+ * (run_pack.c).
  */
 static uint32
 expand_tight(Relation rel, const RunInfo *run, const char *stored, uint32 len,
@@ -829,6 +832,8 @@ expand_tight(Relation rel, const RunInfo *run, const char *stored, uint32 len,
 	uint64		base;
 	Size		raw_len = 0;
 	uint32		off = 0;
+	bool		packed = run_tight_packed(stored, len);
+	TupleDesc	desc = RelationGetDescr(rel);
 
 	if (len < 2 * sizeof(uint32))
 		corrupt(rel, run, "block", 0, "The block is shorter than its header.");
@@ -851,13 +856,21 @@ expand_tight(Relation rel, const RunInfo *run, const char *stored, uint32 len,
 		uint64		tlen;
 		uint8		kind;
 
+		uint32		ulen;
+
 		if (!run_tight_row(&p, end, &delta, &kind, &tlen) ||
 			delta > RUN_MAX_SEQ - base || kind > PK_DELETE ||
-			tlen < offsetof(MinimalTupleData, t_bits) - MINIMAL_TUPLE_DATA_OFFSET ||
 			tlen > (uint64) (end - p))
 			corrupt(rel, run, "block", 0, "A row lies outside the block.");
+		if (packed && !run_unpack_row(desc, p, (uint32) tlen, NULL, &ulen))
+			corrupt(rel, run, "block", 0, "A packed row does not unpack.");
+		if (!packed)
+			ulen = (uint32) tlen;
+		if (ulen < offsetof(MinimalTupleData, t_bits) - MINIMAL_TUPLE_DATA_OFFSET ||
+			raw_len + RUN_ROW_SIZE((Size) ulen + MINIMAL_TUPLE_DATA_OFFSET) > MaxAllocSize)
+			corrupt(rel, run, "block", 0, "A row lies outside the block.");
 		p += tlen;
-		raw_len += RUN_ROW_SIZE(tlen + MINIMAL_TUPLE_DATA_OFFSET);
+		raw_len += RUN_ROW_SIZE(ulen + MINIMAL_TUPLE_DATA_OFFSET);
 	}
 	if (p != end)
 		corrupt(rel, run, "block", 0, "The block's lengths disagree.");
@@ -873,11 +886,20 @@ expand_tight(Relation rel, const RunInfo *run, const char *stored, uint32 len,
 		uint64		tlen = 0;
 		uint8		kind = 0;
 
+		uint32		ulen = 0;
+
 		(void) run_tight_row(&p, end, &delta, &kind, &tlen);
 		rh->seq_kind = RUN_ROW_MAKE(base + delta, kind);
 		memset(tup, 0, MINIMAL_TUPLE_DATA_OFFSET);
-		tup->t_len = tlen + MINIMAL_TUPLE_DATA_OFFSET;
-		memcpy((char *) tup + MINIMAL_TUPLE_DATA_OFFSET, p, tlen);
+		if (packed)
+			(void) run_unpack_row(desc, p, (uint32) tlen,
+								  (char *) tup + MINIMAL_TUPLE_DATA_OFFSET, &ulen);
+		else
+		{
+			ulen = (uint32) tlen;
+			memcpy((char *) tup + MINIMAL_TUPLE_DATA_OFFSET, p, tlen);
+		}
+		tup->t_len = ulen + MINIMAL_TUPLE_DATA_OFFSET;
 		p += tlen;
 		off += RUN_ROW_SIZE(tup->t_len);
 	}

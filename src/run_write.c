@@ -32,6 +32,7 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "port/pg_crc32c.h"
+#include "run_pack.h"
 #include "run_space.h"
 #include "run_wal.h"
 #include "storage/buffile.h"
@@ -588,40 +589,79 @@ append_bloom(RunWriter *w)
 
 /*
  * The tight form (run_format.h) of an uncompressed block of nrows rows
- * (raw, raw_len bytes), in a new stream of *len bytes.
+ * (raw, raw_len bytes), in a new stream of *len bytes: packed if every row
+ * packs (run_pack.c) with desc, the table's descriptor.
  */
 static char *
-tight_stream(const char *raw, uint32 raw_len, uint32 nrows, uint32 *len)
+tight_stream(TupleDesc desc, const char *raw, uint32 raw_len, uint32 nrows, uint32 *len)
 {
 	/* every row shrinks: its header and padding outweigh its varints */
 	char	   *out = palloc(2 * sizeof(uint32) + 2 * RUN_VARINT_MAX + raw_len);
 	char	   *p = out + 2 * sizeof(uint32);
-	uint32		magic = RUN_MAGIC_TIGHT;
+	uint32		magic = RUN_MAGIC_PACKED;
 	uint64		base = RUN_MAX_SEQ;
 	uint32		off;
 	pg_crc32c	crc;
+	Size		packed_max = raw_len + (Size) nrows * (RUN_VARINT_MAX + RUN_PACK_MAX(0));
+	char	   *packed = palloc(packed_max);
+	char	   *q = packed;
 
 	off = 0;
 	for (uint32 i = 0; i < nrows; i++)
 	{
 		RunRowHeader *rh = (RunRowHeader *) (raw + off);
 
+		MinimalTuple tup = RUN_ROW_TUPLE(rh);
+		uint32		n = tup->t_len - MINIMAL_TUPLE_DATA_OFFSET;
+
 		base = Min(base, RUN_ROW_SEQ(rh));
-		off += RUN_ROW_SIZE(RUN_ROW_TUPLE(rh)->t_len);
+		/* packed rows, each with its length first */
+		if (magic == RUN_MAGIC_PACKED)
+		{
+			char		row[RUN_VARINT_MAX];
+			uint32		plen = run_pack_row(desc, (char *) tup + MINIMAL_TUPLE_DATA_OFFSET,
+											n, q + RUN_VARINT_MAX);
+
+			if (plen == 0)
+				magic = RUN_MAGIC_TIGHT;
+			else
+			{
+				uint32		hlen = (uint32) (run_varint_put(row, plen) - row);
+
+				memmove(q + hlen, q + RUN_VARINT_MAX, plen);
+				memcpy(q, row, hlen);
+				q += hlen + plen;
+			}
+		}
+		off += RUN_ROW_SIZE(tup->t_len);
 	}
+	/* packed only if shorter as well */
+	if (magic == RUN_MAGIC_PACKED && q - packed >= raw_len)
+		magic = RUN_MAGIC_TIGHT;
 	p = run_varint_put(p, nrows);
 	p = run_varint_put(p, base);
 	off = 0;
+	q = packed;
 	for (uint32 i = 0; i < nrows; i++)
 	{
 		RunRowHeader *rh = (RunRowHeader *) (raw + off);
 		MinimalTuple tup = RUN_ROW_TUPLE(rh);
 		uint32		n = tup->t_len - MINIMAL_TUPLE_DATA_OFFSET;
+		const char *bytes = (char *) tup + MINIMAL_TUPLE_DATA_OFFSET;
 
 		p = run_varint_put(p, RUN_ROW_SEQ(rh) - base);
 		*p++ = (char) RUN_ROW_KIND(rh);
+		if (magic == RUN_MAGIC_PACKED)
+		{
+			uint64		plen = 0;
+
+			(void) run_varint_get((const char **) &q, packed + packed_max, &plen);
+			n = (uint32) plen;
+			bytes = q;
+			q += n;
+		}
 		p = run_varint_put(p, n);
-		memcpy(p, (char *) tup + MINIMAL_TUPLE_DATA_OFFSET, n);
+		memcpy(p, bytes, n);
 		p += n;
 		off += RUN_ROW_SIZE(tup->t_len);
 	}
@@ -641,7 +681,7 @@ tight_stream(const char *raw, uint32 raw_len, uint32 nrows, uint32 *len)
  * the block alone after a magic number.
  */
 static void
-compact_stream(RunInfo *run, const RunHeader *hdr)
+compact_stream(TupleDesc desc, RunInfo *run, const RunHeader *hdr)
 {
 	uint32		magic = RUN_MAGIC_COMPACT;
 	uint32		block_len = (uint32) (hdr->index_offset - sizeof(RunHeader));
@@ -653,7 +693,7 @@ compact_stream(RunInfo *run, const RunHeader *hdr)
 	if (bh.method == PK_COMPRESSION_NONE)
 	{
 		uint32		len;
-		char	   *tight = tight_stream(run->stream + sizeof(RunHeader) + sizeof(bh),
+		char	   *tight = tight_stream(desc, run->stream + sizeof(RunHeader) + sizeof(bh),
 										 bh.raw_len, bh.nrows, &len);
 
 		pfree(run->stream);
@@ -758,7 +798,7 @@ run_writer_finish(RunWriter *w, int64 created_snapshot)
 			memcpy(run->stream, bytes, run->stream_len);
 		memcpy(run->stream, &hdr, sizeof(RunHeader));
 		if (w->nblocks == 1)
-			compact_stream(run, &hdr);
+			compact_stream(RelationGetDescr(w->rel), run, &hdr);
 		run->nblocks = 0;
 		run->size_bytes = run->stream_len;
 		if (data_in_snapshot_row ||

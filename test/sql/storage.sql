@@ -53,11 +53,12 @@ SELECT pg_relation_size('s') AS file_bytes,
 SELECT id, (ctid::text::point)[0] >= 3221225472 AS own_block,
 	   (ctid::text::point)[1] AS item FROM s ORDER BY id;
 SELECT count(DISTINCT (ctid::text::point)[0]) AS tid_blocks FROM s;
--- stored compact and tight (KMRT): no run header, index or bloom filter,
--- and rows without alignment: 10 bytes of header (magic, CRC, row count,
--- base sequence number), then per row 3 bytes and the tuple from its
--- infomask on (14 bytes for (1, 'one'), 16 for (3, 'three')); a 1-row
--- changelog run too.  Their first and last keys are not in the record:
+-- stored compact, tight and packed (KMRP): no run header, index or bloom
+-- filter, and rows without alignment: 10 bytes of header (magic, CRC, row
+-- count, base sequence number), then per row 3 bytes and its tuple packed
+-- (8 bytes for (1, 'one'): its infomask fields, a mask and the id as
+-- 1-byte varints, then the text; 10 for (3, 'three')); a 1-row changelog
+-- run too.  Their first and last keys are not in the record:
 -- pk_runs reads them from the block.  A point lookup of a key the run
 -- lacks (id 4) and of one it holds read them
 SELECT snapshot_id, delta_record_count, data_seq, data_bytes
@@ -76,6 +77,78 @@ SELECT data_bytes FROM pkchangelog.log_snapshots('st');
 SELECT id, length(a), b, c FROM st ORDER BY id;
 SELECT id, b FROM st WHERE id = 2;
 DROP TABLE st;
+-- a packed row keeps its integers as varints and a float as it is (its
+-- bits make a long varint; a mask says so): (1, 1, NULL) in 6 bytes (its
+-- infomask fields, the null bitmap, the mask, two 1-byte varints), (2,
+-- -5, 1.5) in 13, where a tight row takes 22 and 30
+CREATE TABLE pi (id bigint PRIMARY KEY, v bigint, f float8) USING pkmerge;
+INSERT INTO pi VALUES (1, 1, NULL);
+INSERT INTO pi VALUES (2, -5, 1.5);
+SELECT snapshot_id, data_bytes FROM pkchangelog.log_snapshots('pi') ORDER BY snapshot_id;
+SELECT * FROM pi ORDER BY id;
+DROP TABLE pi;
+-- packed rows read back as written, against a heap twin: integers of
+-- every width at their extremes, floats, NULLs, a long text (a 4-byte
+-- varlena header, aligned), an int8 array (double-aligned), a name (fixed
+-- width, by reference), bool, uuid, numeric; then a column dropped (its
+-- packed values still skipped by their width) and one added with a
+-- default (rows written before it have fewer attributes), and more
+-- commits; each row is its own commit (a record's packed runs), and the
+-- input changelog's runs are packed too
+CREATE TABLE pt (id int PRIMARY KEY, i2 int2, i4 int4, i8 int8, f4 float4, f8 float8,
+	ts timestamptz, d date, b bool, n name, u uuid, t text, a int8[], num numeric)
+	USING pkmerge WITH (changelog_producer = 'input');
+CREATE TABLE ht (LIKE pt INCLUDING ALL);
+CREATE TABLE pt_rows AS
+SELECT * FROM (VALUES
+	(1, 0::int2, 0, 0::int8, 0::float4, 0::float8, '2000-01-01 00:00+00'::timestamptz,
+	 '2000-01-01'::date, false, ''::name, '00000000-0000-0000-0000-000000000000'::uuid,
+	 '', '{}'::int8[], 0::numeric),
+	(2, 32767, 2147483647, 9223372036854775807, 3.4e38, 1.7976931348623157e308, 'infinity',
+	 'infinity', true, 'name', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', repeat('x', 300),
+	 '{1,2,3}', 1e100),
+	(3, -32768, -2147483648, -9223372036854775808, -1.5, '-0', '-infinity', '-infinity',
+	 NULL, NULL, NULL, NULL, NULL, NULL),
+	(4, NULL, NULL, NULL, 'NaN', 'NaN', '2026-12-03 12:00:00.123456+00', '2026-12-03', true,
+	 repeat('n', 63), 'ffffffff-ffff-ffff-ffff-ffffffffffff', 'short',
+	 '{-1,9223372036854775807}', -0.5),
+	(5, -1, -1, -1, 1, 1, '1999-12-31 23:59:59.999999+00', '1999-12-31', NULL, 'x',
+	 NULL, repeat('é', 100), '{NULL,0}', 123456789.000001)) v;
+CREATE PROCEDURE pt_fill(lo int, hi int) LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN lo..hi LOOP
+		INSERT INTO pt SELECT * FROM pt_rows WHERE column1 = i;
+		INSERT INTO ht SELECT * FROM pt_rows WHERE column1 = i;
+		COMMIT;
+	END LOOP;
+END $$;
+CALL pt_fill(1, 5);
+SELECT count(*) AS differ FROM ((TABLE pt EXCEPT TABLE ht) UNION ALL (TABLE ht EXCEPT TABLE pt)) x;
+-- packed: row 1 in 109 bytes (ids and zeros 1-byte varints, the name's
+-- 64 bytes, the uuid's 16, a text, an array and a numeric of 1, 13 and 3),
+-- tight 156; row 3 in 45 (its extremes and the floats kept as they are,
+-- 7 mask bits), tight 66; data_bytes adds the stream's 10 bytes and the
+-- row's 3
+SELECT snapshot_id, data_bytes FROM pkchangelog.log_snapshots('pt')
+ WHERE snapshot_id IN (1, 3) ORDER BY snapshot_id;
+UPDATE pt SET i8 = i8 - 1, f8 = f8 / 2 WHERE id IN (2, 5);
+UPDATE ht SET i8 = i8 - 1, f8 = f8 / 2 WHERE id IN (2, 5);
+ALTER TABLE pt DROP COLUMN i4;
+ALTER TABLE ht DROP COLUMN i4;
+ALTER TABLE pt ADD COLUMN extra int8 DEFAULT 42;
+ALTER TABLE ht ADD COLUMN extra int8 DEFAULT 42;
+UPDATE pt_rows SET column1 = column1 + 10;
+ALTER TABLE pt_rows DROP COLUMN column3;
+ALTER TABLE pt_rows ADD COLUMN extra int8 DEFAULT -7;
+CALL pt_fill(11, 15);
+SELECT count(*) AS rows, count(*) FILTER (WHERE extra = 42) AS defaulted FROM pt;
+SELECT count(*) AS differ FROM ((TABLE pt EXCEPT TABLE ht) UNION ALL (TABLE ht EXCEPT TABLE pt)) x;
+SELECT id, i8, f8, extra FROM pt WHERE id IN (2, 3, 12, 13) ORDER BY id;
+-- the change stream's rows, from the changelog's packed runs
+SELECT snapshot_id, rowkind, "row"->>'i8' AS i8, "row"->>'f4' AS f4
+  FROM pk_changes('pt') WHERE ("row"->>'id')::int IN (2, 3) ORDER BY snapshot_id, rowkind;
+DROP TABLE pt, ht, pt_rows;
+DROP PROCEDURE pt_fill;
 -- a small block that zstd shrinks stays compressed, after a magic number
 -- (KMRC), and reads the same
 CREATE TABLE sz (id int PRIMARY KEY, v text) USING pkmerge;

@@ -503,8 +503,8 @@ SELECT encode(stream, 'hex') || '|' || index_offset FROM pkchangelog.runs
  WHERE relid = '$t'::regclass AND kind = 'data'});
 		my ($stream_hex, $index_offset) = split /\|/, $hex;
 		my $stream = pack('H*', $stream_hex);
-		is(substr($stream, 0, 4) . " $index_offset", ($form eq 'c' ? 'KMRC' : 'KMRT') . ' 0',
-			"$t: a 2-row merge's run is stored compact");
+		is(substr($stream, 0, 4) . " $index_offset", ($form eq 'c' ? 'KMRC' : 'KMRP') . ' 0',
+			"$t: a 2-row merge's run is stored compact" . ($form eq 'c' ? '' : ', its rows packed'));
 		my $set = $compact_damage{$f};
 		if (!defined $set && $form eq 'c')
 		{
@@ -546,7 +546,7 @@ CREATE TABLE sd_$f (id int PRIMARY KEY, v text) USING pkmerge;
 INSERT INTO sd_$f VALUES (1, 'one'), (2, 'two');});
 	is($node->safe_psql('postgres', qq{
 SELECT data_seq || ' ' || data_bytes FROM pkchangelog.log_snapshots('sd_$f')}),
-		'1 44', "sd_$f: a 2-row commit's run is kept tight (44 bytes) in its commit log record");
+		'1 32', "sd_$f: a 2-row commit's run is kept tight and packed (32 bytes) in its commit log record");
 	$log_damage{"sd_$f"} = [ $f, 1, 'data' ];
 }
 # a lookup commit's changelog run, kept tight in its record, with a
@@ -560,7 +560,7 @@ UPDATE scl SET v = 'uno' WHERE id = 1;});
 is($node->safe_psql('postgres', q{
 SELECT string_agg(changelog_bytes::text, ',' ORDER BY snapshot_id)
   FROM pkchangelog.log_snapshots('scl')}),
-	'44,44', "scl: the commits' changelog runs are kept tight in their commit log records");
+	'32,32', "scl: the commits' changelog runs are kept tight and packed in their commit log records");
 $log_damage{scl} = [ 'payload', 2, 'changelog' ];
 # A lookup commit's -U keeps only the bytes that differ from its +U (the
 # data row of its key, kept whole before it): scl_refs' 2-row update.  A
@@ -707,12 +707,15 @@ sub tight_whole_refs
 # Record $rec (its counts at $body) as earlier builds wrote it, its runs
 # whole: the data run with its magic number and CRC32C, the changelog's
 # (kept with references) with them and its base sequence number itself,
-# its CRC32C that of its rows expanded; parts bit 128 cleared (the
-# record's own CRC32C is made by replace_record)
+# its CRC32C that of its rows expanded; parts bit 128 and the kind byte's
+# bit 64 cleared (the record's own CRC32C is made by replace_record)
 sub unbare
 {
 	my ($rec, $body) = @_;
 	my $parts = unpack('C', substr($rec, 1, 1));
+	my $kind = unpack('C', substr($rec, 2, 1));
+	# the bare runs' magic numbers: packed rows (the kind byte's bit 64)
+	my $magic = ($kind & 64) ? 'KMRP' : 'KMRT';
 	my $pos = $body;
 	my @counts = map { varint($rec, \$pos) } 1 .. 3;
 	my ($seq, $dlen, $run_id, $clen) = (0, 0, 0, 0);
@@ -727,14 +730,14 @@ sub unbare
 	{
 		varint($data, \$p);
 		$data_base = varint($data, \$p);
-		$data = 'KMRT' . pack('V', crc32c($data)) . $data;
+		$data = $magic . pack('V', crc32c($data)) . $data;
 	}
 	if ($parts & 2)
 	{
 		$p = 0;
 		my $n = varint($changelog, \$p);
 		my $zz = varint($changelog, \$p);
-		my $kept = 'KMRT' . pack('V', 0) . varint_put($n)
+		my $kept = $magic . pack('V', 0) . varint_put($n)
 		  . varint_put($data_base + (($zz & 1) ? -(($zz + 1) >> 1) : $zz >> 1))
 		  . substr($changelog, $p);
 		my $whole = ($parts & 8) ? tight_expand($kept, [ tight_tuples($data) ]) : $kept;
@@ -745,7 +748,7 @@ sub unbare
 	$out .= varint_put($seq) . varint_put(length($data)) if $parts & 1;
 	$out .= varint_put($run_id) . varint_put(length($changelog)) if $parts & 2;
 	$out .= varint_put($ulen) . $user . $data . $changelog;
-	substr($out, 1, 1) = pack('C', $parts & ~128);
+	substr($out, 1, 2) = pack('C2', $parts & ~128, $kind & ~64);
 	return $out;
 }
 
@@ -853,7 +856,7 @@ for my $t (sort keys %log_damage)
 		replace_record($fh, $block, $page, $item, $v1);
 		next;
 	}
-	is(substr($rec, $run, 4), 'KMRT', "$t: the record's $part run is tight, made whole")
+	is(substr($rec, $run, 4), 'KMRP', "$t: the record's $part run is tight and packed, made whole")
 	  unless $how eq 'crc';
 	# a lookup commit's changelog rows that are its data rows name them
 	# (parts bit 8); the byte flipped below is then such a reference
