@@ -300,7 +300,7 @@ pk_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 	/* rows copied as they are still need their added columns' defaults */
 	ddl_keep_missing_values(OldTable);
 	records_before = vacuum_count_rows(OldTable, &data_pages);
-	(void) compact_table(OldTable, true);
+	(void) compact_table(OldTable, true, false);
 	CommandCounterIncrement();
 	*num_tuples = vacuum_count_rows(OldTable, &data_pages);
 	*tups_vacuumed = Max(records_before - *num_tuples, 0);

@@ -1566,6 +1566,15 @@ cat_table_state_update(Oid relid, TableState *st)
 	CommandCounterIncrement();
 }
 
+/* a snapshot's commit_kind, as pkchangelog.snapshots shows it */
+const char *
+cat_commit_kind_name(CommitKind kind)
+{
+	static const char *const kinds[] = {"APPEND", "COMPACT", "OVERWRITE"};
+
+	return kinds[kind];
+}
+
 /* a snapshot's row; what the change stream reads of it, for its writer */
 SnapshotInfo *
 cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
@@ -1576,7 +1585,6 @@ cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 	Relation	crel = cat_open(CAT_SNAPSHOTS, RowExclusiveLock);
 	Datum		values[Natts_snapshots];
 	bool		nulls[Natts_snapshots] = {0};
-	static const char *const kinds[] = {"APPEND", "COMPACT", "OVERWRITE"};
 	NameData	user;
 	SnapshotInfo *si = palloc(sizeof(SnapshotInfo));
 
@@ -1594,7 +1602,7 @@ cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
 		values[Anum_snapshots_commit_user - 1] = CStringGetTextDatum(NameStr(user));
 	values[Anum_snapshots_relid - 1] = ObjectIdGetDatum(relid);
 	values[Anum_snapshots_snapshot_id - 1] = Int64GetDatum(snapshot_id);
-	values[Anum_snapshots_commit_kind - 1] = CStringGetTextDatum(kinds[kind]);
+	values[Anum_snapshots_commit_kind - 1] = CStringGetTextDatum(cat_commit_kind_name(kind));
 	values[Anum_snapshots_commit_time - 1] = TimestampTzGetDatum(si->commit_time);
 	values[Anum_snapshots_commit_xid - 1] = FullTransactionIdGetDatum(GetTopFullTransactionId());
 	values[Anum_snapshots_total_record_count - 1] = Int64GetDatum(total);

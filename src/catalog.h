@@ -145,6 +145,7 @@ typedef struct SnapshotInfo
 
 /* catalog.c */
 extern void catalog_init(void);
+extern const char *cat_commit_kind_name(CommitKind kind);
 extern bool cat_version_accepted(const char *version);
 extern bool cat_runs_changed(Oid relid, bool committed_only);
 extern void cat_runs_replaced(Oid relid);

@@ -26,14 +26,17 @@
  * all (ProcArrayEndTransaction) or aborted, so when a commit appends, the
  * transaction of the record before it has ended: the append marks that
  * record committed (RESOLVED) or aborted (DEAD) in the same WAL record.
- * Only a table's last record is ever unresolved.  For a reader's MVCC
+ * A transaction may leave two records or more (a compaction's, then its
+ * commit's), all on one page (log_snapshot.c writes a row rather than
+ * open a page after its own record): the next append resolves them all.
+ * Only the last transaction's records are ever unresolved.  For a reader's MVCC
  * snapshot the table's row it sees (the version V, naming the snapshot
  * V.row_snapshot_id) splits the records:
  *
  *	- up to V's snapshot: V's writer committed after every such record's
  *	  transaction had ended, and the snapshot sees V, so a committed one is
  *	  visible: RESOLVED ones are, DEAD ones are not, and an unresolved one
- *	  (the table's last record: V's writer's own, or one before a
+ *	  (the last transaction's: V's writer's own, or one before a
  *	  compaction that wrote V) by its transaction's status;
  *	- past it (at most CAT_TABLE_FOLD_MAX: the commits folded after V): in
  *	  order, each is visible if its transaction is committed and not in the
@@ -41,8 +44,8 @@
  *	  later commit came after it.
  *
  * So no reader looks up the status of an old transaction, and clog
- * truncation never meets a record: the last record, until another commit
- * of the table resolves it, is resolved by the background worker
+ * truncation never meets a record: the last records, until another commit
+ * of the table resolves them, are resolved by the background worker
  * (commit_log_resolve) on its rounds.
  *
  * Each record carries a CRC32C of its bytes but the flags byte; a record
@@ -1207,45 +1210,62 @@ set_flag(Page page, OffsetNumber off, uint8 flag)
 	item[0] = (char) ((uint8) item[0] | flag);
 }
 
-/* resolve the last record of a page (locked exclusively), WAL-logged */
+/*
+ * Resolve the records of a page (locked exclusively) from item off back,
+ * each WAL-logged, while they are unresolved and their transaction has
+ * ended: the last transaction's records (more than one if it compacted
+ * the table before its commit's record), which are the page's last ones.
+ */
+static void
+resolve_from(Relation rel, Buffer buf, BlockNumber block, OffsetNumber off, LogBase *base)
+{
+	Page		page = BufferGetPage(buf);
+	uint8		flag;
+
+	/* resolution() may read clog: before each critical section */
+	for (; off >= FirstOffsetNumber &&
+		 (flag = resolution(rel, block, page, off, base)) != 0; off--)
+	{
+		START_CRIT_SECTION();
+		set_flag(page, off, flag);
+		MarkBufferDirty(buf);
+		if (RelationNeedsWAL(rel))
+		{
+			xl_pk_log_resolve xlrec = {.offnum = off,.flag = flag};
+			XLogRecPtr	recptr;
+
+			XLogBeginInsert();
+			XLogRegisterData((char *) &xlrec, sizeof(xlrec));
+			XLogRegisterBuffer(0, buf, REGBUF_STANDARD);
+			recptr = XLogInsert((RmgrId) pk_wal_rmgr_id, XLOG_PK_LOG_RESOLVE);
+			PageSetLSN(page, recptr);
+		}
+		END_CRIT_SECTION();
+	}
+}
+
+/* resolve the last records of a page (locked exclusively) */
 static void
 resolve_last(Relation rel, Buffer buf, BlockNumber block)
 {
-	Page		page = BufferGetPage(buf);
-	OffsetNumber last = PageGetMaxOffsetNumber(page);
 	LogBase		base = {0};
-	uint8		flag;
 
-	if (last < FirstOffsetNumber ||
-		(flag = resolution(rel, block, page, last, &base)) == 0)
-		return;
-	/* resolution() may read clog: before the critical section */
-	START_CRIT_SECTION();
-	set_flag(page, last, flag);
-	MarkBufferDirty(buf);
-	if (RelationNeedsWAL(rel))
-	{
-		xl_pk_log_resolve xlrec = {.offnum = last,.flag = flag};
-		XLogRecPtr	recptr;
-
-		XLogBeginInsert();
-		XLogRegisterData((char *) &xlrec, sizeof(xlrec));
-		XLogRegisterBuffer(0, buf, REGBUF_STANDARD);
-		recptr = XLogInsert((RmgrId) pk_wal_rmgr_id, XLOG_PK_LOG_RESOLVE);
-		PageSetLSN(page, recptr);
-	}
-	END_CRIT_SECTION();
+	resolve_from(rel, buf, block, PageGetMaxOffsetNumber(BufferGetPage(buf)), &base);
 }
 
 /*
  * Append rec as the next record of rel's log, on page block, under the
  * table's commit lock.  new_page: the caller has just placed the page
- * (a log run of one block), which this initializes.  False if block is
- * not a log page of rel's current file (the table's row was written for a
- * file a TRUNCATE or rewrite replaced), or if rec does not fit it: its
- * last record is then resolved, as a new page takes the next ones.
+ * (a log run of one block), which this initializes.  LOG_NEW_PAGE if
+ * block is not a log page of rel's current file (the table's row was
+ * written for a file a TRUNCATE or rewrite replaced), or if rec does not
+ * fit it: its last records are then resolved, as a new page takes the
+ * next ones.  LOG_NO_RECORD if rec does not fit and the page's last
+ * record is this transaction's: a transaction's records are on one page,
+ * where the next transaction's append resolves them, so rec is to be a
+ * catalog row.
  */
-bool
+CommitLogAppend
 commit_log_append(Relation rel, BlockNumber block, bool new_page, CommitRecord *rec)
 {
 	uint32		len;
@@ -1260,13 +1280,13 @@ commit_log_append(Relation rel, BlockNumber block, bool new_page, CommitRecord *
 	else
 	{
 		if (!pk_block_exists(rel, block))
-			return false;
+			return LOG_NEW_PAGE;
 		buf = ReadBuffer(rel, block);
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 		if (!is_log_page(BufferGetPage(buf), rel->rd_node.relNode))
 		{
 			UnlockReleaseBuffer(buf);
-			return false;
+			return LOG_NEW_PAGE;
 		}
 	}
 	page = BufferGetPage(buf);
@@ -1275,19 +1295,41 @@ commit_log_append(Relation rel, BlockNumber block, bool new_page, CommitRecord *
 				  &base : NULL, &len);
 	if (!new_page && PageGetFreeSpace(page) < MAXALIGN(len))
 	{
-		resolve_last(rel, buf, block);
+		CommitLogAppend result = LOG_NEW_PAGE;
+		OffsetNumber last = PageGetMaxOffsetNumber(page);
+		LogRecordHeader h;
+		const char *body;
+		const char *end;
+
+		if (last >= FirstOffsetNumber)
+		{
+			FullTransactionId xid;
+
+			read_header(rel, block, page, last, &h, &body, &end, &base);
+			xid = FullTransactionIdFromU64(h.xid);
+			if (TransactionIdIsCurrentTransactionId(XidFromFullTransactionId(xid)))
+				result = LOG_NO_RECORD;
+		}
+		if (result == LOG_NEW_PAGE)
+			resolve_from(rel, buf, block, last, &base);
 		UnlockReleaseBuffer(buf);
 		pfree(item);
-		return false;
+		return result;
 	}
 
-	/* the record before ours: its transaction has ended (the commit lock) */
+	/*
+	 * The records before ours: their transactions have ended (the commit
+	 * lock), but for this one's own.  The last is resolved with the append;
+	 * those of its transaction before it (a compaction's) first.
+	 */
 	if (!new_page && PageGetMaxOffsetNumber(page) >= FirstOffsetNumber)
 	{
 		xlrec.resolve = PageGetMaxOffsetNumber(page);
 		xlrec.resolve_flag = resolution(rel, block, page, xlrec.resolve, &base);
 		if (xlrec.resolve_flag == 0)
 			xlrec.resolve = InvalidOffsetNumber;
+		else
+			resolve_from(rel, buf, block, OffsetNumberPrev(xlrec.resolve), &base);
 	}
 
 	START_CRIT_SECTION();
@@ -1323,7 +1365,7 @@ commit_log_append(Relation rel, BlockNumber block, bool new_page, CommitRecord *
 	END_CRIT_SECTION();
 	UnlockReleaseBuffer(buf);
 	pfree(item);
-	return true;
+	return LOG_APPENDED;
 }
 
 /*

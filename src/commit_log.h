@@ -43,13 +43,21 @@ typedef struct CommitFold
 	bool		has_data;		/* (a logged commit always has one) */
 } CommitFold;
 
+/* what commit_log_append did */
+typedef enum CommitLogAppend
+{
+	LOG_APPENDED,
+	LOG_NEW_PAGE,				/* not there: place a new page and append there */
+	LOG_NO_RECORD				/* not there, nor on a new page: write a row */
+} CommitLogAppend;
+
 /* commit_log.c */
 extern bool commit_log_fits(const CommitRecord *rec);
 extern bool pk_block_exists(Relation rel, BlockNumber blkno);
 extern bool commit_log_page_current(Relation rel, BlockNumber block);
 extern void commit_log_page_moved(Page page, Oid relfilenode);
-extern bool commit_log_append(Relation rel, BlockNumber block, bool new_page,
-							  CommitRecord *rec);
+extern CommitLogAppend commit_log_append(Relation rel, BlockNumber block, bool new_page,
+										 CommitRecord *rec);
 extern void commit_log_resolve(Relation rel, const TableState *st);
 extern List *commit_log_read(Relation rel, const RunInfo *page_run, int64 from,
 							 int64 to, const TableState *st, Snapshot snapshot,

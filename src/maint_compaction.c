@@ -46,6 +46,7 @@
 #include "changelog_produce.h"
 #include "changelog_wal.h"
 #include "maint_compaction.h"
+#include "log_snapshot.h"
 #include "mat.h"
 #include "read_point.h"
 #include "run_cache.h"
@@ -628,9 +629,13 @@ inputs_under_none(Oid relid, List *inputs)
  * the universal pick decides.  Returns the COMPACT snapshot id, or 0 when
  * there was nothing to do.  The caller's transaction commits the result.
  * The merge runs beside commits; the commit lock is taken for the switch.
+ * as_record: the snapshot may be a record of the table's commit log
+ * (log_snapshot.c says when it can), unless it carries a changelog: not
+ * for the compactions of DDL and VACUUM FULL, which rewrite or copy the
+ * table's pages around it.
  */
 int64
-compact_table(Relation rel, bool full)
+compact_table(Relation rel, bool full, bool as_record)
 {
 	Oid			relid = RelationGetRelid(rel);
 	PkTable    *t = pk_table(rel);
@@ -801,11 +806,17 @@ compact_table(Relation rel, bool full)
 	switch_runs(&st, inputs, outputs);
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
-	si = cat_snapshot_insert(relid, snapshot_id, COMMIT_COMPACT,
-						st.total_record_count, out_records,
-						changelog ? changelog->record_count : 0,
-						prod_name(t->opts.changelog_producer),
-						INSTR_TIME_GET_MILLISEC(duration), NULL, NULL);
+	si = NULL;
+	if (as_record && changelog == NULL)
+		si = log_snapshot(rel, &st, snapshot_id, COMMIT_COMPACT, st.total_record_count,
+						  out_records, 0, t->opts.changelog_producer,
+						  INSTR_TIME_GET_MILLISEC(duration), NULL, NULL);
+	if (si == NULL)
+		si = cat_snapshot_insert(relid, snapshot_id, COMMIT_COMPACT,
+								 st.total_record_count, out_records,
+								 changelog ? changelog->record_count : 0,
+								 prod_name(t->opts.changelog_producer),
+								 INSTR_TIME_GET_MILLISEC(duration), NULL, NULL);
 	cat_table_state_update(relid, &st);
 	store_switched(rel, &st, before, outputs);
 	/* wal_level = logical: full-compaction's changes, for decoding */

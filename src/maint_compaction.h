@@ -11,7 +11,7 @@
 #include "utils/rel.h"
 
 /* maint_compaction.c */
-extern int64 compact_table(Relation rel, bool full);
+extern int64 compact_table(Relation rel, bool full, bool as_record);
 typedef enum CompactDue
 {
 	COMPACT_NOT_DUE,

@@ -682,9 +682,9 @@ maintain_step(Oid relid, MaintainStep step)
 	else if (t->opts.changelog_producer == PK_PRODUCER_FULL_COMPACTION &&
 			 compact_commits_since_full(rel, t->opts.full_compaction_delta_commits) >=
 			 t->opts.full_compaction_delta_commits)
-		(void) compact_table(rel, true);
+		(void) compact_table(rel, true, true);
 	else
-		(void) compact_table(rel, false);	/* nothing if not due */
+		(void) compact_table(rel, false, true);	/* nothing if not due */
 
 	AtEOXact_GUC(false, save_nestlevel);
 	SetUserIdAndSecContext(save_userid, save_sec_context);

@@ -128,7 +128,7 @@ mat_full_compaction_first(Relation rel)
 	if (st.last_snapshot_id == st.last_full_compaction)
 		return;
 	(void) GetCurrentTransactionId();
-	(void) compact_table(rel, true);
+	(void) compact_table(rel, true, false);
 	CommandCounterIncrement();
 }
 

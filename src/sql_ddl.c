@@ -436,7 +436,7 @@ switch_producer(Relation rel, PkTable *t, PkProducer producer)
 		return;
 	/* the compaction commits with the ALTER TABLE: it needs an xid */
 	(void) GetCurrentTransactionId();
-	(void) compact_table(rel, true);
+	(void) compact_table(rel, true, false);
 }
 
 /*

@@ -122,8 +122,9 @@ typedef struct LogSnapshotsOut
 } LogSnapshotsOut;
 
 /*
- * pkchangelog.log_snapshots(rel regclass) -> the small commits' snapshots
- * of a pkmerge table kept in its commit log (commit_log.c), as rows of
+ * pkchangelog.log_snapshots(rel regclass) -> the small commits' and
+ * compactions' snapshots of a pkmerge table kept in its commit log
+ * (commit_log.c, log_snapshot.c), as rows of
  * pkchangelog.snapshots would show them, without their runs' bytes and
  * keys (their sizes instead).  Table-level metadata, which pk_snapshots
  * shows to every role: it takes no lock of the table, and reads its log
@@ -139,7 +140,7 @@ log_snapshot_row(const CommitRecord *rec, void *arg)
 
 	values[0] = ObjectIdGetDatum(out->relid);
 	values[1] = Int64GetDatum(rec->snapshot_id);
-	values[2] = CStringGetTextDatum("APPEND");
+	values[2] = CStringGetTextDatum(cat_commit_kind_name(rec->kind));
 	values[3] = TimestampTzGetDatum(rec->commit_time);
 	values[4] = CStringGetTextDatum(rec->user);
 	values[5] = FullTransactionIdGetDatum(rec->xid);
@@ -789,7 +790,7 @@ pk_compact(PG_FUNCTION_ARGS)
 
 	/* the compaction commits with the caller's transaction: it needs an xid */
 	(void) GetCurrentTransactionId();
-	snapshot_id = compact_table(rel, full);
+	snapshot_id = compact_table(rel, full, false);
 	table_close(rel, NoLock);
 	if (snapshot_id == 0)
 		PG_RETURN_NULL();

@@ -41,8 +41,8 @@
 #include "catalog_lock.h"
 #include "changelog_produce.h"
 #include "changelog_wal.h"
-#include "commit_log.h"
 #include "guc.h"
+#include "log_snapshot.h"
 #include "maint_compaction.h"
 #include "maint_expire.h"
 #include "maint_worker.h"
@@ -51,7 +51,6 @@
 #include "read_point.h"
 #include "run_cache.h"
 #include "run_read.h"
-#include "run_space.h"
 #include "run_write.h"
 #include "write_buffer.h"
 #include "write_commit.h"
@@ -124,71 +123,6 @@ committed_runs(Relation rel)
 	if (!runcache_data_runs(rel, GetLatestSnapshot(), true, &runs))
 		runs = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()));
 	return runs;
-}
-
-/*
- * A small commit's snapshot (an APPEND whose runs are kept in its row, and
- * nothing else) as a record of the table's commit log instead of a row of
- * pkchangelog.snapshots: what cat_snapshot_insert returns, or NULL when it
- * cannot be one (a catalog before 0.11, a record too large for a page),
- * for the caller to insert the row.  st: the state the commit writes; when
- * the page it names is full (or gone with a file a TRUNCATE or rewrite
- * replaced), a new page is placed and st names it: the table's row must
- * then be written.
- */
-static SnapshotInfo *
-log_snapshot(Relation rel, TableState *st, int64 snapshot_id, int64 total,
-			 int64 delta, int64 changelog, PkProducer producer,
-			 double duration_ms, RunInfo *changelog_run, RunInfo *data_run)
-{
-	CommitRecord rec = {0};
-	SnapshotInfo *si;
-
-	if (!cat_tables_hold_log())
-		return NULL;
-	rec.snapshot_id = snapshot_id;
-	rec.xid = GetTopFullTransactionId();
-	rec.commit_time = GetCurrentTimestamp();
-	rec.kind = COMMIT_APPEND;
-	rec.producer = producer;
-	rec.user = GetUserNameFromId(GetUserId(), false);
-	rec.total_record_count = total;
-	rec.delta_record_count = delta;
-	rec.changelog_record_count = changelog;
-	rec.duration_ms = duration_ms;
-	rec.data = data_run;
-	rec.changelog = changelog_run;
-	if (!commit_log_fits(&rec))
-		return NULL;
-	if (st->log_run == 0 ||
-		!commit_log_append(rel, (BlockNumber) st->log_block, false, &rec))
-	{
-		RunInfo		page = {0};
-
-		page.run_id = cat_next_run_id();
-		page.relfilenode = rel->rd_node.relNode;
-		page.kind = RUN_LOG;
-		page.nblocks = 1;
-		page.size_bytes = BLCKSZ;
-		page.created_snapshot = snapshot_id;
-		page.min_seq = snapshot_id;
-		space_reserve(rel, &page);
-		st->log_run = page.run_id;
-		st->log_block = page.start_block;
-		if (!commit_log_append(rel, page.start_block, true, &rec))
-			elog(ERROR, "a commit log record of %u bytes did not fit a new page",
-				 (unsigned) (data_run ? data_run->stream_len : 0));
-	}
-	if (changelog_run)
-		changelog_run->created_snapshot = snapshot_id;
-	si = palloc(sizeof(SnapshotInfo));
-	si->snapshot_id = snapshot_id;
-	si->kind = COMMIT_APPEND;
-	si->producer = pstrdup(prod_name(producer));
-	si->commit_time = rec.commit_time;
-	si->changelog = changelog_run;
-	si->data = data_run;
-	return si;
 }
 
 /*
@@ -345,10 +279,10 @@ commit_table(WriteBuffer *wb, bool preparing)
 	si = NULL;
 	if (final && final->in_snapshot_row && pending == NIL && !truncated &&
 		(changelog == NULL || changelog->in_snapshot_row))
-		si = log_snapshot(rel, &st, snapshot_id, st.total_record_count, nrows,
-							  changelog ? changelog->record_count : 0,
-							  t->opts.changelog_producer,
-							  INSTR_TIME_GET_MILLISEC(duration), changelog, final);
+		si = log_snapshot(rel, &st, snapshot_id, COMMIT_APPEND, st.total_record_count,
+						  nrows, changelog ? changelog->record_count : 0,
+						  t->opts.changelog_producer,
+						  INSTR_TIME_GET_MILLISEC(duration), changelog, final);
 	if (si == NULL)
 		si = cat_snapshot_insert(wb->relid, snapshot_id,
 								 truncated ? COMMIT_OVERWRITE : COMMIT_APPEND,
@@ -434,7 +368,7 @@ compact_before_commit(WriteBuffer *wb)
 		compact_due(rel, committed, list_length(spill_runs(rel, wb)),
 					wb->n > 0 ? Max(wb->bytes, 1) : 0) == COMPACT_STOP &&
 		cat_compaction_trylock(wb->relid))
-		(void) compact_table(rel, false);
+		(void) compact_table(rel, false, true);
 	table_close(rel, NoLock);
 }
 

@@ -44,6 +44,22 @@ is($node->safe_psql('postgres',
 	1, 'as a COMPACT snapshot');
 is($node->safe_psql('postgres', q{SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM c}),
 	'1:10,2:2,3:3', 'with the same rows');
+# the worker's compaction keeps its snapshot as a record of the table's
+# commit log (no catalog row), which pk_stats counts; pk_compact's is a
+# catalog row
+is($node->safe_psql('postgres', q{
+SELECT (SELECT count(*) FROM pkchangelog.log_snapshots('c') WHERE commit_kind = 'COMPACT')
+	   || '|' || (SELECT count(*) FROM pkchangelog.snapshots
+				  WHERE relid = 'c'::regclass AND commit_kind = 'COMPACT')
+	   || '|' || (SELECT compactions FROM pk_stats('c'))
+	   || '|' || (SELECT count(*) FROM pk_snapshots('c') WHERE commit_kind = 'COMPACT')}),
+	'1|0|1|1', "the worker's COMPACT snapshot is a commit log record, counted by pk_stats");
+$node->safe_psql('postgres', q{INSERT INTO c VALUES (4, 4); SELECT pk_compact('c', true);});
+is($node->safe_psql('postgres', q{
+SELECT count(*) FROM pkchangelog.snapshots WHERE relid = 'c'::regclass AND commit_kind = 'COMPACT'}),
+	'1', "pk_compact's COMPACT snapshot is a catalog row");
+is($node->safe_psql('postgres', q{SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM c}),
+	'1:10,2:2,3:3,4:4', 'the rows after both');
 
 # the last record of a table's commit log, which no later commit marks:
 # the worker marks it on its rounds (a LOG_RESOLVE record), so that no
