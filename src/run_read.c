@@ -855,7 +855,6 @@ expand_tight(Relation rel, const RunInfo *run, const char *stored, uint32 len,
 		uint64		delta;
 		uint64		tlen;
 		uint8		kind;
-
 		uint32		ulen;
 
 		if (!run_tight_row(&p, end, &delta, &kind, &tlen) ||
@@ -885,7 +884,6 @@ expand_tight(Relation rel, const RunInfo *run, const char *stored, uint32 len,
 		uint64		delta = 0;
 		uint64		tlen = 0;
 		uint8		kind = 0;
-
 		uint32		ulen = 0;
 
 		(void) run_tight_row(&p, end, &delta, &kind, &tlen);

@@ -595,27 +595,27 @@ append_bloom(RunWriter *w)
 static char *
 tight_stream(TupleDesc desc, const char *raw, uint32 raw_len, uint32 nrows, uint32 *len)
 {
-	/* every row shrinks: its header and padding outweigh its varints */
-	char	   *out = palloc(2 * sizeof(uint32) + 2 * RUN_VARINT_MAX + raw_len);
-	char	   *p = out + 2 * sizeof(uint32);
+	/* the rows packed, each with its length first */
+	Size		packed_max = raw_len + (Size) nrows * (RUN_VARINT_MAX + RUN_PACK_MAX(0));
+	char	   *packed = palloc(packed_max);
+	char	   *q = packed;
+	Size		tight_len = 0;
+	char	   *out;
+	char	   *p;
 	uint32		magic = RUN_MAGIC_PACKED;
 	uint64		base = RUN_MAX_SEQ;
 	uint32		off;
 	pg_crc32c	crc;
-	Size		packed_max = raw_len + (Size) nrows * (RUN_VARINT_MAX + RUN_PACK_MAX(0));
-	char	   *packed = palloc(packed_max);
-	char	   *q = packed;
 
 	off = 0;
 	for (uint32 i = 0; i < nrows; i++)
 	{
 		RunRowHeader *rh = (RunRowHeader *) (raw + off);
-
 		MinimalTuple tup = RUN_ROW_TUPLE(rh);
 		uint32		n = tup->t_len - MINIMAL_TUPLE_DATA_OFFSET;
 
 		base = Min(base, RUN_ROW_SEQ(rh));
-		/* packed rows, each with its length first */
+		tight_len += run_varint_len(n) + n;
 		if (magic == RUN_MAGIC_PACKED)
 		{
 			char		row[RUN_VARINT_MAX];
@@ -636,8 +636,12 @@ tight_stream(TupleDesc desc, const char *raw, uint32 raw_len, uint32 nrows, uint
 		off += RUN_ROW_SIZE(tup->t_len);
 	}
 	/* packed only if shorter as well */
-	if (magic == RUN_MAGIC_PACKED && q - packed >= raw_len)
+	if (magic == RUN_MAGIC_PACKED && q - packed >= tight_len)
 		magic = RUN_MAGIC_TIGHT;
+	/* each row's sequence number and kind, then its bytes and their length */
+	out = palloc(2 * sizeof(uint32) + 2 * RUN_VARINT_MAX +
+				 (Size) nrows * (RUN_VARINT_MAX + 1) + tight_len);
+	p = out + 2 * sizeof(uint32);
 	p = run_varint_put(p, nrows);
 	p = run_varint_put(p, base);
 	off = 0;
