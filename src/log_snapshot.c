@@ -42,8 +42,8 @@ log_snapshot(Relation rel, TableState *st, int64 snapshot_id, CommitKind kind,
 	CommitLogAppend done = LOG_NEW_PAGE;
 
 	/*
-	 * A record counts once its (top) transaction commits: a subtransaction
-	 * that may yet roll back (pk_compact in a savepoint) writes a row
+	 * A record counts once its (top) transaction commits: in a
+	 * subtransaction, which may yet roll back, a row is written
 	 */
 	if (!cat_tables_hold_log() || GetCurrentTransactionNestLevel() > 1)
 		return NULL;

@@ -806,8 +806,13 @@ compact_table(Relation rel, bool full, bool as_record)
 	switch_runs(&st, inputs, outputs);
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
+	/*
+	 * Its snapshot a record: not in a file this transaction made (a
+	 * TRUNCATE's), whose commit starts the table's log afresh
+	 */
 	si = NULL;
-	if (as_record && changelog == NULL)
+	if (as_record && changelog == NULL &&
+		rel->rd_newRelfilenodeSubid == InvalidSubTransactionId)
 		si = log_snapshot(rel, &st, snapshot_id, COMMIT_COMPACT, st.total_record_count,
 						  out_records, 0, t->opts.changelog_producer,
 						  INSTR_TIME_GET_MILLISEC(duration), NULL, NULL);
