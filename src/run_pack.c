@@ -19,10 +19,10 @@
  * Only the attributes' width, by-value flag and alignment are read from
  * the descriptor: a dropped column keeps them in pg_attribute, a tuple
  * written before an ADD COLUMN has fewer attributes than the descriptor
- * (its t_infomask2 says how many), and any other change of them rewrites
- * the table's runs.  A row is packed only if unpacking it gives its bytes
- * back exactly (run_pack_row checks), so a tuple formed any other way
- * leaves its stream tight.
+ * (its t_infomask2 says how many), and a column's type cannot be changed
+ * (ALTER COLUMN TYPE is refused).  A row is packed only if unpacking it
+ * gives its bytes back exactly (run_pack_row checks), so a tuple formed
+ * any other way leaves its stream tight.
  *
  *-------------------------------------------------------------------------
  */
