@@ -69,32 +69,20 @@ fixed_get(const char *p, int len)
 	}
 }
 
-/* put v at p as len bytes; false if it does not fit them */
+/* put v at p (if not NULL) as len bytes; false if it does not fit them */
 static bool
 fixed_put(char *p, int len, int64 v)
 {
 	int16		v2 = (int16) v;
 	int32		v4 = (int32) v;
+	const void *bytes = len == 2 ? (const void *) &v2 :
+		len == 4 ? (const void *) &v4 : (const void *) &v;
 
-	switch (len)
-	{
-		case 2:
-			if (v2 != v)
-				return false;
-			if (p)
-				memcpy(p, &v2, sizeof(v2));
-			return true;
-		case 4:
-			if (v4 != v)
-				return false;
-			if (p)
-				memcpy(p, &v4, sizeof(v4));
-			return true;
-		default:
-			if (p)
-				memcpy(p, &v, sizeof(v));
-			return true;
-	}
+	if ((len == 2 && v2 != v) || (len == 4 && v4 != v))
+		return false;
+	if (p)
+		memcpy(p, bytes, len);
+	return true;
 }
 
 /* where a tuple's data begins (from its MinimalTuple's start) */
@@ -144,12 +132,14 @@ varlena_size(const char *p, uint32 avail, uint32 *size)
 /*
  * Unpack the packed row of len bytes at packed: its tuple (from
  * t_infomask2 on) into out, if not NULL, and its length into *tlen.  False
- * if the row does not add up (a corrupt stream): every length is checked
- * against the row's end before anything is taken by it, and nothing is
- * written past *tlen bytes.
+ * if the row does not add up (a corrupt stream), or if the tuple would
+ * take more than cap bytes of out: every length is checked against the
+ * row's end before anything is taken by it, and nothing is written past
+ * cap bytes (without out, cap bounds nothing).
  */
 bool
-run_unpack_row(TupleDesc desc, const char *packed, uint32 len, char *out, uint32 *tlen)
+run_unpack_row(TupleDesc desc, const char *packed, uint32 len, char *out, uint32 cap,
+			   uint32 *tlen)
 {
 	const char *p = packed;
 	const char *end = packed + len;
@@ -179,6 +169,10 @@ run_unpack_row(TupleDesc desc, const char *packed, uint32 len, char *out, uint32
 	if (!run_varint_get(&p, end, &mask))
 		return false;
 	off = data_start(natts, hasnull);
+	if (out == NULL)
+		cap = PG_UINT32_MAX;
+	if (off - ROW_START > cap)
+		return false;
 	if (out)
 	{
 		uint16		v2 = (uint16) infomask2;
@@ -209,6 +203,8 @@ run_unpack_row(TupleDesc desc, const char *packed, uint32 len, char *out, uint32
 				uint64		z;
 
 				nints++;
+				if ((uint64) at + size - ROW_START > cap)
+					return false;
 				if (out)
 					memset(out + off - ROW_START, 0, at - off);
 				if (!run_varint_get(&p, end, &z) ||
@@ -235,7 +231,8 @@ run_unpack_row(TupleDesc desc, const char *packed, uint32 len, char *out, uint32
 			size = (uint32) (nul - p) + 1;
 			at = att_align_nominal(off, att->attalign);
 		}
-		if (size > (uint32) (end - p) || (uint64) at + size > MaxAllocSize)
+		if (size > (uint32) (end - p) || (uint64) at + size > MaxAllocSize ||
+			(uint64) at + size - ROW_START > cap)
 			return false;
 		if (out)
 		{
@@ -362,8 +359,7 @@ run_pack_row(TupleDesc desc, const char *tuple, uint32 len, char *out)
 
 	/* the tuple again, byte for byte */
 	check = palloc(len);
-	same = run_unpack_row(desc, out, packed_len, NULL, &tlen) && tlen == len &&
-		run_unpack_row(desc, out, packed_len, check, &tlen) &&
+	same = run_unpack_row(desc, out, packed_len, check, len, &tlen) && tlen == len &&
 		memcmp(check, tuple, len) == 0;
 	pfree(check);
 	return same ? packed_len : 0;

@@ -19,6 +19,6 @@
 
 extern uint32 run_pack_row(TupleDesc desc, const char *tuple, uint32 len, char *out);
 extern bool run_unpack_row(TupleDesc desc, const char *packed, uint32 len,
-						   char *out, uint32 *tlen);
+						   char *out, uint32 cap, uint32 *tlen);
 
 #endif							/* PK_RUN_PACK_H */

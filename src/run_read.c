@@ -861,7 +861,7 @@ expand_tight(Relation rel, const RunInfo *run, const char *stored, uint32 len,
 			delta > RUN_MAX_SEQ - base || kind > PK_DELETE ||
 			tlen > (uint64) (end - p))
 			corrupt(rel, run, "block", 0, "A row lies outside the block.");
-		if (packed && !run_unpack_row(desc, p, (uint32) tlen, NULL, &ulen))
+		if (packed && !run_unpack_row(desc, p, (uint32) tlen, NULL, 0, &ulen))
 			corrupt(rel, run, "block", 0, "A packed row does not unpack.");
 		if (!packed)
 			ulen = (uint32) tlen;
@@ -891,7 +891,8 @@ expand_tight(Relation rel, const RunInfo *run, const char *stored, uint32 len,
 		memset(tup, 0, MINIMAL_TUPLE_DATA_OFFSET);
 		if (packed)
 			(void) run_unpack_row(desc, p, (uint32) tlen,
-								  (char *) tup + MINIMAL_TUPLE_DATA_OFFSET, &ulen);
+								  (char *) tup + MINIMAL_TUPLE_DATA_OFFSET,
+								  PG_UINT32_MAX, &ulen);
 		else
 		{
 			ulen = (uint32) tlen;
