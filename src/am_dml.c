@@ -784,34 +784,6 @@ dml_check_conflicts(Relation rel, WriteBuffer *wb, List *committed,
 }
 
 /*
- * The runs of committed that before lacks, into *added; false if a run of
- * before is not in committed any more (a compaction replaced it).
- */
-static bool
-runs_added(List *before, List *committed, List **added)
-{
-	List	   *b = list_copy(before);
-	List	   *c = list_copy(committed);
-	int			i = 0;
-
-	cat_runs_sort(b);
-	cat_runs_sort(c);
-	*added = NIL;
-	for (int j = 0; j < list_length(c); j++)
-	{
-		RunInfo    *run = list_nth(c, j);
-
-		if (i < list_length(b) && ((RunInfo *) list_nth(b, i))->run_id < run->run_id)
-			return false;		/* gone */
-		if (i < list_length(b) && ((RunInfo *) list_nth(b, i))->run_id == run->run_id)
-			i++;
-		else
-			*added = lappend(*added, run);
-	}
-	return i == list_length(b);
-}
-
-/*
  * Under the commit lock, after dml_check_conflicts passed against before
  * (the runs committed when it ran, before the lock was taken): only what
  * committed since can have changed a key read.  With every run of before
@@ -828,7 +800,7 @@ dml_check_conflicts_since(Relation rel, WriteBuffer *wb, List *before,
 
 	if (wb->rmw_snapshot == PG_INT64_MAX)
 		return;
-	if (!runs_added(before, committed, &added))
+	if (!lookup_runs_added(before, committed, &added))
 		dml_check_conflicts(rel, wb, committed, pending);
 	else if (added != NIL)
 		check_reads(rel, pk_table(rel), wb, added, true, pending);

@@ -49,11 +49,13 @@
 #include "changelog_produce.h"
 #include "commit_log.h"
 #include "pkchangelog.h"
+#include "relcache_hub.h"
 #include "tid.h"
 
 static const char *const run_kinds[] = {"data", "changelog", "delta", "log"};
 
 static char *cat_version_to_update(void);
+static void cat_oids_invalidate(Datum arg, Oid relid);
 static bool inserter_aborted(HeapTuple tup);
 static RunInfo *logged_data_run(Oid relid, int64 snapshot_id, Snapshot snapshot);
 static List *logged_snapshots(Oid relid, int64 from, int64 to, int limit,
@@ -152,19 +154,64 @@ void
 catalog_init(void)
 {
 	RegisterXactCallback(catalog_xact_callback, NULL);
+	hub_register_relcache(cat_oids_invalidate, (Datum) 0);
+}
+
+/*
+ * The catalog relations' OIDs found so far, by name: a commit opens the
+ * catalog several times, and each lookup by name took two syscache
+ * searches.  An invalidation of any of them (DROP EXTENSION drops them all)
+ * or of every relation forgets them all, as it forgets what cat_open and
+ * cat_has_column found of their shapes; a name not found is not kept
+ * (CREATE EXTENSION may make it).
+ */
+#define CAT_OIDS_KEPT 24
+static struct
+{
+	char		name[NAMEDATALEN];
+	Oid			oid;
+}			cat_oids[CAT_OIDS_KEPT];
+static int	ncat_oids = 0;
+
+static void cat_shapes_forget(void);
+
+static void
+cat_oids_invalidate(Datum arg, Oid relid)
+{
+	for (int i = 0; i < ncat_oids; i++)
+	{
+		if (!OidIsValid(relid) || cat_oids[i].oid == relid)
+		{
+			ncat_oids = 0;
+			cat_shapes_forget();
+			return;
+		}
+	}
 }
 
 static Oid
 cat_oid(const char *relname, bool missing_ok)
 {
-	Oid			nsp = get_namespace_oid("pkchangelog", missing_ok);
-	Oid			relid = OidIsValid(nsp) ? get_relname_relid(relname, nsp) : InvalidOid;
+	Oid			nsp;
+	Oid			relid;
 
+	for (int i = 0; i < ncat_oids; i++)
+		if (strcmp(cat_oids[i].name, relname) == 0)
+			return cat_oids[i].oid;
+	nsp = get_namespace_oid("pkchangelog", missing_ok);
+	relid = OidIsValid(nsp) ? get_relname_relid(relname, nsp) : InvalidOid;
 	if (!OidIsValid(relid) && !missing_ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("pkchangelog catalog table \"%s\" does not exist", relname),
 				 errhint("Run CREATE EXTENSION pkchangelog in this database.")));
+	if (OidIsValid(relid) && ncat_oids < CAT_OIDS_KEPT &&
+		strlen(relname) < NAMEDATALEN)
+	{
+		strlcpy(cat_oids[ncat_oids].name, relname, NAMEDATALEN);
+		cat_oids[ncat_oids].oid = relid;
+		ncat_oids++;
+	}
 	return relid;
 }
 
@@ -247,6 +294,22 @@ cat_type_matches(CatTable which, int i, Oid typid)
 		typid == NAMEOID;
 }
 
+/*
+ * Per catalog table, the descriptor cat_open last found of the shape this
+ * library reads (a relcache entry keeps its descriptor while the table's
+ * columns stay as they are), and the most columns cat_has_column has seen
+ * it have; both forgotten with the OIDs (cat_oids_invalidate).
+ */
+static TupleDesc cat_shape_checked[lengthof(cat_shapes)];
+static int	cat_natts_seen[lengthof(cat_shapes)];
+
+static void
+cat_shapes_forget(void)
+{
+	memset(cat_shape_checked, 0, sizeof(cat_shape_checked));
+	memset(cat_natts_seen, 0, sizeof(cat_natts_seen));
+}
+
 /* open a catalog table, checked to have the columns this library reads */
 static Relation
 cat_open(CatTable which, LOCKMODE lockmode)
@@ -254,7 +317,11 @@ cat_open(CatTable which, LOCKMODE lockmode)
 	const char *name = cat_shapes[which].name;
 	Relation	crel = table_open(cat_oid(name, false), lockmode);
 	TupleDesc	desc = RelationGetDescr(crel);
-	bool		match = desc->natts == cat_shapes[which].natts ||
+	bool		match;
+
+	if (desc == cat_shape_checked[which])
+		return crel;
+	match = desc->natts == cat_shapes[which].natts ||
 		/* before catalog 0.11, tables has no commit log columns */
 		(which == CAT_TABLES && desc->natts == Anum_tables_log_run - 1) ||
 		/* before catalog 0.5, runs has no stream column */
@@ -283,6 +350,7 @@ cat_open(CatTable which, LOCKMODE lockmode)
 				 errhint("The extension was created by another build of version %s: drop and create it again.",
 						 PKCHANGELOG_VERSION)));
 	}
+	cat_shape_checked[which] = desc;
 	return crel;
 }
 
@@ -301,11 +369,15 @@ stream_bytea(const RunInfo *r)
 static bool
 cat_has_column(CatTable which, int anum)
 {
-	Relation	crel = cat_open(which, AccessShareLock);
-	bool		result = RelationGetDescr(crel)->natts >= anum;
+	Relation	crel;
 
+	/* an update adds columns, never takes one away */
+	if (cat_natts_seen[which] >= anum)
+		return true;
+	crel = cat_open(which, AccessShareLock);
+	cat_natts_seen[which] = RelationGetDescr(crel)->natts;
 	table_close(crel, AccessShareLock);
-	return result;
+	return cat_natts_seen[which] >= anum;
 }
 
 /*

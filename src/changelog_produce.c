@@ -70,16 +70,127 @@ finish(RunWriter *w, int64 snapshot_id)
 }
 
 /*
+ * A commit of up to this many buffered writes looks up its keys' values
+ * before the commit lock (prod_commit_prepare) and, under it, only in the
+ * runs committed since; a larger one, all of it under the lock, as it
+ * would otherwise keep every old value in memory meanwhile.
+ */
+#define PROD_EARLY_WRITES 64
+
+struct ProdPrepared
+{
+	int64		run_id;			/* the changelog run's id */
+	List	   *runs;			/* early: the runs looked up in */
+	int			nkeys;			/* early: the keys written, in merge order */
+	MinimalTuple *keys;			/* early: each one */
+	PkVersion  *before;			/* early: its newest version there */
+	bool	   *found;			/* and whether it has one */
+};
+
+/*
+ * Does a commit of t with this write buffer look up its keys' old values
+ * before the commit lock?  A lookup table's small commit without spills or
+ * a TRUNCATE.
+ */
+bool
+prod_looks_up_early(PkTable *t, WriteBuffer *wb)
+{
+	return t->opts.changelog_producer == PK_PRODUCER_LOOKUP &&
+		wb->spills == NIL && wb->truncate_pos < 0 && wb->n <= PROD_EARLY_WRITES;
+}
+
+/*
+ * Before the commit lock: the changelog run's id, drawn from a sequence
+ * (its lock and page, not taken under the commit lock; an id the commit
+ * then leaves unused is a gap, as a sequence's cache leaves), and, for a
+ * commit prod_looks_up_early says of, its keys' newest versions in the
+ * runs committed by then (before).  NULL if the producer writes no
+ * changelog at commit.
+ */
+ProdPrepared *
+prod_commit_prepare(Relation rel, PkTable *t, WriteBuffer *wb, List *before)
+{
+	ProdPrepared *prep;
+	MergeIter  *m;
+	MergeRow	row;
+	int			n = 0;
+
+	if (t->opts.changelog_producer != PK_PRODUCER_INPUT &&
+		t->opts.changelog_producer != PK_PRODUCER_LOOKUP)
+		return NULL;
+	prep = palloc0(sizeof(ProdPrepared));
+	prep->run_id = cat_next_run_id();
+	if (!prod_looks_up_early(t, wb))
+		return prep;
+	prep->runs = list_copy(before);
+	prep->keys = palloc0(sizeof(MinimalTuple) * Max(wb->n, 1));
+	prep->before = palloc0(sizeof(PkVersion) * Max(wb->n, 1));
+	prep->found = palloc0(sizeof(bool) * Max(wb->n, 1));
+	m = merge_begin(rel, t, NIL, wb, InvalidCommandId, NULL, true, true);
+	while (merge_next(m, &row))
+	{
+		if (n == wb->n)
+			elog(ERROR, "more keys than writes in a pkmerge commit");
+		prep->keys[n] = pk_key_form(t, row.keys);
+		prep->found[n] = lookup_committed(rel, t, before, row.keys,
+										  pk_key_hash(t, row.keys),
+										  &prep->before[n]);
+		n++;
+	}
+	merge_end(m);
+	prep->nkeys = n;
+	return prep;
+}
+
+/*
+ * Under the commit lock: the newest version of the key a commit's merge
+ * gives as its i-th (keys) among prev_runs, from what prod_commit_prepare
+ * found of the same key and the runs committed since (added), or from
+ * prev_runs when that cannot answer (early false: a compaction replaced a
+ * run looked up in, or nothing was looked up early).
+ */
+static bool
+lookup_before(Relation rel, PkTable *t, ProdPrepared *prep, List *added,
+			  bool early, int i, List *prev_runs, const Datum *keys,
+			  PkVersion *v)
+{
+	uint32		hash = pk_key_hash(t, keys);
+	PkVersion	since;
+	Datum		prepared[INDEX_MAX_KEYS];
+
+	if (early && i < prep->nkeys)
+	{
+		pk_key_deform(t, prep->keys[i], prepared);
+		early = pk_key_cmp(t, prepared, keys) == 0;
+	}
+	if (!early || i >= prep->nkeys)
+		return lookup_committed(rel, t, prev_runs, keys, hash, v);
+	*v = prep->before[i];
+	if (!lookup_committed(rel, t, added, keys, hash, &since))
+		return prep->found[i];
+	if (prep->found[i] && prep->before[i].seq > since.seq)
+	{
+		pfree(since.tup);
+		return true;
+	}
+	if (prep->found[i])
+		pfree(prep->before[i].tup);
+	*v = since;
+	return true;
+}
+
+/*
  * The changelog run of a commit (input and lookup), or NULL when the
  * producer writes none at commit or there is nothing to say.  prev_runs:
  * the data runs committed before this commit; pending: the data runs the
  * transaction spilled (whose input records are in their own changelog
  * runs already).  A small one has no row of its own (in_snapshot_row): the
- * caller hands it to cat_snapshot_insert.
+ * caller hands it to cat_snapshot_insert.  prep: what
+ * prod_commit_prepare made of the commit before the commit lock.
  */
 RunInfo *
 prod_commit(Relation rel, PkTable *t, WriteBuffer *wb, List *prev_runs,
-			List *pending, int64 snapshot_id, uint64 seq)
+			List *pending, int64 snapshot_id, uint64 seq, ProdPrepared *prep)
 {
 	RunWriter  *w = NULL;
 	bool		truncated = wb->truncate_pos >= 0;
@@ -108,27 +219,37 @@ prod_commit(Relation rel, PkTable *t, WriteBuffer *wb, List *prev_runs,
 		MergeIter  *m = merge_begin(rel, t, pending, wb, InvalidCommandId,
 									NULL, true, true);
 		MergeRow	row;
+		List	   *added = NIL;
+		bool		early = prep != NULL && prep->before != NULL &&
+			lookup_runs_added(prep->runs, prev_runs, &added);
+		int			i = 0;
 
 		while (merge_next(m, &row))
 		{
 			PkVersion	before;
+			bool		found;
 			bool		had;
 
 			CHECK_FOR_INTERRUPTS();
 			/* after a TRUNCATE every key was absent before */
-			had = !truncated &&
-				lookup_committed(rel, t, prev_runs, row.keys,
-								 pk_key_hash(t, row.keys), &before) &&
-				PK_KIND_IS_ADD(before.kind);
+			found = !truncated &&
+				lookup_before(rel, t, prep, added, early, i, prev_runs,
+							  row.keys, &before);
+			had = found && PK_KIND_IS_ADD(before.kind);
 			emit_net(&w, rel, t, seq, had ? before.tup : NULL,
 					 PK_KIND_IS_ADD(row.kind) ? row.tup : NULL, row.keys);
-			if (had)
+			if (found)
 				pfree(before.tup);
+			i++;
 		}
 		merge_end(m);
 	}
 	if (w)
+	{
 		run_writer_allow_snapshot_row(w);
+		if (prep != NULL)
+			run_writer_set_run_id(w, prep->run_id);
+	}
 	return finish(w, snapshot_id);
 }
 

@@ -12,9 +12,19 @@
 #include "write_buffer.h"
 
 /* changelog_produce.c */
+/*
+ * What a commit's changelog is prepared with before the commit lock
+ * (prod_commit_prepare); opaque to the caller.
+ */
+typedef struct ProdPrepared ProdPrepared;
+
+extern bool prod_looks_up_early(PkTable *t, WriteBuffer *wb);
+extern ProdPrepared *prod_commit_prepare(Relation rel, PkTable *t,
+										 WriteBuffer *wb, List *before);
 extern RunInfo *prod_commit(Relation rel, PkTable *t, WriteBuffer *wb,
 							List *prev_runs, List *pending,
-							int64 snapshot_id, uint64 seq);
+							int64 snapshot_id, uint64 seq,
+							ProdPrepared *prep);
 extern RunInfo *prod_full_compaction(Relation rel, PkTable *t, List *upper,
 									 List *bottom, uint64 seq);
 

@@ -25,7 +25,11 @@
  * time: thousands a second under 1-row commits, and every 64th commit
  * expires.  So each backend remembers, per table, up to where every
  * snapshot is gone for good (expired by a committed transaction), and
- * searches from there.
+ * searches from there.  It remembers the oldest snapshot too when that
+ * was found kept, with its commit time: until the retention passes it
+ * (by age or by the number of newer ones), nothing is due, and the search
+ * is not made at all (expiration holds the commit lock of a writer that
+ * runs it, which every other writer of the table waits for).
  *
  *-------------------------------------------------------------------------
  */
@@ -67,6 +71,8 @@ typedef struct ExpireStart
 	Oid			relid;			/* InvalidOid: a free slot */
 	int64		gone;
 	int64		pending;		/* 0: this transaction expired none */
+	int64		kept;			/* the oldest snapshot, found kept (0: none) */
+	TimestampTz kept_time;		/* its commit time */
 } ExpireStart;
 
 static ExpireStart starts[EXPIRE_STARTS];
@@ -132,9 +138,11 @@ expire_subxact_abort(void)
 /*
  * Expire the snapshots of rel that are due, the oldest first, at most
  * max_snapshots of them (-1: no limit).  Returns how many were expired.
+ * last_snapshot_id: the table's last snapshot id, if the caller knows it
+ * (a commit under its commit lock; 0: read it).
  */
 int64
-expire_snapshots(Relation rel, int64 max_snapshots)
+expire_snapshots(Relation rel, int64 max_snapshots, int64 last_snapshot_id)
 {
 	Oid			relid = RelationGetRelid(rel);
 	PkOptions  *o = &pk_table(rel)->opts;
@@ -155,6 +163,19 @@ expire_snapshots(Relation rel, int64 max_snapshots)
 	bool		done = false;
 	bool		first = true;
 	ExpireStart *start;
+
+	/*
+	 * The oldest snapshot as last found kept is kept still: so is every
+	 * snapshot after it, and none before it is left.
+	 */
+	start = start_of(relid, false);
+	if (start != NULL && start->kept > 0 && start->kept_time >= cutoff)
+	{
+		last = last_snapshot_id > 0 ? last_snapshot_id :
+			cat_table_state_peek(relid).last_snapshot_id;
+		if (start->kept <= last && last - start->kept < keep_max)
+			return 0;
+	}
 
 	/* one maintainer of a table at a time; commits go on meanwhile */
 	cat_compaction_lock(relid);
@@ -207,6 +228,13 @@ expire_snapshots(Relation rel, int64 max_snapshots)
 			CHECK_FOR_INTERRUPTS();
 			if (last - si->snapshot_id < keep_max && si->commit_time >= cutoff)
 			{
+				/* the oldest of all, kept (not one after this expired some) */
+				if (expired == 0 && !xact_expired)
+				{
+					start = start_of(relid, true);
+					start->kept = si->snapshot_id;
+					start->kept_time = si->commit_time;
+				}
 				done = true;
 				break;
 			}

@@ -647,7 +647,7 @@ maintain_step(Oid relid, MaintainStep step)
 		(void) set_config_option("lock_timeout", COMPACT_LOCK_TIMEOUT, PGC_SUSET,
 								 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 	if (step == STEP_EXPIRE)
-		result = expire_snapshots(rel, WORKER_EXPIRE_BATCH);
+		result = expire_snapshots(rel, WORKER_EXPIRE_BATCH, 0);
 	else if (step == STEP_RECLAIM)
 	{
 		BlockNumber before;

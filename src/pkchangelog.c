@@ -74,7 +74,7 @@ _PG_init(void)
 	 */
 	pk_guc_init();				/* pkchangelog.* parameters */
 	changelog_wal_init();		/* WAL resource manager (wal_rmgr_id) */
-	catalog_init();				/* xact callback: runs changed by it */
+	catalog_init();				/* xact callback: runs changed; relcache: OIDs */
 	pktable_init();				/* relcache callback: table descriptors */
 	spill_init();				/* ExecutorStart/End: readers of spills */
 	commit_init();				/* xact and subxact callbacks: the commit */

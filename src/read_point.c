@@ -60,6 +60,34 @@ lookup_committed_runs(List *runs)
 	return committed;
 }
 
+/*
+ * The runs of committed that before lacks, into *added; false if a run of
+ * before is not in committed any more (a compaction replaced it).
+ */
+bool
+lookup_runs_added(List *before, List *committed, List **added)
+{
+	List	   *b = list_copy(before);
+	List	   *c = list_copy(committed);
+	int			i = 0;
+
+	cat_runs_sort(b);
+	cat_runs_sort(c);
+	*added = NIL;
+	for (int j = 0; j < list_length(c); j++)
+	{
+		RunInfo    *run = list_nth(c, j);
+
+		if (i < list_length(b) && ((RunInfo *) list_nth(b, i))->run_id < run->run_id)
+			return false;		/* gone */
+		if (i < list_length(b) && ((RunInfo *) list_nth(b, i))->run_id == run->run_id)
+			i++;
+		else
+			*added = lappend(*added, run);
+	}
+	return i == list_length(b);
+}
+
 static void
 version_from_run(const RunInfo *run, RunRowHeader *rh, uint64 ordinal, PkVersion *v)
 {

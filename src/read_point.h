@@ -29,6 +29,7 @@ typedef struct PkVersion
 /* read_point.c */
 extern List *lookup_visible_runs(Relation rel, Snapshot snapshot);
 extern List *lookup_committed_runs(List *runs);
+extern bool lookup_runs_added(List *before, List *committed, List **added);
 extern bool lookup_committed(Relation rel, PkTable *t, List *runs,
 							 const Datum *key, uint32 hash, PkVersion *v);
 extern bool lookup_buffered(WriteBuffer *wb, PkTable *t, const Datum *key,

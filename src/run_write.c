@@ -89,6 +89,7 @@ struct RunWriter
 	MinimalTuple last_keytup;	/* key of the last closed block's last row */
 	bool		inline_ok;		/* a small data run may go in its row */
 	bool		snapshot_row_ok;	/* a small run: in its snapshot's row */
+	int64		run_id;			/* drawn by the caller (0: at finish) */
 	List	   *live;			/* the table's live data runs, then */
 };
 
@@ -453,6 +454,19 @@ run_writer_set_seq(RunWriter *w, uint64 seq)
 	w->run_seq = seq;
 }
 
+/*
+ * The run's id, drawn by the caller beforehand (a commit draws its
+ * changelog run's before the commit lock, which a sequence's own lock and
+ * page would otherwise lengthen); not for a data run a snapshot's row may
+ * keep, whose id is minus the snapshot's.
+ */
+void
+run_writer_set_run_id(RunWriter *w, int64 run_id)
+{
+	Assert(w->kind != RUN_DATA);
+	w->run_id = run_id;
+}
+
 uint64
 run_writer_nrows(RunWriter *w)
 {
@@ -750,7 +764,7 @@ run_writer_finish(RunWriter *w, int64 created_snapshot)
 
 	data_in_snapshot_row = finish_data_in_snapshot_row(w, run, created_snapshot);
 	if (!data_in_snapshot_row)
-		run->run_id = cat_next_run_id();
+		run->run_id = w->run_id > 0 ? w->run_id : cat_next_run_id();
 	hdr.magic = RUN_MAGIC;
 	hdr.run_id = run->run_id;
 	hdr.nrows = w->nrows;

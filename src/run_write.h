@@ -24,6 +24,7 @@ extern RunWriter *run_writer_begin(Relation rel, PkTable *t, int level,
 extern void run_writer_add(RunWriter *w, uint64 seq, PkRowKind kind,
 						   MinimalTuple tup, const Datum *keys, uint32 hash);
 extern void run_writer_set_seq(RunWriter *w, uint64 seq);
+extern void run_writer_set_run_id(RunWriter *w, int64 run_id);
 extern void run_writer_allow_inline(RunWriter *w, List *live);
 extern void run_writer_allow_snapshot_row(RunWriter *w);
 extern uint64 run_writer_nrows(RunWriter *w);

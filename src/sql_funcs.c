@@ -821,7 +821,7 @@ pk_expire_snapshots(PG_FUNCTION_ARGS)
 				 errhint("Pass NULL to expire every snapshot that is due.")));
 	relid = PG_GETARG_OID(0);
 	rel = pk_open_table(relid, RowExclusiveLock, ACL_DELETE);
-	n = expire_snapshots(rel, max_snapshots);
+	n = expire_snapshots(rel, max_snapshots, 0);
 	table_close(rel, NoLock);
 	PG_RETURN_INT64(n);
 }

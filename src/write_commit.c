@@ -160,6 +160,7 @@ commit_table(WriteBuffer *wb, bool preparing)
 	bool		prechecked = false;
 	bool		have_state;
 	int64		log_run;
+	ProdPrepared *prep;
 
 	if (wb->n == 0 && wb->spills == NIL)
 		return;					/* everything rolled back to a savepoint */
@@ -183,12 +184,16 @@ commit_table(WriteBuffer *wb, bool preparing)
 	 * (dml_check_conflicts_since).  Not after a TRUNCATE of the transaction,
 	 * whose removals are written under the lock first.
 	 */
+	if (!truncated && (wb->rmw_snapshot != PG_INT64_MAX ||
+					   prod_looks_up_early(t, wb)))
+		before = committed_runs(rel);
 	if (!truncated && wb->rmw_snapshot != PG_INT64_MAX)
 	{
-		before = committed_runs(rel);
 		dml_check_conflicts(rel, wb, before, spill_runs(rel, wb));
 		prechecked = true;
 	}
+	/* and what the changelog can be made of before the lock */
+	prep = prod_commit_prepare(rel, t, wb, before);
 
 	/* one commit of this table at a time, until our commit record is out */
 	tag = cat_commit_lock(wb->relid);
@@ -262,7 +267,7 @@ commit_table(WriteBuffer *wb, bool preparing)
 	if (final && final->in_snapshot_row)
 		note_run_in_row(final);
 	/* lookup: the values before this commit are in the runs committed so far */
-	changelog = prod_commit(rel, t, wb, committed, pending, snapshot_id, seq);
+	changelog = prod_commit(rel, t, wb, committed, pending, snapshot_id, seq, prep);
 
 	st.last_snapshot_id = snapshot_id;
 	st.commits++;
@@ -342,7 +347,7 @@ commit_table(WriteBuffer *wb, bool preparing)
 	 * lock until COMMIT PREPARED.
 	 */
 	if (snapshot_id % 64 == 0 && !preparing && cat_compaction_trylock(wb->relid))
-		(void) expire_snapshots(rel, 256);
+		(void) expire_snapshots(rel, 256, snapshot_id);
 	table_close(rel, NoLock);
 }
 

@@ -160,3 +160,36 @@ SELECT pk_current_snapshot('fx') - last_snapshot_id < 64 AS row_follows
 FROM pkchangelog.tables WHERE relid = 'fx'::regclass;
 SELECT count(*), sum(v) FROM fx;
 DROP TABLE fx;
+
+-- Writers expire at every 64th commit (no compactions here: the trigger is
+-- out of reach).  A backend that found the oldest snapshot kept remembers
+-- it and searches no more until that one is due: by the number of newer
+-- snapshots (70 here) ...
+CREATE TABLE w (id int PRIMARY KEY, v int) USING pkmerge
+	WITH (snapshot_num_retained_min = 1, snapshot_num_retained_max = 70,
+		  num_sorted_run_compaction_trigger = 500);
+-- n 1-row commits to tbl
+CREATE PROCEDURE small_commits(tbl regclass, n int) LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1..n LOOP
+		EXECUTE format('INSERT INTO %s VALUES ($1, $2)', tbl) USING i % 10, i;
+		COMMIT;
+	END LOOP;
+END $$;
+-- at 64 the oldest is kept (63 newer); at 128, 1..58 go; at 192, up to 122
+CALL small_commits('w', 200);
+SELECT count(*) AS retained, min(snapshot_id) AS oldest, max(snapshot_id) AS newest
+FROM pk_snapshots('w');
+-- ... or by its age (3 s here): at 64 the oldest is kept; at 128, the 64
+-- made before the pause go
+CREATE TABLE wt (id int PRIMARY KEY, v int) USING pkmerge
+	WITH (snapshot_num_retained_min = 1, snapshot_time_retained = '3s',
+		  num_sorted_run_compaction_trigger = 500);
+CALL small_commits('wt', 64);
+SELECT count(*) AS retained, min(snapshot_id) AS oldest FROM pk_snapshots('wt');
+SELECT pg_sleep(3.1);
+CALL small_commits('wt', 64);
+SELECT count(*) AS retained, min(snapshot_id) AS oldest, max(snapshot_id) AS newest
+FROM pk_snapshots('wt');
+DROP TABLE w, wt;
+DROP PROCEDURE small_commits;
