@@ -784,23 +784,22 @@ dml_check_conflicts(Relation rel, WriteBuffer *wb, List *committed,
 }
 
 /*
- * Under the commit lock, after dml_check_conflicts passed against before
- * (the runs committed when it ran, before the lock was taken): only what
- * committed since can have changed a key read.  With every run of before
- * still there (no compaction since), a key changed exactly if a run added
- * since holds a version of it, which is newer than the reads; otherwise
- * every read is checked again.  The commit lock, which serializes the
- * table's commits, then covers the newest runs' checks alone.
+ * Under the commit lock, after dml_check_conflicts passed against the runs
+ * committed when it ran, before the lock was taken: only what committed
+ * since can have changed a key read.  With every run of those still there
+ * (kept: no compaction since; lookup_runs_added), a key changed exactly if
+ * a run added since holds a version of it, which is newer than the reads;
+ * otherwise every read is checked again.  The commit lock, which
+ * serializes the table's commits, then covers the newest runs' checks
+ * alone.
  */
 void
-dml_check_conflicts_since(Relation rel, WriteBuffer *wb, List *before,
-						  List *committed, List *pending)
+dml_check_conflicts_since(Relation rel, WriteBuffer *wb, bool kept,
+						  List *added, List *committed, List *pending)
 {
-	List	   *added;
-
 	if (wb->rmw_snapshot == PG_INT64_MAX)
 		return;
-	if (!lookup_runs_added(before, committed, &added))
+	if (!kept)
 		dml_check_conflicts(rel, wb, committed, pending);
 	else if (added != NIL)
 		check_reads(rel, pk_table(rel), wb, added, true, pending);

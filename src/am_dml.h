@@ -47,7 +47,8 @@ extern void dml_truncate_finish(Relation rel, WriteBuffer *wb);
 extern void dml_subxact_abort(void);
 extern void dml_check_conflicts(Relation rel, WriteBuffer *wb, List *committed,
 								List *pending);
-extern void dml_check_conflicts_since(Relation rel, WriteBuffer *wb, List *before,
+extern void dml_check_conflicts_since(Relation rel, WriteBuffer *wb,
+									  bool kept, List *added,
 									  List *committed, List *pending);
 
 #endif							/* PK_DML_H */

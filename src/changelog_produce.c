@@ -80,7 +80,6 @@ finish(RunWriter *w, int64 snapshot_id)
 struct ProdPrepared
 {
 	int64		run_id;			/* the changelog run's id */
-	List	   *runs;			/* early: the runs looked up in */
 	int			nkeys;			/* early: the keys written, in merge order */
 	MinimalTuple *keys;			/* early: each one */
 	PkVersion  *before;			/* early: its newest version there */
@@ -122,7 +121,6 @@ prod_commit_prepare(Relation rel, PkTable *t, WriteBuffer *wb, List *before)
 	prep->run_id = cat_next_run_id();
 	if (!prod_looks_up_early(t, wb))
 		return prep;
-	prep->runs = list_copy(before);
 	prep->keys = palloc0(sizeof(MinimalTuple) * Max(wb->n, 1));
 	prep->before = palloc0(sizeof(PkVersion) * Max(wb->n, 1));
 	prep->found = palloc0(sizeof(bool) * Max(wb->n, 1));
@@ -158,12 +156,15 @@ lookup_before(Relation rel, PkTable *t, ProdPrepared *prep, List *added,
 	PkVersion	since;
 	Datum		prepared[INDEX_MAX_KEYS];
 
+	/* the same key as prod_commit_prepare's i-th (the same buffer) */
 	if (early && i < prep->nkeys)
 	{
 		pk_key_deform(t, prep->keys[i], prepared);
 		early = pk_key_cmp(t, prepared, keys) == 0;
 	}
-	if (!early || i >= prep->nkeys)
+	else
+		early = false;
+	if (!early)
 		return lookup_committed(rel, t, prev_runs, keys, hash, v);
 	*v = prep->before[i];
 	if (!lookup_committed(rel, t, added, keys, hash, &since))
@@ -186,11 +187,14 @@ lookup_before(Relation rel, PkTable *t, ProdPrepared *prep, List *added,
  * transaction spilled (whose input records are in their own changelog
  * runs already).  A small one has no row of its own (in_snapshot_row): the
  * caller hands it to cat_snapshot_insert.  prep: what
- * prod_commit_prepare made of the commit before the commit lock.
+ * prod_commit_prepare made of the commit before the commit lock, against
+ * runs of which prev_runs has kept all (kept: no compaction since;
+ * lookup_runs_added) and added the runs in added.
  */
 RunInfo *
 prod_commit(Relation rel, PkTable *t, WriteBuffer *wb, List *prev_runs,
-			List *pending, int64 snapshot_id, uint64 seq, ProdPrepared *prep)
+			List *pending, int64 snapshot_id, uint64 seq, ProdPrepared *prep,
+			bool kept, List *added)
 {
 	RunWriter  *w = NULL;
 	bool		truncated = wb->truncate_pos >= 0;
@@ -219,9 +223,7 @@ prod_commit(Relation rel, PkTable *t, WriteBuffer *wb, List *prev_runs,
 		MergeIter  *m = merge_begin(rel, t, pending, wb, InvalidCommandId,
 									NULL, true, true);
 		MergeRow	row;
-		List	   *added = NIL;
-		bool		early = prep != NULL && prep->before != NULL &&
-			lookup_runs_added(prep->runs, prev_runs, &added);
+		bool		early = prep != NULL && prep->before != NULL && kept;
 		int			i = 0;
 
 		while (merge_next(m, &row))

@@ -24,7 +24,7 @@ extern ProdPrepared *prod_commit_prepare(Relation rel, PkTable *t,
 extern RunInfo *prod_commit(Relation rel, PkTable *t, WriteBuffer *wb,
 							List *prev_runs, List *pending,
 							int64 snapshot_id, uint64 seq,
-							ProdPrepared *prep);
+							ProdPrepared *prep, bool kept, List *added);
 extern RunInfo *prod_full_compaction(Relation rel, PkTable *t, List *upper,
 									 List *bottom, uint64 seq);
 

@@ -157,6 +157,9 @@ commit_table(WriteBuffer *wb, bool preparing)
 	ItemPointerData hint;
 	SnapshotInfo *si;
 	List	   *before = NIL;
+	bool		have_before;
+	bool		kept = false;
+	List	   *added = NIL;
 	bool		prechecked = false;
 	bool		have_state;
 	int64		log_run;
@@ -184,8 +187,9 @@ commit_table(WriteBuffer *wb, bool preparing)
 	 * (dml_check_conflicts_since).  Not after a TRUNCATE of the transaction,
 	 * whose removals are written under the lock first.
 	 */
-	if (!truncated && (wb->rmw_snapshot != PG_INT64_MAX ||
-					   prod_looks_up_early(t, wb)))
+	have_before = !truncated && (wb->rmw_snapshot != PG_INT64_MAX ||
+								 prod_looks_up_early(t, wb));
+	if (have_before)
 		before = committed_runs(rel);
 	if (!truncated && wb->rmw_snapshot != PG_INT64_MAX)
 	{
@@ -213,8 +217,11 @@ commit_table(WriteBuffer *wb, bool preparing)
 	/* the rows a TRUNCATE of the transaction removed, first */
 	dml_truncate_finish(rel, wb);
 	pending = spill_runs(rel, wb);
+	/* what committed since the checks and lookups before the lock */
+	if (have_before)
+		kept = lookup_runs_added(before, committed, &added);
 	if (prechecked)
-		dml_check_conflicts_since(rel, wb, before, committed, pending);
+		dml_check_conflicts_since(rel, wb, kept, added, committed, pending);
 	else
 		dml_check_conflicts(rel, wb, committed, pending);
 	if (!have_state)
@@ -267,7 +274,8 @@ commit_table(WriteBuffer *wb, bool preparing)
 	if (final && final->in_snapshot_row)
 		note_run_in_row(final);
 	/* lookup: the values before this commit are in the runs committed so far */
-	changelog = prod_commit(rel, t, wb, committed, pending, snapshot_id, seq, prep);
+	changelog = prod_commit(rel, t, wb, committed, pending, snapshot_id, seq, prep,
+							kept, added);
 
 	st.last_snapshot_id = snapshot_id;
 	st.commits++;
