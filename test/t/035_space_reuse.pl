@@ -8,8 +8,11 @@
 # snapshot_time_retained = '2s', synchronous_commit off, the background
 # worker on (it compacts, expires and reclaims space), for three periods.
 # The file grows while the history builds up (the first period) and must
-# then level off: in the last period it stays under twice the growth
-# of the first (at a growth that went on, it would be about 3 times).
+# then level off: its smallest size in the last period, read every second,
+# stays under twice the growth of the first (at a growth that went on, it
+# would be about 3 times).  A failure shows every sample with the
+# snapshots and runs the table held, which tells expiration falling behind
+# from compaction falling behind from space not reused.
 # The pgbench sessions' private memory (the largest RssAnon) must stay
 # within 40 MB of what it was after the first period: a backend's block
 # cache (run_read.c, an LRU of at most 32 MB of decompressed blocks, those
@@ -26,6 +29,7 @@ use strict;
 use warnings;
 use FindBin;
 use List::Util qw(min);
+use Time::HiRes qw(time sleep);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -69,13 +73,23 @@ sub session_memory
 my $size0 = $node->safe_psql('postgres', q{SELECT pg_relation_size('s')});
 local $ENV{PGOPTIONS} = '-c synchronous_commit=off';
 my $w = PkWorkload::start($node, 2, 3 * $period, @fileargs);
-# the file's size every 3 s; the sessions' memory after each period
-my (@size, @mem);
-for my $i (1 .. 3 * $period / 3 - 1)
+# every second: the file's size, and the snapshots and runs it holds (for
+# a failure's diagnosis: a backlog of snapshots is expiration falling
+# behind, a backlog of runs compaction); the sessions' memory after each
+# period
+my (@size, @mem, @sample);
+my $t0 = time();
+for my $i (1 .. 3 * $period - 2)
 {
-	sleep(3);
-	push @size, $node->safe_psql('postgres', q{SELECT pg_relation_size('s')});
-	push @mem, session_memory() if $i % ($period / 3) == 0 || $i == 3 * $period / 3 - 1;
+	# on the second, whatever the queries took (pgbench stops at 3 periods)
+	my $wait = $t0 + $i - time();
+	sleep($wait) if $wait > 0;
+	my ($bytes, $snaps, $runs) = split /\|/, $node->safe_psql('postgres',
+		q{SELECT pg_relation_size('s'), (SELECT count(*) FROM pk_snapshots('s')),
+				 (SELECT count(*) FROM pk_runs('s'))});
+	push @size, $bytes;
+	push @sample, "${i}s: $bytes B, $snaps snapshots, $runs runs";
+	push @mem, session_memory() if $i % $period == 0 || $i == 3 * $period - 2;
 }
 note('file sizes: ' . join(' ', @size));
 note("pgbench sessions' largest RssAnon (kB): @mem");
@@ -87,15 +101,17 @@ cmp_ok($processed, '>', 20000, "the clients committed ($processed)");
 is($node->safe_psql('postgres', 'SELECT sum(amount) FROM s'), $processed,
 	'every committed update is in the table');
 
-# growth up to the end of the first period; the file in the last period
-# (its smallest size there: a compaction's output is written before its
-# inputs are freed)
-my $first = $size[$period / 3 - 1] - $size0;
-my $late  = min(@size[-3 .. -1]) - $size0;
+# growth up to the end of the first period; the file's level in the last
+# period: its smallest size there (the size saws up and down: a
+# compaction's output is written before its inputs are freed, and the
+# file's free end is truncated)
+my $first = $size[$period - 1] - $size0;
+my $late  = min(@size[-($period - 2) .. -1]) - $size0;
 cmp_ok($first, '>', 0, "the file grew while the history built up ($first B)");
 cmp_ok($late, '<', 2 * $first,
-	"then it levelled off: $late B over the start in the last period, $first B after the first");
-cmp_ok($mem[0], '>', 0, 'the sessions\' memory was read');
+	"then it levelled off: $late B over the start in the last period, $first B after the first")
+  or diag(join("\n", "samples (file size $size0 B at the start):", @sample));
+cmp_ok(min(@mem), '>', 0, 'the sessions\' memory was read after each period');
 cmp_ok($mem[-1] - $mem[0], '<', 40 * 1024,
 	"the sessions' memory stayed bounded ($mem[0] -> $mem[-1] kB)");
 
