@@ -608,10 +608,10 @@ static bool
 bare_runs(const char **data, uint32 *dlen, const char **changelog, uint32 *clen,
 		  bool *packed)
 {
-	uint64		nrows;
+	uint64		nrows = 0;
 	uint64		data_base = 0;
-	uint64		base;
-	const char *rows;
+	uint64		base = 0;
+	const char *rows = NULL;
 	char	   *buf;
 	char	   *p;
 

@@ -47,6 +47,7 @@
 
 #include "access/parallel.h"
 #include "access/xact.h"
+#include "storage/proc.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -586,6 +587,7 @@ void
 runcache_commit_visible(void)
 {
 	Snapshot	snap;
+	TransactionId xmin = MyProc->xmin;
 
 	if (npublish == 0)
 		return;
@@ -659,6 +661,17 @@ runcache_commit_visible(void)
 		hints_publish_runs(&pub);
 	}
 	npublish = 0;
+
+	/*
+	 * The transaction has left the procarray, which cleared this backend's
+	 * xmin; the snapshot advertised one again, and nothing would clear it
+	 * before the backend's next snapshot: an idle session would hold back
+	 * every VACUUM's horizon (and an assert-enabled build fails at the end
+	 * of the commit).  Only the snapshot's contents, copied above, were
+	 * used.  (No lock: the backend has no xid, as ProcArrayEndTransaction
+	 * clears it then.)
+	 */
+	MyProc->xmin = xmin;
 }
 
 /*

@@ -30,7 +30,14 @@ pk_setup()
 		*) pk_die "pkchangelog needs PostgreSQL 15; $PG_CONFIG is $("$PG_CONFIG" --version)";;
 	esac
 
-	local log
+	local log stamp=$top/.pg_build_stamp want
+	# objects built for another PostgreSQL (make check-debug's assert
+	# build, say) are built again: PGXS does not track the server's headers
+	want=$("$PG_CONFIG" --version; "$PG_CONFIG" --includedir-server; "$PG_CONFIG" --configure)
+	if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+		make -C "$top" -s PG_CONFIG="$PG_CONFIG" clean >/dev/null 2>&1
+		printf '%s\n' "$want" >"$stamp"
+	fi
 	log=$(mktemp)
 	if ! make -C "$top" -s PG_CONFIG="$PG_CONFIG" all >"$log" 2>&1; then
 		cat "$log"; rm -f "$log"; pk_die "build failed"

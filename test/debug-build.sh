@@ -107,9 +107,12 @@ pg_build()
 	mkdir -p "$build/obj"
 	(cd "$build/obj" &&
 		"$src/configure" --prefix="$prefix" "${pg_configure_opts[@]}" >configure.log 2>&1 &&
-		make -j"$jobs" -s >make.log 2>&1 &&
+		make -C src/backend -s generated-headers >make.log 2>&1 &&
+		make -j"$jobs" -s >>make.log 2>&1 &&
 		make -s install >install.log 2>&1 &&
-		make -C src/test/isolation -s install >>install.log 2>&1) ||
+		make -C src/test/isolation -s install >>install.log 2>&1 &&
+		make -C contrib/test_decoding -s install >>install.log 2>&1 &&
+		make -C contrib/pg_walinspect -s install >>install.log 2>&1) ||
 		{ echo "PostgreSQL build failed: see $build/obj/*.log" >&2; return 1; }
 	# memcheck needs PostgreSQL's suppressions; keep them with the build
 	cp "$src/src/tools/valgrind.supp" "$("$prefix/bin/pg_config" --sharedir)/valgrind.supp"
@@ -156,7 +159,13 @@ cluster_start()
 	run_as initdb -D "$pgdata" -A trust -U postgres >"$cdir/initdb.log" 2>&1 ||
 		{ cat "$cdir/initdb.log"; return 1; }
 	{
-		cat "$work/test/pg_test.conf"
+		# a source older than 15.20 (Debian's source package may lag
+		# behind its server) has no output_plugin_libraries
+		if "$bindir/postgres" --describe-config 2>/dev/null | grep -q '^output_plugin_libraries'; then
+			cat "$work/test/pg_test.conf"
+		else
+			grep -v '^output_plugin_libraries' "$work/test/pg_test.conf"
+		fi
 		echo "log_line_prefix = '%m [%p] %e %q%a '"
 		echo "max_connections = 30"
 		echo "$extra"
