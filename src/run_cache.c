@@ -69,12 +69,33 @@ typedef struct CacheEntry
 	TimestampTz found_at;		/* when a snapshot last saw it */
 	uint64		rewrites;		/* cat_runs_rewrites() then */
 	TableState	state;			/* the version's counters, without data_runs */
+	uint64		lent_xact;		/* xact_no of the last lend of its runs */
+	List	   *retired;		/* runs it replaced since (in cxt) */
 } CacheEntry;
 
 /* how old a list may be to serve the planner's estimates */
 #define ESTIMATE_MAX_AGE_MS 1000
 
 static HTAB *cache = NULL;
+
+/*
+ * Lending.  version_runs hands out copies of the cached runs that share
+ * their keys and streams with the cache (copying every run's stream for
+ * each statement was a good part of a 1-row commit's time).  A copy lives
+ * no longer than its transaction, so a run replaced in the transaction
+ * that last lent it, or dropped with its entry's list in one that lent
+ * any of it, is retired instead of freed: kept until the first call of a
+ * later transaction.  Past RETIRED_MAX_BYTES retired in one transaction,
+ * full copies are handed out instead, so that a long transaction beside a
+ * stream of commits and compactions keeps bounded memory.  xact_no counts
+ * this backend's transactions (runcache_xact_end).
+ */
+#define RETIRED_MAX_BYTES (8 * 1024 * 1024)
+
+static uint64 xact_no = 1;
+static uint64 retired_xact = 0; /* the transaction that retired, if any */
+static Size retired_bytes = 0;
+static MemoryContext retired_cxt = NULL;	/* dropped entries' contexts */
 
 /*
  * The tables whose run lists this transaction's commit and compaction
@@ -97,16 +118,17 @@ static int	npublish = 0;
 static bool publish_overflow = false;	/* more tables than MAX_PUBLISH */
 
 /*
- * A copy of run in the current memory context, in one allocation: the
- * RunInfo, its stream (MAXALIGNed, as palloc'd), its keys.
+ * A copy of run in the current memory context, in one allocation: prefix
+ * bytes, the RunInfo, its stream (MAXALIGNed, as palloc'd), its keys.
  */
 static RunInfo *
-copy_run(const RunInfo *run)
+copy_run_after(const RunInfo *run, Size prefix)
 {
 	Size		min_len = run->min_key ? strlen(run->min_key) + 1 : 0;
 	Size		max_len = run->max_key ? strlen(run->max_key) + 1 : 0;
 	Size		stream_len = run->stream ? run->stream_len : 0;
-	char	   *p = palloc(MAXALIGN(sizeof(RunInfo)) + stream_len + min_len + max_len);
+	char	   *p = (char *) palloc(prefix + MAXALIGN(sizeof(RunInfo)) +
+								stream_len + min_len + max_len) + prefix;
 	RunInfo    *r = (RunInfo *) p;
 
 	*r = *run;
@@ -119,6 +141,25 @@ copy_run(const RunInfo *run)
 	p += min_len;
 	if (run->max_key)
 		r->max_key = memcpy(p, run->max_key, max_len);
+	return r;
+}
+
+#define copy_run(run) copy_run_after(run, 0)
+
+/*
+ * A cached run is laid out after the number of the transaction that last
+ * lent it (see Lending below): its chunk starts there.
+ */
+#define LENT_PREFIX MAXALIGN(sizeof(uint64))
+#define RUN_CHUNK(run) ((char *) (run) - LENT_PREFIX)
+#define RUN_LENT(run) (*(uint64 *) RUN_CHUNK(run))
+
+static RunInfo *
+cache_run(const RunInfo *run)
+{
+	RunInfo    *r = copy_run_after(run, LENT_PREFIX);
+
+	RUN_LENT(r) = 0;
 	return r;
 }
 
@@ -155,14 +196,86 @@ same_run(const RunInfo *a, const RunInfo *b)
 		(a->stream == NULL) == (b->stream == NULL) &&
 		(a->stream == NULL ||
 		 (a->stream_len == b->stream_len &&
-		  memcmp(a->stream, b->stream, a->stream_len) == 0));
+		  (a->stream == b->stream ||
+		   memcmp(a->stream, b->stream, a->stream_len) == 0)));
+}
+
+/*
+ * What the transactions before this one retired goes: no copy of it is
+ * left.  Called before anything is lent or retired in a transaction.
+ */
+static void
+free_retired(void)
+{
+	HASH_SEQ_STATUS status;
+	CacheEntry *e;
+
+	if (retired_xact == 0 || retired_xact == xact_no)
+		return;
+	hash_seq_init(&status, cache);
+	while ((e = hash_seq_search(&status)) != NULL)
+	{
+		ListCell   *lc;
+
+		foreach(lc, e->retired)
+			pfree(RUN_CHUNK(lfirst(lc)));
+		list_free(e->retired);
+		e->retired = NIL;
+	}
+	if (retired_cxt != NULL)
+		MemoryContextReset(retired_cxt);
+	retired_xact = 0;
+	retired_bytes = 0;
+}
+
+/* run, which e no longer holds, goes: now, or once no copy is left */
+static void
+retire_run(CacheEntry *e, RunInfo *run)
+{
+	if (RUN_LENT(run) != xact_no)
+	{
+		pfree(RUN_CHUNK(run));
+		return;
+	}
+	retired_bytes += GetMemoryChunkSpace(RUN_CHUNK(run));
+	retired_xact = xact_no;
+	e->retired = lappend(e->retired, run);
+}
+
+/*
+ * Every run of e goes (its context is reset or deleted, as delete says):
+ * now, or once no copy is left (the context then moves under retired_cxt,
+ * and e gets a new one unless deleted).
+ */
+static void
+retire_all(CacheEntry *e, bool delete)
+{
+	if (e->lent_xact != xact_no)
+	{
+		if (delete)
+			MemoryContextDelete(e->cxt);
+		else
+			MemoryContextReset(e->cxt);
+		e->retired = NIL;
+		return;
+	}
+	if (retired_cxt == NULL)
+		retired_cxt = AllocSetContextCreate(TopMemoryContext, "pkmerge retired run lists",
+											ALLOCSET_SMALL_SIZES);
+	retired_bytes += MemoryContextMemAllocated(e->cxt, true);
+	retired_xact = xact_no;
+	MemoryContextSetParent(e->cxt, retired_cxt);
+	e->retired = NIL;
+	if (!delete)
+		e->cxt = AllocSetContextCreate(TopMemoryContext, "pkmerge run list",
+									   ALLOCSET_SMALL_SIZES);
 }
 
 /* e leaves the cache, with its runs */
 static void
 drop_entry(CacheEntry *e)
 {
-	MemoryContextDelete(e->cxt);
+	retire_all(e, true);
 	hash_search(cache, &e->relid, HASH_REMOVE, NULL);
 }
 
@@ -215,16 +328,19 @@ store(Relation rel, TransactionId xmin, const TableState *st,
 		ctl.entrysize = sizeof(CacheEntry);
 		cache = hash_create("pkmerge run lists", 64, &ctl, HASH_ELEM | HASH_BLOBS);
 	}
+	free_retired();
 	e = hash_search(cache, &rel->rd_id, HASH_ENTER, &found);
 	if (!found)
 	{
 		e->cxt = AllocSetContextCreate(TopMemoryContext, "pkmerge run list",
 									   ALLOCSET_SMALL_SIZES);
 		e->runs = NIL;
+		e->lent_xact = 0;
+		e->retired = NIL;
 	}
 	else if (!RelFileNodeEquals(e->node, rel->rd_node))
 	{
-		MemoryContextReset(e->cxt);
+		retire_all(e, false);
 		e->runs = NIL;
 	}
 	old = MemoryContextSwitchTo(e->cxt);
@@ -233,7 +349,8 @@ store(Relation rel, TransactionId xmin, const TableState *st,
 
 	/*
 	 * Both lists in run id order: each run of kept takes the entry's if
-	 * that is the same; the entry's runs not taken are freed.
+	 * that is the same; the entry's runs not taken go once all are copied
+	 * (a run of runs may share its stream with one of them).
 	 */
 	foreach(lc, kept)
 	{
@@ -247,14 +364,16 @@ store(Relation rel, TransactionId xmin, const TableState *st,
 			if (o->run_id > r->run_id)
 				break;
 			if (o->run_id == r->run_id && (o == r || same_run(o, r)))
+			{
 				known = o;
-			else
-				pfree(o);
+				list_nth_cell(e->runs, i)->ptr_value = NULL;
+			}
 		}
-		lfirst(lc) = known ? known : copy_run(r);
+		lfirst(lc) = known ? known : cache_run(r);
 	}
-	for (; i < list_length(e->runs); i++)
-		pfree(list_nth(e->runs, i));
+	foreach(lc, e->runs)
+		if (lfirst(lc) != NULL)
+			retire_run(e, lfirst(lc));
 	MemoryContextSwitchTo(old);
 	list_free(e->runs);
 	e->runs = kept;
@@ -403,7 +522,10 @@ version_runs(Relation rel, Snapshot snapshot, bool committed_only,
 		cat_runs_changed(rel->rd_id, committed_only))
 		return false;
 	if (cache != NULL)
+	{
+		free_retired();
 		e = hash_search(cache, &rel->rd_id, HASH_FIND, NULL);
+	}
 	if (e != NULL && !RelFileNodeEquals(e->node, rel->rd_node))
 		e = NULL;
 	completions = snapshot->snapXactCompletionCount;
@@ -463,8 +585,23 @@ version_runs(Relation rel, Snapshot snapshot, bool committed_only,
 			e->rewrites = cat_runs_rewrites();
 		}
 	}
-	foreach(lc, e->runs)
-		*runs = lappend(*runs, copy_run(lfirst(lc)));
+	if (retired_bytes < RETIRED_MAX_BYTES)
+	{
+		RunInfo    *copies = palloc(sizeof(RunInfo) * Max(list_length(e->runs), 1));
+		int			n = 0;
+
+		e->lent_xact = xact_no;
+		*runs = list_copy(e->runs);
+		foreach(lc, *runs)
+		{
+			RUN_LENT(lfirst(lc)) = xact_no;
+			copies[n] = *(RunInfo *) lfirst(lc);
+			lfirst(lc) = &copies[n++];
+		}
+	}
+	else
+		foreach(lc, e->runs)
+			*runs = lappend(*runs, copy_run(lfirst(lc)));
 	if (st != NULL)
 		*st = e->state;
 	return true;
@@ -731,5 +868,7 @@ runcache_xact_end(bool committed)
 	}
 	npublish = 0;
 	publish_overflow = false;
+	/* what it retired goes at the next call (free_retired) */
+	xact_no++;
 }
 

@@ -264,3 +264,46 @@ SELECT level, kind, record_count FROM pk_runs('hr2') ORDER BY created_snapshot, 
 SELECT check_data_runs('hr2');
 SELECT string_agg(id || v, ',' ORDER BY id) AS rows_committed FROM hr2;
 DROP TABLE hr2;
+-- A cursor opened before a compaction of its own transaction reads on
+-- from the runs it started with (small ones, kept in their snapshots'
+-- rows): its key lookups (a nested loop's inner index scan, rescanned
+-- for each row) take the run list once.  The backend's run list cache
+-- hands out runs that share their bytes with it, and keeps the runs the
+-- compaction replaced until the transaction ends (freed at once, they
+-- were read from freed memory: "corrupt block" in an assert-enabled
+-- build).  Then a compaction rolled back to a savepoint (its list
+-- dropped from the cache), and the next transaction, on the new runs.
+CREATE TABLE cur (id int PRIMARY KEY, v text) USING pkmerge
+  WITH (changelog_producer = 'input');
+INSERT INTO cur VALUES (1, 'one'), (2, 'two');
+INSERT INTO cur VALUES (3, 'three');
+INSERT INTO cur VALUES (4, 'four');
+UPDATE cur SET v = v || '!' WHERE id = 2;
+SELECT level, kind, record_count FROM pk_runs('cur') ORDER BY run_id;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+BEGIN;
+DECLARE c1 CURSOR FOR
+  SELECT g, (SELECT v FROM cur WHERE id = g) FROM generate_series(1, 5) g;
+FETCH 1 FROM c1;
+SELECT pk_compact('cur', true) IS NOT NULL AS compacted;
+SELECT level, record_count FROM pk_runs('cur') WHERE kind = 'data';
+FETCH ALL FROM c1;
+COMMIT;
+INSERT INTO cur VALUES (5, 'five');
+INSERT INTO cur VALUES (6, 'six');
+BEGIN;
+DECLARE c2 CURSOR FOR
+  SELECT g, (SELECT v FROM cur WHERE id = g) FROM generate_series(1, 7) g;
+FETCH 2 FROM c2;
+SAVEPOINT s;
+SELECT pk_compact('cur', true) IS NOT NULL AS compacted;
+ROLLBACK TO SAVEPOINT s;
+FETCH ALL FROM c2;
+COMMIT;
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+SELECT string_agg(id || v, ',' ORDER BY id) AS rows_next_xact FROM cur;
+SELECT level, kind, record_count FROM pk_runs('cur') ORDER BY run_id;
+SELECT check_data_runs('cur');
+DROP TABLE cur;
