@@ -260,7 +260,8 @@ retire_all(CacheEntry *e, bool delete)
 		return;
 	}
 	if (retired_cxt == NULL)
-		retired_cxt = AllocSetContextCreate(TopMemoryContext, "pkmerge retired run lists",
+		retired_cxt = AllocSetContextCreate(TopMemoryContext,
+											"pkmerge retired run lists",
 											ALLOCSET_SMALL_SIZES);
 	retired_bytes += MemoryContextMemAllocated(e->cxt, true);
 	retired_xact = xact_no;
@@ -350,7 +351,8 @@ store(Relation rel, TransactionId xmin, const TableState *st,
 	/*
 	 * Both lists in run id order: each run of kept takes the entry's if
 	 * that is the same; the entry's runs not taken go once all are copied
-	 * (a run of runs may share its stream with one of them).
+	 * (a run passed in may be a lent copy that shares its stream with one
+	 * of them).
 	 */
 	foreach(lc, kept)
 	{
@@ -494,10 +496,11 @@ published_version(Snapshot snapshot, const PublishedRuns *pub)
 
 /*
  * The data runs of rel's current file that the version of its tables row
- * seen by snapshot names, in run id order, into *runs (a copy), and, if st
- * is not NULL, the version's counters into *st (data_runs not set).  False,
- * for the caller to read the catalog, when the cache cannot answer: a
- * snapshot that is not MVCC, a parallel worker (its leader may have
+ * seen by snapshot names, in run id order, into *runs (copies lent for the
+ * transaction: their keys and streams are the cache's, see Lending), and,
+ * if st is not NULL, the version's counters into *st (data_runs not set).
+ * False, for the caller to read the catalog, when the cache cannot answer:
+ * a snapshot that is not MVCC, a parallel worker (its leader may have
  * pending runs), a table without a row yet, or a transaction that changed
  * the table's runs itself.  committed_only: the caller wants the committed
  * runs alone, so runs the transaction added (spilled ones, which no
