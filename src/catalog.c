@@ -79,6 +79,9 @@ static List *log_records(Relation rel, int64 from, int64 to, int limit,
 static List *changing = NIL;
 static List *rewriting = NIL;
 
+/* this backend's changes of committed runs so far (cat_runs_rewrite_mark) */
+static uint64 rewrite_mark = 0;
+
 /* this backend's transactions that ended after rewriting some table's runs */
 static uint64 rewrites_ended = 0;
 
@@ -91,6 +94,8 @@ note_change(Oid relid, bool own_run)
 		changing = lappend_oid(changing, relid);
 	if (!own_run && !list_member_oid(rewriting, relid))
 		rewriting = lappend_oid(rewriting, relid);
+	if (!own_run)
+		rewrite_mark++;
 	MemoryContextSwitchTo(old);
 }
 
@@ -114,6 +119,18 @@ bool
 cat_runs_changed(Oid relid, bool committed_only)
 {
 	return list_member_oid(committed_only ? rewriting : changing, relid);
+}
+
+/*
+ * A number that moves with every change this backend makes to committed
+ * runs' rows, of any table: a list a step of the transaction stored after
+ * its own changes is the catalog's still while this has not moved since
+ * (run_cache.c, own_version).
+ */
+uint64
+cat_runs_rewrite_mark(void)
+{
+	return rewrite_mark;
 }
 
 /*

@@ -150,6 +150,7 @@ extern bool cat_version_accepted(const char *version);
 extern bool cat_runs_changed(Oid relid, bool committed_only);
 extern void cat_runs_replaced(Oid relid);
 extern uint64 cat_runs_rewrites(void);
+extern uint64 cat_runs_rewrite_mark(void);
 extern List *cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only);
 extern void cat_runs_mark_deltas(Oid relid, Snapshot snapshot, List *runs);
 extern void cat_run_insert(Oid relid, const RunInfo *run);

@@ -111,6 +111,7 @@ static struct
 	int64		snapshot_id;
 	int64		first_snapshot_id;
 	uint64		writeno;
+	uint64		rewrite_mark;	/* cat_runs_rewrite_mark() then */
 	ItemPointerData row;
 	SubTransactionId subid;		/* the subtransaction that stored it */
 }			to_publish[MAX_PUBLISH];
@@ -495,6 +496,84 @@ published_version(Snapshot snapshot, const PublishedRuns *pub)
 }
 
 /*
+ * e's runs into *runs (copies lent for the transaction, or full copies
+ * past RETIRED_MAX_BYTES retired), its counters into *st if not NULL.
+ */
+static void
+lend(CacheEntry *e, List **runs, TableState *st)
+{
+	ListCell   *lc;
+
+	*runs = NIL;
+	if (retired_bytes < RETIRED_MAX_BYTES)
+	{
+		RunInfo    *copies = palloc(sizeof(RunInfo) * Max(list_length(e->runs), 1));
+		int			n = 0;
+
+		e->lent_xact = xact_no;
+		*runs = list_copy(e->runs);
+		foreach(lc, *runs)
+		{
+			RUN_LENT(lfirst(lc)) = xact_no;
+			copies[n] = *(RunInfo *) lfirst(lc);
+			lfirst(lc) = &copies[n++];
+		}
+	}
+	else
+		foreach(lc, e->runs)
+			*runs = lappend(*runs, copy_run(lfirst(lc)));
+	if (st != NULL)
+		*st = e->state;
+}
+
+/*
+ * The entry of rel that a commit or compaction step of this transaction
+ * stored (runcache_store_commit), if it is still what the catalog says:
+ * the transaction has written neither the table's row nor committed runs'
+ * rows since (a compaction at the stop trigger, then the commit step that
+ * reads the runs it left).  The step holds the table's commit lock until
+ * the transaction's commit, so no other commit can have come since.
+ * NULL otherwise (not stored in this transaction, or the subtransaction
+ * that stored it rolled back: runcache_subxact_abort forgot it).
+ */
+static CacheEntry *
+own_version(Relation rel)
+{
+	CacheEntry *e;
+
+	if (cache == NULL)
+		return NULL;
+	for (int i = 0; i < npublish; i++)
+	{
+		if (to_publish[i].relid != rel->rd_id)
+			continue;
+		if (to_publish[i].writeno != cat_table_last_write(rel->rd_id) ||
+			to_publish[i].rewrite_mark != cat_runs_rewrite_mark())
+			return NULL;
+		e = hash_search(cache, &rel->rd_id, HASH_FIND, NULL);
+		if (e == NULL || !RelFileNodeEquals(e->node, rel->rd_node) ||
+			e->xmin != to_publish[i].xmin ||
+			e->snapshot_id != to_publish[i].snapshot_id)
+			return NULL;
+		return e;
+	}
+	return NULL;
+}
+
+/* own_version's runs lent into *runs, its counters into *st; false if none */
+static bool
+lend_own(Relation rel, List **runs, TableState *st)
+{
+	CacheEntry *e = own_version(rel);
+
+	if (e == NULL)
+		return false;
+	free_retired();
+	lend(e, runs, st);
+	return true;
+}
+
+/*
  * The data runs of rel's current file that the version of its tables row
  * seen by snapshot names, in run id order, into *runs (copies lent for the
  * transaction: their keys and streams are the cache's, see Lending), and,
@@ -503,8 +582,10 @@ published_version(Snapshot snapshot, const PublishedRuns *pub)
  * a snapshot that is not MVCC, a parallel worker (its leader may have
  * pending runs), a table without a row yet, or a transaction that changed
  * the table's runs itself.  committed_only: the caller wants the committed
- * runs alone, so runs the transaction added (spilled ones, which no
- * version names) do not stand in the way, only other changes do.
+ * runs alone (as of the latest snapshot), so runs the transaction added
+ * (spilled ones, which no version names) do not stand in the way, and
+ * after its own compaction the list that compaction stored answers
+ * (own_version).
  *
  * A new version's list takes the runs the table's previous list had (a
  * committed run's row no longer changes) and reads the others, mostly one
@@ -518,12 +599,19 @@ version_runs(Relation rel, Snapshot snapshot, bool committed_only,
 	TransactionId xmin;
 	TableState	vst;
 	uint64		completions;
-	ListCell   *lc;
 
 	*runs = NIL;
-	if (snapshot == NULL || !IsMVCCSnapshot(snapshot) || IsParallelWorker() ||
-		cat_runs_changed(rel->rd_id, committed_only))
+	if (snapshot == NULL || !IsMVCCSnapshot(snapshot) || IsParallelWorker())
 		return false;
+	if (cat_runs_changed(rel->rd_id, committed_only))
+	{
+		/*
+		 * The transaction rewrote the runs: only the committed ones as its
+		 * own last step left them (the callers that want committed runs
+		 * alone pass the latest snapshot).
+		 */
+		return committed_only && lend_own(rel, runs, st);
+	}
 	if (cache != NULL)
 	{
 		free_retired();
@@ -588,25 +676,7 @@ version_runs(Relation rel, Snapshot snapshot, bool committed_only,
 			e->rewrites = cat_runs_rewrites();
 		}
 	}
-	if (retired_bytes < RETIRED_MAX_BYTES)
-	{
-		RunInfo    *copies = palloc(sizeof(RunInfo) * Max(list_length(e->runs), 1));
-		int			n = 0;
-
-		e->lent_xact = xact_no;
-		*runs = list_copy(e->runs);
-		foreach(lc, *runs)
-		{
-			RUN_LENT(lfirst(lc)) = xact_no;
-			copies[n] = *(RunInfo *) lfirst(lc);
-			lfirst(lc) = &copies[n++];
-		}
-	}
-	else
-		foreach(lc, e->runs)
-			*runs = lappend(*runs, copy_run(lfirst(lc)));
-	if (st != NULL)
-		*st = e->state;
+	lend(e, runs, st);
 	return true;
 }
 
@@ -621,10 +691,11 @@ runcache_data_runs(Relation rel, Snapshot snapshot, bool committed_only,
  * For a commit step, under the commit lock: the committed data runs, as
  * runcache_data_runs gives them, and the table's counters with them (what
  * cat_table_state would read: the same version, exact by the same
- * argument, data_runs not set).  False: read them from the catalog.  Not
- * once the transaction has written the table's row itself (expiration's
- * settling does, keeping the counters but not the row's place): the
- * version it sees is its own.
+ * argument, data_runs not set).  False: read them from the catalog.  Once
+ * the transaction has written the table's row itself, the version it sees
+ * is its own: only as the list its own last step stored (a compaction at
+ * the stop trigger), never one published before (expiration's settling
+ * writes the row keeping the counters but not the row's place).
  */
 bool
 runcache_committed_state(Relation rel, Snapshot snapshot, List **runs,
@@ -632,7 +703,7 @@ runcache_committed_state(Relation rel, Snapshot snapshot, List **runs,
 {
 	*runs = NIL;
 	if (cat_table_written_here(rel->rd_id))
-		return false;
+		return lend_own(rel, runs, st);
 	return version_runs(rel, snapshot, true, runs, st);
 }
 
@@ -697,6 +768,7 @@ runcache_store_commit(Relation rel, const TableState *st, List *runs)
 	to_publish[i].xmin = GetTopTransactionId();
 	to_publish[i].snapshot_id = snapshot_id;
 	to_publish[i].writeno = cat_table_last_write(rel->rd_id);
+	to_publish[i].rewrite_mark = cat_runs_rewrite_mark();
 	to_publish[i].row = st->row;
 	to_publish[i].subid = GetCurrentSubTransactionId();
 }
