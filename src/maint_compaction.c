@@ -74,6 +74,13 @@ typedef struct SortedRun
 #define SMALL_TIERS					8
 #define SMALL_RUNS_PER_SORTED_RUN	8
 
+/* a level's runs, as count_small adds them up */
+typedef struct LevelBytes
+{
+	int64		bytes;
+	bool		found;
+} LevelBytes;
+
 /* what count_small finds */
 typedef struct SmallRuns
 {
@@ -222,36 +229,34 @@ count_small(const PkOptions *o, List *runs, int64 new_bytes)
 	int			excess = 0;
 	const RunInfo *newest_large = NULL;
 	ListCell   *lc;
+	LevelBytes	stack_levels[16];
+	LevelBytes *levels = stack_levels;
 
+	foreach(lc, runs)
+		maxlevel = Max(maxlevel, ((const RunInfo *) lfirst(lc))->level);
+	if (maxlevel >= lengthof(stack_levels))
+		levels = palloc(sizeof(LevelBytes) * (maxlevel + 1));
+	memset(levels, 0, sizeof(LevelBytes) * (maxlevel + 1));
 	foreach(lc, runs)
 	{
 		const RunInfo *r = lfirst(lc);
 
-		maxlevel = Max(maxlevel, r->level);
 		if (r->level == 0)
 		{
 			largest = Max(largest, run_bytes(r));
 			n++;
 		}
+		else
+		{
+			levels[r->level].bytes += run_bytes(r);
+			levels[r->level].found = true;
+		}
 	}
 	/* each level above 0 is one sorted run of all its runs */
 	for (int level = 1; level <= maxlevel; level++)
 	{
-		int64		bytes = 0;
-		bool		found = false;
-
-		foreach(lc, runs)
-		{
-			const RunInfo *r = lfirst(lc);
-
-			if (r->level == level)
-			{
-				bytes += run_bytes(r);
-				found = true;
-			}
-		}
-		largest = Max(largest, bytes);
-		n += found ? 1 : 0;
+		largest = Max(largest, levels[level].bytes);
+		n += levels[level].found ? 1 : 0;
 	}
 	if (o->compaction_small_run_ratio > 0)
 	{

@@ -128,10 +128,11 @@ committed_runs(Relation rel)
 /*
  * Flush one table's buffer.  Runs the buffer spilled (write_spill.c) take the
  * sequence numbers after the last commit's, in spill order; the buffer's
- * run the next one.
+ * run the next one.  before_read: the committed runs compact_before_commit
+ * read just before (NIL: read them here if needed).
  */
 static void
-commit_table(WriteBuffer *wb, bool preparing)
+commit_table(WriteBuffer *wb, bool preparing, List *before_read)
 {
 	Relation	rel;
 	PkTable    *t;
@@ -190,7 +191,7 @@ commit_table(WriteBuffer *wb, bool preparing)
 	have_before = !truncated && (wb->rmw_snapshot != PG_INT64_MAX ||
 								 prod_looks_up_early(t, wb));
 	if (have_before)
-		before = committed_runs(rel);
+		before = before_read != NIL ? before_read : committed_runs(rel);
 	if (!truncated && wb->rmw_snapshot != PG_INT64_MAX)
 	{
 		dml_check_conflicts(rel, wb, before, spill_runs(rel, wb));
@@ -364,25 +365,29 @@ commit_table(WriteBuffer *wb, bool preparing)
  * runs as the stop trigger, compact first (Paimon's writers wait for a
  * compaction there), unless one is running already.  The merge then runs
  * beside other commits; only its switch of runs takes the commit lock.
+ * Returns the committed runs it read if it did not compact (the commit
+ * step's runs before its lock), else NIL.
  */
-static void
+static List *
 compact_before_commit(WriteBuffer *wb)
 {
 	Relation	rel;
-	List	   *committed;
+	List	   *committed = NIL;
 
 	if (wb->truncate_pos >= 0 || (wb->n == 0 && wb->spills == NIL))
-		return;
+		return NIL;
 	rel = try_table_open(wb->relid, RowExclusiveLock);
 	if (rel == NULL)
-		return;					/* dropped later in this transaction */
+		return NIL;				/* dropped later in this transaction */
 	/* the committed runs, the spilled ones, and the run the buffer makes */
 	if (runcache_data_runs(rel, GetLatestSnapshot(), true, &committed) &&
 		compact_due(rel, committed, list_length(spill_runs(rel, wb)),
 					wb->n > 0 ? Max(wb->bytes, 1) : 0) == COMPACT_STOP &&
-		cat_compaction_trylock(wb->relid))
-		(void) compact_table(rel, false, true);
+		cat_compaction_trylock(wb->relid) &&
+		compact_table(rel, false, true) > 0)
+		committed = NIL;		/* replaced */
 	table_close(rel, NoLock);
+	return committed;
 }
 
 /*
@@ -489,9 +494,11 @@ commit_xact_callback(XactEvent event, void *arg)
 			foreach(lc, tables)
 			{
 				/* a prepared transaction must not hold a compaction */
+				List	   *before = NIL;
+
 				if (event == XACT_EVENT_PRE_COMMIT)
-					compact_before_commit(lfirst(lc));
-				commit_table(lfirst(lc), event == XACT_EVENT_PRE_PREPARE);
+					before = compact_before_commit(lfirst(lc));
+				commit_table(lfirst(lc), event == XACT_EVENT_PRE_PREPARE, before);
 			}
 			PopActiveSnapshot();
 			list_free(tables);
