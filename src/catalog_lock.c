@@ -33,6 +33,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -136,6 +137,8 @@ cat_commit_lock(Oid relid)
 		ConditionVariableCancelSleep();
 	if (res == LOCKACQUIRE_NOT_AVAIL)
 		(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	/* what readers of the list the last holder published must not see */
+	hints_note_state_writer(relid, GetTopTransactionId());
 	/* as LockDatabaseObject: see what the previous holder committed */
 	AcceptInvalidationMessages();
 	if (nheld < HELD_COMMIT_LOCKS)

@@ -458,9 +458,17 @@ published_run(Relation rel, int64 run_id)
 }
 
 /*
- * Does snapshot see exactly the transactions that the snapshot of pub's
- * commit saw (shmem.c), and so the version of the tables row pub names?
- * The running xids are compared in the order the snapshots list them (the
+ * Does snapshot see the version of the tables row pub names?  It does if
+ * it sees the commit that published it and not the transaction that has
+ * taken the table's commit lock since, if any (writer; shmem.c keeps it
+ * while writer_known): the table's state changes only under that lock, and
+ * its publisher still held it.  Not for the writer itself, whose own
+ * changes it sees; and any writer that has ended counts as seen (whether
+ * it committed is not asked).
+ *
+ * Otherwise, as a last resort: does snapshot see exactly the transactions
+ * that the snapshot of pub's commit saw, and so the same version?  The
+ * running xids are compared in the order the snapshots list them (the
  * procarray's): a different order only misses.  A snapshot leaves its own
  * transaction out of its running xids, where the publisher's has it if
  * this transaction had its xid by then (every writer of a pkmerge table
@@ -469,11 +477,18 @@ published_run(Relation rel, int64 run_id)
  * rules out (cat_runs_changed, cat_table_written_here).
  */
 static bool
-published_version(Snapshot snapshot, const PublishedRuns *pub)
+published_version(Snapshot snapshot, const PublishedRuns *pub,
+				  TransactionId writer, bool writer_known)
 {
-	TransactionId me;
+	TransactionId me = GetTopTransactionIdIfAny();
 	int			j = 0;
 
+	if (writer_known && snapshot->snapshot_type == SNAPSHOT_MVCC &&
+		!snapshot->takenDuringRecovery && !snapshot->suboverflowed &&
+		!XidInMVCCSnapshot(pub->xmin, snapshot) &&
+		(!TransactionIdIsValid(writer) ||
+		 (!TransactionIdEquals(writer, me) && XidInMVCCSnapshot(writer, snapshot))))
+		return true;
 	if (snapshot->suboverflowed || snapshot->subxcnt > 0 ||
 		snapshot->xcnt > HINTS_MAX_XIP ||
 		pub->snap_xmin != snapshot->xmin || pub->snap_xmax != snapshot->xmax)
@@ -481,7 +496,6 @@ published_version(Snapshot snapshot, const PublishedRuns *pub)
 	if (pub->snap_xcnt == (int) snapshot->xcnt)
 		return memcmp(pub->snap_xip, snapshot->xip,
 					  sizeof(TransactionId) * snapshot->xcnt) == 0;
-	me = GetTopTransactionIdIfAny();
 	if (!TransactionIdIsValid(me) || pub->snap_xcnt != (int) snapshot->xcnt + 1)
 		return false;
 	for (int i = 0; i < pub->snap_xcnt; i++)
@@ -629,9 +643,12 @@ version_runs(Relation rel, Snapshot snapshot, bool committed_only,
 	if (e == NULL || completions == 0 || completions != e->completions)
 	{
 		PublishedRuns pub;
-		bool		published = hints_published_runs(&rel->rd_node, rel->rd_id, &pub);
+		TransactionId writer;
+		bool		writer_known;
+		bool		published = hints_published_state(&rel->rd_node, rel->rd_id, &pub,
+													  &writer, &writer_known);
 
-		if (published && published_version(snapshot, &pub))
+		if (published && published_version(snapshot, &pub, writer, writer_known))
 		{
 			xmin = pub.xmin;
 			vst.last_snapshot_id = pub.snapshot_id;

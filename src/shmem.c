@@ -16,6 +16,9 @@
  *	  - per table: the data runs its latest commit left, with a snapshot
  *		taken once that commit was visible (run_cache.c), so that other
  *		backends need not read the table's catalog row to learn them;
+ *	  - per table (database and relid): the transaction that took its
+ *		commit lock since that list was published, if one has, which a
+ *		reader's snapshot must not see for the list to be its own;
  *	  - for fewer tables (those committing often take the slots over): the
  *		rows of the runs their latest commits wrote, so that the other
  *		backends need not read them from pkchangelog.runs either.  A
@@ -82,6 +85,29 @@ typedef struct RunListSlot
 static RunListSlot *run_lists = NULL;
 
 /*
+ * per table: the transaction that last took its commit lock since its run
+ * list was last published (every change of the table's state is made
+ * under that lock, and a publisher still holds it), under mutex.  unknown:
+ * other transactions may have taken it since (a second one before a
+ * publish, or the slot was taken over from another table, whose record of
+ * this one's was lost).  gen moves with every change, so that a reader of
+ * this slot and of the run list slot learns whether either changed between
+ * its two reads of this one.
+ */
+#define NWRITERSLOTS 1024
+typedef struct StateWriterSlot
+{
+	slock_t		mutex;
+	Oid			dbid;
+	Oid			relid;
+	TransactionId writer;		/* InvalidTransactionId: none since */
+	bool		unknown;
+	uint64		gen;
+} StateWriterSlot;
+
+static StateWriterSlot *state_writers = NULL;
+
+/*
  * per table: the latest commits' run rows, under mutex, in two rings by
  * size: a small commit's run (a few hundred bytes packed) takes one of
  * many small slots, a compaction's run kept in its row one of a few large
@@ -139,6 +165,7 @@ hints_shmem_request(void)
 	RequestAddinShmemSpace(MAXALIGN(sizeof(FileEndSlot) * NSLOTS));
 	RequestAddinShmemSpace(MAXALIGN(writes_size()));
 	RequestAddinShmemSpace(MAXALIGN(sizeof(RunListSlot) * NRUNSLOTS));
+	RequestAddinShmemSpace(MAXALIGN(sizeof(StateWriterSlot) * NWRITERSLOTS));
 	RequestAddinShmemSpace(MAXALIGN(sizeof(RunRing) * NRUNRINGS));
 	RequestAddinShmemSpace(MAXALIGN(sizeof(ConditionVariable) * NWAKESLOTS));
 }
@@ -178,6 +205,8 @@ hints_shmem_startup(void)
 						   sizeof(RunListSlot));
 	run_rings = slot_array("pkchangelog published run rows", NRUNRINGS,
 						   sizeof(RunRing));
+	state_writers = slot_array("pkchangelog commit lock holders", NWRITERSLOTS,
+							   sizeof(StateWriterSlot));
 	commit_wake = ShmemInitStruct("pkchangelog commit lock waiters",
 								  sizeof(ConditionVariable) * NWAKESLOTS, &found);
 	if (!found)
@@ -360,6 +389,13 @@ table_hash(const RelFileNode *node, Oid relid)
 						relid);
 }
 
+/* a table of this database's commit lock holder slot */
+static StateWriterSlot *
+writer_slot(Oid relid)
+{
+	return &state_writers[hash_combine(MyDatabaseId, relid) % NWRITERSLOTS];
+}
+
 /*
  * Publish a table's run list as a commit left it.  A table sharing the
  * slot takes it over.
@@ -368,6 +404,7 @@ void
 hints_publish_runs(const PublishedRuns *p)
 {
 	RunListSlot *slot;
+	StateWriterSlot *w;
 
 	if (run_lists == NULL)
 		return;
@@ -375,6 +412,80 @@ hints_publish_runs(const PublishedRuns *p)
 	SpinLockAcquire(&slot->mutex);
 	slot->pub = *p;
 	SpinLockRelease(&slot->mutex);
+
+	/*
+	 * Then, the publisher still holding the commit lock, no transaction has
+	 * changed the table since: every earlier holder's change is in p.
+	 */
+	w = writer_slot(p->relid);
+	SpinLockAcquire(&w->mutex);
+	w->dbid = MyDatabaseId;
+	w->relid = p->relid;
+	w->writer = InvalidTransactionId;
+	w->unknown = false;
+	w->gen++;
+	SpinLockRelease(&w->mutex);
+}
+
+/*
+ * The transaction xid has taken relid's commit lock (of this database), to
+ * change the table's state: a run list published before is no longer the
+ * latest for a snapshot that sees xid committed.
+ */
+void
+hints_note_state_writer(Oid relid, TransactionId xid)
+{
+	StateWriterSlot *w;
+
+	if (state_writers == NULL)
+		return;
+	w = writer_slot(relid);
+	SpinLockAcquire(&w->mutex);
+	if (w->dbid == MyDatabaseId && w->relid == relid)
+	{
+		if (TransactionIdIsValid(w->writer) && w->writer != xid)
+			w->unknown = true;
+	}
+	else
+	{
+		w->dbid = MyDatabaseId;
+		w->relid = relid;
+		w->unknown = true;
+	}
+	w->writer = xid;
+	w->gen++;
+	SpinLockRelease(&w->mutex);
+}
+
+/*
+ * The run list last published for the table, as hints_published_runs, and
+ * the transaction that has taken its commit lock since (*writer; invalid if
+ * none).  False for *writer_known when that is not known: the slot holds
+ * another table or lost track, or it changed while the list was read.
+ */
+bool
+hints_published_state(const RelFileNode *node, Oid relid, PublishedRuns *p,
+					  TransactionId *writer, bool *writer_known)
+{
+	StateWriterSlot *w;
+	uint64		gen;
+	bool		found;
+
+	*writer = InvalidTransactionId;
+	*writer_known = false;
+	if (state_writers == NULL)
+		return hints_published_runs(node, relid, p);
+	w = writer_slot(relid);
+	SpinLockAcquire(&w->mutex);
+	*writer_known = w->dbid == MyDatabaseId && w->relid == relid && !w->unknown;
+	*writer = w->writer;
+	gen = w->gen;
+	SpinLockRelease(&w->mutex);
+	found = hints_published_runs(node, relid, p);
+	SpinLockAcquire(&w->mutex);
+	*writer_known &= w->gen == gen;
+	SpinLockRelease(&w->mutex);
+	return found;
 }
 
 /* The run list last published for the table (node and relid), if any. */

@@ -77,6 +77,10 @@ extern bool hints_leader_writes(Oid relid);
 extern void hints_publish_runs(const PublishedRuns *p);
 extern bool hints_published_runs(const RelFileNode *node, Oid relid,
 								 PublishedRuns *p);
+extern void hints_note_state_writer(Oid relid, TransactionId xid);
+extern bool hints_published_state(const RelFileNode *node, Oid relid,
+								  PublishedRuns *p, TransactionId *writer,
+								  bool *writer_known);
 extern void hints_publish_run(const RelFileNode *node, Oid relid, int64 run_id,
 							  const char *bytes, Size len);
 extern Size hints_published_run(const RelFileNode *node, Oid relid,
