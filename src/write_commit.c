@@ -493,9 +493,9 @@ commit_xact_callback(XactEvent event, void *arg)
 			PushActiveSnapshot(GetLatestSnapshot());
 			foreach(lc, tables)
 			{
-				/* a prepared transaction must not hold a compaction */
 				List	   *before = NIL;
 
+				/* a prepared transaction must not hold a compaction */
 				if (event == XACT_EVENT_PRE_COMMIT)
 					before = compact_before_commit(lfirst(lc));
 				commit_table(lfirst(lc), event == XACT_EVENT_PRE_PREPARE, before);
