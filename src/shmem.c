@@ -410,7 +410,7 @@ hints_publish_runs(const PublishedRuns *p)
 		return;
 	slot = &run_lists[table_hash(&p->node, p->relid) % NRUNSLOTS];
 	SpinLockAcquire(&slot->mutex);
-	slot->pub = *p;
+	memcpy(&slot->pub, p, PUBLISHED_RUNS_SIZE(p));
 	SpinLockRelease(&slot->mutex);
 
 	/*
@@ -501,7 +501,7 @@ hints_published_runs(const RelFileNode *node, Oid relid, PublishedRuns *p)
 	SpinLockAcquire(&slot->mutex);
 	if (slot->pub.relid == relid && RelFileNodeEquals(slot->pub.node, *node))
 	{
-		*p = slot->pub;
+		memcpy(p, &slot->pub, PUBLISHED_RUNS_SIZE(&slot->pub));
 		found = true;
 	}
 	SpinLockRelease(&slot->mutex);

@@ -33,9 +33,13 @@ typedef struct SpaceGap
  * A table's data runs and counters as a commit left them: the version of
  * its pkchangelog.tables row that commit wrote (xmin, snapshot_id), and a
  * snapshot taken once the commit was visible (its xmin, xmax and running
- * xids): a snapshot with the same contents sees that version.
+ * xids): a snapshot with the same contents sees that version.  The run ids
+ * come last, so that only the nruns used are copied.  A list of more runs
+ * is not published: HINTS_MAX_RUN_IDS takes in the small runs the stop
+ * trigger allows under default options (about 150) beside a bottom level
+ * of about a hundred target-sized runs.
  */
-#define HINTS_MAX_RUN_IDS 64
+#define HINTS_MAX_RUN_IDS 256
 #define HINTS_MAX_XIP 32
 typedef struct PublishedRuns
 {
@@ -48,8 +52,6 @@ typedef struct PublishedRuns
 	TransactionId snap_xmax;
 	int			snap_xcnt;
 	TransactionId snap_xip[HINTS_MAX_XIP];
-	int			nruns;
-	int64		run_ids[HINTS_MAX_RUN_IDS];
 	/* the version's counters (TableState) */
 	int64		last_seq;
 	int64		total_record_count;
@@ -58,7 +60,13 @@ typedef struct PublishedRuns
 	int64		log_run;
 	int64		log_block;
 	int64		row_snapshot_id;
+	int			nruns;
+	int64		run_ids[HINTS_MAX_RUN_IDS];
 } PublishedRuns;
+
+/* the bytes of p that hold something */
+#define PUBLISHED_RUNS_SIZE(p) \
+	(offsetof(PublishedRuns, run_ids) + sizeof(int64) * (p)->nruns)
 
 /* the bytes of a run's catalog row a commit publishes (keys, stream) */
 #define HINTS_MAX_RUN_BYTES 2048
