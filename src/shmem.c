@@ -84,6 +84,10 @@ typedef struct RunListSlot
 
 static RunListSlot *run_lists = NULL;
 
+/* the bytes of a PublishedRuns that hold something (the ids come last) */
+#define PUBLISHED_RUNS_SIZE(p) \
+	(offsetof(PublishedRuns, run_ids) + sizeof(int64) * (p)->nruns)
+
 /*
  * per table: the transaction that last took its commit lock since its run
  * list was last published (every change of the table's state is made

@@ -64,9 +64,6 @@ typedef struct PublishedRuns
 	int64		run_ids[HINTS_MAX_RUN_IDS];
 } PublishedRuns;
 
-/* the bytes of p that hold something */
-#define PUBLISHED_RUNS_SIZE(p) \
-	(offsetof(PublishedRuns, run_ids) + sizeof(int64) * (p)->nruns)
 
 /* the bytes of a run's catalog row a commit publishes (keys, stream) */
 #define HINTS_MAX_RUN_BYTES 2048
