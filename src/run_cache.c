@@ -118,6 +118,17 @@ static struct
 static int	npublish = 0;
 static bool publish_overflow = false;	/* more tables than MAX_PUBLISH */
 
+/* relid's place in to_publish; npublish if it has none */
+static int
+publish_index(Oid relid)
+{
+	int			i;
+
+	for (i = 0; i < npublish && to_publish[i].relid != relid; i++)
+		;
+	return i;
+}
+
 /*
  * A copy of run in the current memory context, in one allocation: prefix
  * bytes, the RunInfo, its stream (MAXALIGNed, as palloc'd), its keys.
@@ -553,25 +564,19 @@ lend(CacheEntry *e, List **runs, TableState *st)
 static CacheEntry *
 own_version(Relation rel)
 {
+	int			i = publish_index(rel->rd_id);
 	CacheEntry *e;
 
-	if (cache == NULL)
+	if (cache == NULL || i == npublish ||
+		to_publish[i].writeno != cat_table_last_write(rel->rd_id) ||
+		to_publish[i].rewrite_mark != cat_runs_rewrite_mark())
 		return NULL;
-	for (int i = 0; i < npublish; i++)
-	{
-		if (to_publish[i].relid != rel->rd_id)
-			continue;
-		if (to_publish[i].writeno != cat_table_last_write(rel->rd_id) ||
-			to_publish[i].rewrite_mark != cat_runs_rewrite_mark())
-			return NULL;
-		e = hash_search(cache, &rel->rd_id, HASH_FIND, NULL);
-		if (e == NULL || !RelFileNodeEquals(e->node, rel->rd_node) ||
-			e->xmin != to_publish[i].xmin ||
-			e->snapshot_id != to_publish[i].snapshot_id)
-			return NULL;
-		return e;
-	}
-	return NULL;
+	e = hash_search(cache, &rel->rd_id, HASH_FIND, NULL);
+	if (e == NULL || !RelFileNodeEquals(e->node, rel->rd_node) ||
+		e->xmin != to_publish[i].xmin ||
+		e->snapshot_id != to_publish[i].snapshot_id)
+		return NULL;
+	return e;
 }
 
 /* own_version's runs lent into *runs, its counters into *st; false if none */
@@ -769,8 +774,7 @@ runcache_store_commit(Relation rel, const TableState *st, List *runs)
 	if (IsParallelWorker())
 		return;
 	store(rel, GetTopTransactionId(), st, 0, runs);
-	for (i = 0; i < npublish && to_publish[i].relid != rel->rd_id; i++)
-		;
+	i = publish_index(rel->rd_id);
 	if (i == MAX_PUBLISH)
 	{
 		publish_overflow = true;
@@ -950,11 +954,7 @@ runcache_xact_end(bool committed)
 		hash_seq_init(&status, cache);
 		while ((e = hash_seq_search(&status)) != NULL)
 		{
-			bool		stored = publish_overflow;
-
-			for (int i = 0; i < npublish && !stored; i++)
-				stored = to_publish[i].relid == e->relid;
-			if (stored)
+			if (publish_overflow || publish_index(e->relid) < npublish)
 				drop_entry(e);
 		}
 	}
