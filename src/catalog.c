@@ -2741,7 +2741,7 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id, const TableState *st)
  * library installs the base script and updates it; an older library, or
  * one with no path from that version, is refused there.
  */
-static const char *const catalog_versions[] = {"0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "0.10", PKCHANGELOG_VERSION};
+static const char *const catalog_versions[] = {"0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "0.10", "0.11", PKCHANGELOG_VERSION};
 
 /* does this library work with the catalog of version, once updated? */
 bool

@@ -8,6 +8,6 @@
 #ifndef PKCHANGELOG_H
 #define PKCHANGELOG_H
 
-#define PKCHANGELOG_VERSION "0.11"
+#define PKCHANGELOG_VERSION "0.12"
 
 #endif							/* PKCHANGELOG_H */
