@@ -99,8 +99,40 @@ version_from_run(const RunInfo *run, RunRowHeader *rh, uint64 ordinal, PkVersion
 }
 
 /*
- * The newest version of key among runs (tombstones included).  Runs do not
- * overlap in sequence numbers, but are not sorted by them: all are probed.
+ * Probe run for key; if it holds a version newer than *v (any, when not
+ * *found), that version goes to *v.
+ */
+static void
+probe_run(Relation rel, PkTable *t, RunInfo *run, const Datum *key,
+		  uint32 hash, PkVersion *v, bool *found)
+{
+	RunRowHeader *rh;
+	uint64		ordinal;
+	RunBlock   *pinned;
+
+	if (*found && (uint64) run->max_seq < v->seq)
+		return;					/* only older versions there */
+	if (!run_lookup(rel, t, run, key, hash, &rh, &ordinal, &pinned))
+		return;
+	if (!*found || run_row_seq(run, rh) > v->seq)
+	{
+		if (*found)
+			pfree(v->tup);
+		version_from_run(run, rh, ordinal, v);
+		*found = true;
+	}
+	run_block_release(pinned);
+}
+
+/*
+ * The newest version of key among runs (tombstones included).  Runs are
+ * not sorted by sequence number, and whether they overlap in them is not
+ * assumed: every run that may hold a newer version than the one found is
+ * probed.  The level-0 runs come first, then the levels upwards, which
+ * hold older rows the higher they are: once a newer level has the key, the
+ * older ones (their newest rows older than its version) are skipped, run
+ * index, bloom filter and block.  In a table of small commits most keys
+ * are in the levels, a third or so in a level above the bottom.
  */
 bool
 lookup_committed(Relation rel, PkTable *t, List *runs, const Datum *key,
@@ -108,27 +140,25 @@ lookup_committed(Relation rel, PkTable *t, List *runs, const Datum *key,
 {
 	ListCell   *lc;
 	bool		found = false;
+	int			maxlevel = 0;
 
 	foreach(lc, runs)
 	{
 		RunInfo    *run = lfirst(lc);
-		RunRowHeader *rh;
-		uint64		ordinal;
-		RunBlock   *pinned;
 
-		if (found && (uint64) run->max_seq < v->seq)
-			continue;
-		if (!run_lookup(rel, t, run, key, hash, &rh, &ordinal, &pinned))
-			continue;
-		if (!found || run_row_seq(run, rh) > v->seq)
-		{
-			if (found)
-				pfree(v->tup);
-			version_from_run(run, rh, ordinal, v);
-			found = true;
-		}
-		run_block_release(pinned);
+		if (run->level == 0)
+			probe_run(rel, t, run, key, hash, v, &found);
+		else
+			maxlevel = Max(maxlevel, run->level);
 	}
+	for (int level = 1; level <= maxlevel; level++)
+		foreach(lc, runs)
+		{
+			RunInfo    *run = lfirst(lc);
+
+			if (run->level == level)
+				probe_run(rel, t, run, key, hash, v, &found);
+		}
 	return found;
 }
 
