@@ -138,27 +138,25 @@ bool
 lookup_committed(Relation rel, PkTable *t, List *runs, const Datum *key,
 				 uint32 hash, PkVersion *v)
 {
-	ListCell   *lc;
 	bool		found = false;
-	int			maxlevel = 0;
 
-	foreach(lc, runs)
+	/* a pass per level that has runs (up to num_levels: not one per level) */
+	for (int level = 0; level >= 0;)
 	{
-		RunInfo    *run = lfirst(lc);
+		int			next = -1;
+		ListCell   *lc;
 
-		if (run->level == 0)
-			probe_run(rel, t, run, key, hash, v, &found);
-		else
-			maxlevel = Max(maxlevel, run->level);
-	}
-	for (int level = 1; level <= maxlevel; level++)
 		foreach(lc, runs)
 		{
 			RunInfo    *run = lfirst(lc);
 
 			if (run->level == level)
 				probe_run(rel, t, run, key, hash, v, &found);
+			else if (run->level > level && (next < 0 || run->level < next))
+				next = run->level;
 		}
+		level = next;
+	}
 	return found;
 }
 
