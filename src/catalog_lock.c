@@ -22,7 +22,11 @@
  * that finds it taken sleeps on a condition variable of the table instead
  * and tries again when a holder's release (or, at transaction end, the
  * release of its locks) wakes it, so that whichever committer runs when the
- * lock comes free takes it, as with an LWLock.  After COMMIT_QUEUE_AFTER_MS
+ * lock comes free takes it, as with an LWLock.  Before its first sleep it
+ * yields the CPU COMMIT_YIELDS times, trying again after each: with more
+ * committers than cores the holder is often preempted, and a yield most
+ * often runs it (or another process with work) for less than a sleep and a
+ * wake-up cost.  After COMMIT_QUEUE_AFTER_MS
  * of that it queues as usual: the deadlock detector then sees the wait
  * (the commit step can wait for other heavyweight locks while holding the
  * commit lock), lock_timeout applies, and once a waiter is queued nobody
@@ -32,6 +36,8 @@
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <sched.h>
 
 #include "access/xact.h"
 #include "common/hashfn.h"
@@ -51,6 +57,8 @@
 /* how long a committer waits unqueued, and how long it sleeps at a time */
 #define COMMIT_QUEUE_AFTER_MS 20
 #define COMMIT_SLEEP_MS 1
+/* how often a committer yields the CPU before it first sleeps */
+#define COMMIT_YIELDS 8
 
 /*
  * The tables whose commit locks this transaction took, so that the waiters
@@ -110,11 +118,16 @@ cat_commit_lock(Oid relid)
 	bool		waited = false;
 
 	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, cat_tables_relid(), relid, 0);
-	for (;;)
+	for (int yields = 0;; yields++)
 	{
 		res = LockAcquire(&tag, ExclusiveLock, false, true);
 		if (res != LOCKACQUIRE_NOT_AVAIL || cv == NULL)
 			break;
+		if (yields < COMMIT_YIELDS)
+		{
+			sched_yield();
+			continue;
+		}
 		if (!waited)
 		{
 			INSTR_TIME_SET_CURRENT(start);
