@@ -1,7 +1,7 @@
 # PkWorker.pm: what the tests that run the background worker (t/014,
-# t/015, t/018, t/020, t/021, t/028, t/029) do with it: start a node with
-# the workers on, change their settings at run time, wait until none runs,
-# and watch processes' memory.
+# t/015, t/018, t/020, t/021, t/028, t/029, t/036) do with it: start a
+# node with the workers on, change their settings at run time, wait until
+# none runs, and watch processes' memory.
 package PkWorker;
 
 use strict;

@@ -1,7 +1,8 @@
-# PkWorkload.pm: a pgbench workload for the TAP tests that crash the server
-# under load (t/010, t/015, t/028, t/032): writes the scripts, starts
-# pgbench in the background, collects the errors it saw other than losing
-# its connection to the server, and checks that snapshot ids stayed dense.
+# PkWorkload.pm: a pgbench workload for the TAP tests that run writers
+# concurrently, most crashing the server under them (t/010, t/015, t/028,
+# t/032, t/036): writes the scripts, starts pgbench in the background,
+# collects the errors it saw other than losing its connection to the
+# server, and checks that snapshot ids stayed dense.
 package PkWorkload;
 
 use strict;
