@@ -26,11 +26,11 @@
  * yields the CPU COMMIT_YIELDS times, trying again after each: with more
  * committers than cores the holder is often preempted, and a yield most
  * often runs it (or another process with work) for less than a sleep and a
- * wake-up cost.  After COMMIT_QUEUE_AFTER_MS
- * of that it queues as usual: the deadlock detector then sees the wait
- * (the commit step can wait for other heavyweight locks while holding the
- * commit lock), lock_timeout applies, and once a waiter is queued nobody
- * takes the lock before it.  Releases that wake no one (a prepared
+ * wake-up cost.  After COMMIT_QUEUE_AFTER_MS of sleeping it queues as
+ * usual: the deadlock detector then sees the wait (the commit step can
+ * wait for other heavyweight locks while holding the commit lock),
+ * lock_timeout applies, and once a waiter is queued nobody takes the lock
+ * before it.  Releases that wake no one (a prepared
  * transaction's, at COMMIT PREPARED) are covered by the sleep's timeout.
  *
  *-------------------------------------------------------------------------
