@@ -4,25 +4,27 @@
 # Four pkmerge tables of 1,000 rows of about 2 kB (v = 100 each, so every
 # table sums to 100,000), one per producer (none, input, lookup,
 # full-compaction), with small compaction triggers and the smallest write
-# buffer (1MB), the background worker on.  Eight pgbench clients (two per
-# table) move amounts between random keys, so every committed transaction
-# keeps the table's count and sum, in transactions that combine: a range
-# update rolled back to a savepoint; a DO block whose exception handler
-# undoes an update and a delete; a 600-row update that spills its write
-# buffer inside a released savepoint; single-row autocommit updates; a
-# delete and re-insert of a key; PREPARE TRANSACTION then COMMIT PREPARED.
-# A fifth session per table runs DDL in transactions (ADD COLUMN with a
-# default, an update of it, DROP COLUMN), pk_compact and VACUUM FULL.
-# Serialization failures (and reads refused after a concurrent VACUUM
-# FULL, SQLSTATE 40001 as well) are retried by pgbench.
+# buffer (1MB), the background worker on.  Eight pgbench clients, each
+# running the four tables' scripts at random, move amounts between random
+# keys, so every committed transaction keeps its table's count and sum, in
+# transactions that combine: a range update rolled back to a savepoint; a
+# DO block whose exception handler undoes an update and a delete; a
+# 600-row update that spills its write buffer inside a released savepoint;
+# single-row autocommit updates; a delete and re-insert of a key; PREPARE
+# TRANSACTION then COMMIT PREPARED.  Beside them a session per table runs
+# DDL in transactions (ADD COLUMN with a default, an update of it, DROP
+# COLUMN), pk_compact and VACUUM FULL.  Serialization failures (and reads
+# refused after a concurrent VACUUM FULL, SQLSTATE 40001 as well) are
+# retried by pgbench.
 #
 # Checked at the end: pgbench saw no other error; every table still has
 # 1,000 rows summing to 100,000 and its columns as before; snapshot ids
-# are dense; the worker compacted every table meanwhile; for the producers
-# with a complete stream (input, lookup, full-compaction, the last after a
-# full compaction) the change stream from the first snapshot replays per
-# key (+I/+U add, -U/-D subtract) to exactly the table: every key counted
-# once, with the table's value; and the server log has no crash.
+# are dense; every table was compacted while written (by the worker and
+# pk_compact); for the producers with a complete stream (input, lookup,
+# full-compaction, the last after a full compaction) the change stream
+# from the first snapshot replays per key (+I/+U add, -U/-D subtract) to
+# exactly the table: every key counted once, with the table's value; and
+# the server log has no crash.
 use strict;
 use warnings;
 use FindBin;
