@@ -155,6 +155,11 @@ WHERE attrelid = '$t'::regclass AND attnum > 0 AND NOT attisdropped}),
 		'>', 0, "$t: compacted while written");
 }
 
+# The replay sums each key's changes (a missing -U counts the key twice, a
+# wrong old value leaves its value off): check_changelog
+# (test/setup/changelog_checker.sql), which checks each change against the
+# one before, builds the whole stream as one jsonb value, too large here:
+# each spilled update adds 600 changes of 2 kB rows.
 $node->safe_psql('postgres', q{SELECT pk_compact('c_full', true)});
 for my $t (grep { $producer{$_} ne 'none' } @tables)
 {
