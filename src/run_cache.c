@@ -55,6 +55,7 @@
 
 #include "catalog.h"
 #include "run_cache.h"
+#include "run_read.h"
 #include "shmem.h"
 
 typedef struct CacheEntry
@@ -240,10 +241,18 @@ free_retired(void)
 	retired_bytes = 0;
 }
 
-/* run, which e no longer holds, goes: now, or once no copy is left */
+/*
+ * run, which e no longer holds, goes: now, or once no copy is left.  Its
+ * index and block leave the read caches too (run_cache_forget), where they
+ * would otherwise stay until a generation of the index cache ends: with
+ * small commits, a run replaced per commit and per backend, tens of
+ * thousands of entries, and every probe of the cache's hash table a cache
+ * miss.  A snapshot that still sees the run reads it again.
+ */
 static void
 retire_run(CacheEntry *e, RunInfo *run)
 {
+	run_cache_forget(run->run_id, run->relfilenode);
 	if (RUN_LENT(run) != xact_no)
 	{
 		pfree(RUN_CHUNK(run));
@@ -262,6 +271,11 @@ retire_run(CacheEntry *e, RunInfo *run)
 static void
 retire_all(CacheEntry *e, bool delete)
 {
+	ListCell   *lc;
+
+	foreach(lc, e->runs)
+		run_cache_forget(((RunInfo *) lfirst(lc))->run_id,
+						 ((RunInfo *) lfirst(lc))->relfilenode);
 	if (e->lent_xact != xact_no)
 	{
 		if (delete)

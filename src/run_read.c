@@ -173,7 +173,10 @@ index_cache_next_generation(void)
  * pointer to it survives the transaction), so what goes are the runs
  * compaction has replaced, one per small commit, which this backend will
  * not read again.  Memory stays below two generations and what the live
- * runs' indexes take, and the hash table holds about as many entries.
+ * runs' indexes take.  The hash table holds about the live runs: the run
+ * list cache takes replaced runs' entries out as it sees them go
+ * (run_cache_forget), whereas a generation of small commits' runs is tens
+ * of thousands of entries.
  */
 static void
 reader_xact_callback(XactEvent event, void *arg)

@@ -16,7 +16,9 @@
 # stream one record per retained 1-row commit (its deltas, most of them
 # in their catalog rows); and at the end, small runs merged among
 # themselves while written, and the file no larger than its runs' pages
-# plus what the worker has not reclaimed yet.
+# plus what the worker has not reclaimed yet; and a session that reads a
+# table throughout keeps the run indexes of its live runs, not of every
+# run it saw.
 use strict;
 use warnings;
 use FindBin;
@@ -142,10 +144,33 @@ my %pages_before = map {
 } @tables;
 my $commits_before = ncommits();
 {
+	# beside it, a session reading one table throughout: it loads the
+	# index of every run the commits and the worker add, and drops those
+	# of the runs they replace as it sees them go, so that its cache's
+	# hash table holds about the table's live runs, not one entry per
+	# commit (which made every probe of it a cache miss)
+	my $reader = $node->background_psql('postgres');
 	my $w = PkWorkload::start($node, $nclients, 5, @fileargs);
+	$reader->query_safe(q{
+DO $$
+BEGIN
+	FOR i IN 1..2000 LOOP
+		PERFORM amount FROM t_none WHERE id = i;
+		PERFORM pg_sleep(0.001);
+	END LOOP;
+END $$});
 	my $errs = PkWorkload::finish($w, 'run 3');
 	ok($w->{ok}, 'run 3: pgbench exits normally') or diag(${ $w->{err} });
 	is(scalar(@$errs), 0, 'run 3: pgbench saw no errors');
+	my ($entries_bytes, $seen) = split /\|/, $reader->query_safe(q{
+SELECT (SELECT total_bytes FROM pg_backend_memory_contexts
+		 WHERE name = 'pkmerge run index cache'
+		   AND parent = 'pkmerge run index cache'),
+	   (SELECT count(*) FROM pk_snapshots('t_none') WHERE commit_kind = 'APPEND')});
+	cmp_ok($entries_bytes, '<', 64 * 1024,
+		"a session reading t_none beside its commits keeps a small run index table "
+		  . "($entries_bytes bytes; $seen commits of t_none so far)");
+	$reader->quit;
 }
 my $run3 = ncommits() - $commits_before;
 for my $t (@tables)
