@@ -242,17 +242,21 @@ free_retired(void)
 }
 
 /*
- * run, which e no longer holds, goes: now, or once no copy is left.  Its
- * index and block leave the read caches too (run_cache_forget), where they
- * would otherwise stay until a generation of the index cache ends: with
- * small commits, a run replaced per commit and per backend, tens of
- * thousands of entries, and every probe of the cache's hash table a cache
- * miss.  A snapshot that still sees the run reads it again.
+ * run, which e no longer holds, goes: now, or once no copy is left.  If
+ * replaced (a later version lacks it, not an earlier one stored after a
+ * later: a statement's snapshot after the latest), its index and block
+ * leave the read caches too (run_cache_forget).  The index would otherwise
+ * stay until a generation of the index cache ends: with small commits, a
+ * run replaced per commit and per backend, tens of thousands of entries,
+ * and every probe of the cache's hash table a cache miss.  The block would
+ * stay until the block cache's LRU order evicts it, in the place of a live
+ * run's.  A snapshot that still sees the run reads it again.
  */
 static void
-retire_run(CacheEntry *e, RunInfo *run)
+retire_run(CacheEntry *e, RunInfo *run, bool replaced)
 {
-	run_cache_forget(run->run_id, run->relfilenode);
+	if (replaced)
+		run_cache_forget(run->run_id, run->relfilenode);
 	if (RUN_LENT(run) != xact_no)
 	{
 		pfree(RUN_CHUNK(run));
@@ -401,7 +405,7 @@ store(Relation rel, TransactionId xmin, const TableState *st,
 	}
 	foreach(lc, e->runs)
 		if (lfirst(lc) != NULL)
-			retire_run(e, lfirst(lc));
+			retire_run(e, lfirst(lc), st->last_snapshot_id > e->snapshot_id);
 	MemoryContextSwitchTo(old);
 	list_free(e->runs);
 	e->runs = kept;
