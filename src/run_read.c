@@ -248,33 +248,45 @@ drop_cached_block(BlockCacheEntry *e)
  * Forget what the caches hold of run run_id of relfilenode: a commit's data
  * run kept in its snapshot's row is named by the snapshot's id, which the
  * next commit takes again if this one aborts (or its prepared transaction
- * is rolled back), with other bytes.  Its one block goes too, unless a
- * cursor still pins it (none does at transaction end).
+ * is rolled back), with other bytes; and a run compaction replaced
+ * (run_cache.c).  Its blocks go too, as many as its index, if cached,
+ * says it has (the first one otherwise: a block is cached only with its
+ * run's index, but a generation of the index cache may have ended since),
+ * unless a cursor still pins one (none does at transaction end).
  */
 void
 run_cache_forget(int64 run_id, Oid relfilenode)
 {
 	IndexKey	ikey;
 	BlockKey	bkey;
-	BlockCacheEntry *e;
+	IndexCacheEntry *ie;
+	uint32		nblocks = 1;
 
 	if (index_cache != NULL)
 	{
 		memset(&ikey, 0, sizeof(ikey));
 		ikey.run_id = run_id;
 		ikey.relfilenode = relfilenode;
-		hash_search(index_cache, &ikey, HASH_REMOVE, NULL);
+		ie = hash_search(index_cache, &ikey, HASH_FIND, NULL);
+		if (ie != NULL)
+		{
+			nblocks = Max(ie->index->nblocks, 1);
+			hash_search(index_cache, &ikey, HASH_REMOVE, NULL);
+		}
 		index_front_slot(run_id, relfilenode)->index = NULL;
 	}
-	if (block_cache != NULL)
+	if (block_cache != NULL && block_cache_bytes > 0)
 	{
 		memset(&bkey, 0, sizeof(bkey));
 		bkey.run_id = run_id;
 		bkey.relfilenode = relfilenode;
-		bkey.blockno = 0;
-		e = hash_search(block_cache, &bkey, HASH_FIND, NULL);
-		if (e != NULL && e->block->pins == 0)
-			drop_cached_block(e);
+		for (bkey.blockno = 0; bkey.blockno < nblocks; bkey.blockno++)
+		{
+			BlockCacheEntry *e = hash_search(block_cache, &bkey, HASH_FIND, NULL);
+
+			if (e != NULL && e->block->pins == 0)
+				drop_cached_block(e);
+		}
 	}
 }
 
