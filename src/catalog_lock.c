@@ -3,15 +3,19 @@
  * catalog_lock.c
  *	  The per-table locks that order changes of a pkmerge table's catalog
  *	  rows: the commit lock (snapshot ids and sequence numbers in commit
- *	  order), the compaction lock (one compaction at a time), the space
- *	  lock (a run's blocks chosen and reserved atomically) and a consumer's
- *	  lock (one pk_consume of a consumer at a time).
+ *	  order), the compaction lock (one compaction at a time), the level-0
+ *	  lock (held with the compaction lock, but by a compaction only until
+ *	  it has picked its inputs; then by a writer that merges the level-0
+ *	  runs committed since, beside it), the space lock (a run's blocks chosen and reserved atomically)
+ *	  and a consumer's lock (one pk_consume of a consumer at a time).
  *
  * Each is a heavyweight lock on an object of the database whose class is
  * one of the catalog tables and whose id is the table's relid, so the
  * deadlock detector sees them and they go with the transaction (the space
  * lock, held briefly, is released by its caller).  Lock order, where a
- * transaction takes several: compaction lock, then commit lock; the space
+ * transaction takes several: compaction lock, level-0 lock, then commit
+ * lock (a writer that merges without the compaction lock takes only the
+ * level-0 lock, and never waits for it or the compaction lock); the space
  * lock is held only around choosing and reserving a run's blocks.
  *
  * The commit lock is contended by every committer of a table and held for
@@ -197,14 +201,57 @@ cat_compaction_lock(Oid relid)
 	LockDatabaseObject(cat_tables_relid(), relid, 1, ExclusiveLock);
 }
 
+/*
+ * Lock subid of the table's object to transaction end (wait: if taken,
+ * wait for it), then see what its last holder committed, as
+ * LockDatabaseObject does.
+ */
+static LockAcquireResult
+table_object_lock(Oid relid, uint16 subid, bool wait)
+{
+	LOCKTAG		tag;
+	LockAcquireResult res;
+
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, cat_tables_relid(), relid, subid);
+	res = LockAcquire(&tag, ExclusiveLock, false, !wait);
+	if (res == LOCKACQUIRE_OK)
+		AcceptInvalidationMessages();
+	return res;
+}
+
 /* the compaction lock if it is free now (writers do not wait for it) */
 bool
 cat_compaction_trylock(Oid relid)
 {
+	return table_object_lock(relid, 1, false) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/*
+ * The level-0 lock (see the header comment), held to transaction end unless
+ * cat_level0_unlock releases it; returns whether this call took it (false:
+ * the transaction held it already).
+ */
+bool
+cat_level0_lock(Oid relid)
+{
+	return table_object_lock(relid, 2, true) == LOCKACQUIRE_OK;
+}
+
+/* the level-0 lock if it is free now (writers do not wait for it) */
+bool
+cat_level0_trylock(Oid relid)
+{
+	return table_object_lock(relid, 2, false) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/* release the level-0 lock before transaction end */
+void
+cat_level0_unlock(Oid relid)
+{
 	LOCKTAG		tag;
 
-	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, cat_tables_relid(), relid, 1);
-	return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, cat_tables_relid(), relid, 2);
+	LockRelease(&tag, ExclusiveLock, false);
 }
 
 /*

@@ -39,6 +39,7 @@
 #include "portability/instr_time.h"
 #include "run_write.h"
 #include "storage/bufmgr.h"
+#include "storage/procarray.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
@@ -52,6 +53,7 @@
 #include "run_cache.h"
 #include "run_merge.h"
 #include "run_read.h"
+#include "shmem.h"
 
 typedef struct SortedRun
 {
@@ -629,30 +631,41 @@ inputs_under_none(Oid relid, List *inputs)
 	return result;
 }
 
+/* the table's data runs committed as of now, and their sorted runs */
+static List *
+committed_sorted_runs(Relation rel, List **live)
+{
+	*live = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()));
+	return sorted_runs(*live);
+}
+
+/* the runs of the first count sorted runs: a compaction's inputs */
+static List *
+runs_of(List *srs, int count)
+{
+	List	   *runs = NIL;
+
+	for (int i = 0; i < count; i++)
+		runs = list_concat(runs, ((SortedRun *) list_nth(srs, i))->runs);
+	return runs;
+}
+
 /*
- * Compact rel once: full merges every run into the bottom level, otherwise
- * the universal pick decides.  Returns the COMPACT snapshot id, or 0 when
- * there was nothing to do.  The caller's transaction commits the result.
- * The merge runs beside commits; the commit lock is taken for the switch.
- * as_record: the snapshot may be a record of the table's commit log
- * (log_snapshot.c says when it can), unless it carries a changelog: not
- * for the compactions of DDL and VACUUM FULL, which rewrite or copy the
- * table's pages around it.
+ * Merge inputs, runs of live (the table's data runs as the caller read them
+ * under its locks), into outlevel (bottom: the bottom level, with every
+ * sorted run merged) and switch them for the outputs in one COMPACT
+ * snapshot, under the commit lock.  Returns its id.
  */
-int64
-compact_table(Relation rel, bool full, bool as_record)
+static int64
+merge_and_switch(Relation rel, List *live, List *inputs, int outlevel, bool bottom,
+				 bool as_record, instr_time start)
 {
 	Oid			relid = RelationGetRelid(rel);
 	PkTable    *t = pk_table(rel);
-	List	   *live;
-	List	   *srs;
-	List	   *inputs = NIL;
 	List	   *outputs = NIL;
 	List	   *before;
 	ItemPointerData hint;
 	SnapshotInfo *si;
-	int			count;
-	int			outlevel = 0;
 	MergeIter  *m;
 	MergeRow	row;
 	RunWriter  *w = NULL;
@@ -662,32 +675,11 @@ compact_table(Relation rel, bool full, bool as_record)
 	int64		out_records = 0;
 	int64		snapshot_id = 0;
 	ListCell   *lc;
-	bool		bottom;
 	RunInfo    *changelog = NULL;
 	MemoryContext itemcxt;
 	MemoryContext old;
 	bool	   *under_none;
-	instr_time	start;
 	instr_time	duration;
-
-	cat_compaction_lock(relid);
-	INSTR_TIME_SET_CURRENT(start);
-	/*
-	 * After the lock: runs committed before now, none being compacted.  Runs
-	 * this transaction spilled are not committed yet: they are not touched.
-	 */
-	live = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()));
-	srs = sorted_runs(live);
-	count = pick(&t->opts, live, srs, full, &outlevel);
-	if (count == 0)
-		return 0;
-	for (int i = 0; i < count; i++)
-		inputs = list_concat(inputs, ((SortedRun *) list_nth(srs, i))->runs);
-	/* a full compaction of what is already one bottom run has nothing to do */
-	if (full && list_length(srs) == 1 && ((SortedRun *) linitial(srs))->level == outlevel &&
-		list_length(inputs) == 1)
-		return 0;
-	bottom = (count == list_length(srs));
 
 	/*
 	 * The merge: newest version per key; tombstones survive unless nothing
@@ -836,6 +828,114 @@ compact_table(Relation rel, bool full, bool as_record)
 	if (changelog)
 		mat_maintain(rel, snapshot_id);
 	return snapshot_id;
+}
+
+/*
+ * Compact rel once: full merges every run into the bottom level, otherwise
+ * the universal pick decides.  Returns the COMPACT snapshot id, or 0 when
+ * there was nothing to do.  The caller's transaction commits the result.
+ * The merge runs beside commits; the commit lock is taken for the switch.
+ * as_record: the snapshot may be a record of the table's commit log
+ * (log_snapshot.c says when it can), unless it carries a changelog: not
+ * for the compactions of DDL and VACUUM FULL, which rewrite or copy the
+ * table's pages around it.
+ */
+int64
+compact_table(Relation rel, bool full, bool as_record)
+{
+	Oid			relid = RelationGetRelid(rel);
+	PkTable    *t = pk_table(rel);
+	List	   *live;
+	List	   *srs;
+	List	   *inputs;
+	int			count;
+	int			outlevel = 0;
+	bool		bottom;
+	instr_time	start;
+	bool		level0_taken;
+
+	cat_compaction_lock(relid);
+	level0_taken = cat_level0_lock(relid);
+	INSTR_TIME_SET_CURRENT(start);
+	/*
+	 * After the lock: runs committed before now, none being compacted.  Runs
+	 * this transaction spilled are not committed yet: they are not touched.
+	 */
+	srs = committed_sorted_runs(rel, &live);
+	count = pick(&t->opts, live, srs, full, &outlevel);
+	if (count == 0)
+		return 0;
+	inputs = runs_of(srs, count);
+	/* a full compaction of what is already one bottom run has nothing to do */
+	if (full && list_length(srs) == 1 && ((SortedRun *) linitial(srs))->level == outlevel &&
+		list_length(inputs) == 1)
+		return 0;
+	bottom = (count == list_length(srs));
+
+	/*
+	 * The inputs are the youngest sorted runs (pick): every run committed
+	 * from now on is newer than all of them.  The level-0 lock goes now, so
+	 * that writers at the stop trigger merge those runs while this merge
+	 * runs (compact_level0_beside), which into the bottom level of a large
+	 * table takes seconds.  Not if this transaction held the lock before
+	 * (an expiration's, a writer's): that holder may rely on it.
+	 */
+	if (level0_taken)
+	{
+		int64		max_seq = 0;
+		ListCell   *lc;
+
+		foreach(lc, inputs)
+			max_seq = Max(max_seq, ((RunInfo *) lfirst(lc))->max_seq);
+		hints_set_merging(relid, GetTopTransactionId(), max_seq);
+		cat_level0_unlock(relid);
+	}
+	return merge_and_switch(rel, live, inputs, outlevel, bottom, as_record, start);
+}
+
+/*
+ * A writer at the stop trigger while a compaction runs, holding the
+ * level-0 lock that compaction gave up (compact_table): merge the level-0
+ * runs committed since it picked its inputs, by their tiers, as pick
+ * would, into level 0.  Without it, level 0 grows by a run a commit for as
+ * long as that merge runs: on a table of a million rows, thousands of runs
+ * in seconds, which every commit and lookup then steps over.  The runs
+ * taken are disjoint from that merge's inputs, whose rows are all older;
+ * both switches go under the commit lock, from the table's row as it is
+ * then.  Returns the COMPACT snapshot id, 0 if nothing was merged.
+ */
+int64
+compact_level0_beside(Relation rel)
+{
+	TransactionId xid;
+	int64		taken_seq;
+	List	   *live;
+	List	   *srs;
+	SmallRuns	sm;
+	int			since = 0;
+	int			count;
+	instr_time	start;
+
+	/* its transaction still running: it holds the compaction lock */
+	if (!hints_merging(RelationGetRelid(rel), &xid, &taken_seq) ||
+		TransactionIdIsCurrentTransactionId(xid) || !TransactionIdIsInProgress(xid))
+		return 0;
+	INSTR_TIME_SET_CURRENT(start);
+	srs = committed_sorted_runs(rel, &live);
+	sm = count_small(&pk_table(rel)->opts, live, 1);
+	/* the youngest small runs, those newer than everything it took */
+	while (since < sm.nsmall && since < list_length(srs))
+	{
+		SortedRun  *sr = list_nth(srs, since);
+
+		if (sr->level != 0 || ((RunInfo *) linitial(sr->runs))->min_seq <= taken_seq)
+			break;
+		since++;
+	}
+	count = tier_count(srs, since);
+	if (count < 2)
+		return 0;
+	return merge_and_switch(rel, live, runs_of(srs, count), 0, false, true, start);
 }
 
 /*

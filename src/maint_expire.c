@@ -177,8 +177,12 @@ expire_snapshots(Relation rel, int64 max_snapshots, int64 last_snapshot_id)
 			return 0;
 	}
 
-	/* one maintainer of a table at a time; commits go on meanwhile */
+	/*
+	 * One maintainer of a table at a time; commits go on meanwhile, but no
+	 * writer's merge of level-0 runs, which reads their snapshots' rows
+	 */
 	cat_compaction_lock(relid);
+	(void) cat_level0_lock(relid);
 	st = cat_table_state_peek(relid);
 	last = st.last_snapshot_id;
 	/* consumers keep what they have yet to read (idle ones do not) */

@@ -25,7 +25,11 @@
  *		committed run's row does not change while the run is in the same
  *		file, and its id is never reused;
  *	  - per table: the condition variable its committers wait on for its
- *		commit lock (catalog_lock.c); tables sharing one wake each other.
+ *		commit lock (catalog_lock.c); tables sharing one wake each other;
+ *	  - per table: its compaction running, and the newest row it took, so
+ *		that writers merge the level-0 runs committed since
+ *		(maint_compaction.c); a table whose slot another took over gets
+ *		no such merges.
  *
  *-------------------------------------------------------------------------
  */
@@ -112,6 +116,23 @@ typedef struct StateWriterSlot
 static StateWriterSlot *state_writers = NULL;
 
 /*
+ * Per table: the compaction running (or last run), by its transaction, and
+ * the newest sequence number of the runs it took.  A table sharing the slot
+ * takes it over: the table losing it gets no merges beside its running one.
+ */
+#define NMERGESLOTS 256
+typedef struct MergeSlot
+{
+	slock_t		mutex;
+	Oid			dbid;
+	Oid			relid;
+	TransactionId xid;
+	int64		max_seq;
+} MergeSlot;
+
+static MergeSlot *merges = NULL;
+
+/*
  * per table: the latest commits' run rows, under mutex, in two rings by
  * size: a small commit's run (a few hundred bytes packed) takes one of
  * many small slots, a compaction's run kept in its row one of a few large
@@ -172,6 +193,7 @@ hints_shmem_request(void)
 	RequestAddinShmemSpace(MAXALIGN(sizeof(StateWriterSlot) * NWRITERSLOTS));
 	RequestAddinShmemSpace(MAXALIGN(sizeof(RunRing) * NRUNRINGS));
 	RequestAddinShmemSpace(MAXALIGN(sizeof(ConditionVariable) * NWAKESLOTS));
+	RequestAddinShmemSpace(MAXALIGN(sizeof(MergeSlot) * NMERGESLOTS));
 }
 
 /*
@@ -211,6 +233,8 @@ hints_shmem_startup(void)
 						   sizeof(RunRing));
 	state_writers = slot_array("pkchangelog commit lock holders", NWRITERSLOTS,
 							   sizeof(StateWriterSlot));
+	merges = slot_array("pkchangelog running compactions", NMERGESLOTS,
+						sizeof(MergeSlot));
 	commit_wake = ShmemInitStruct("pkchangelog commit lock waiters",
 								  sizeof(ConditionVariable) * NWAKESLOTS, &found);
 	if (!found)
@@ -391,6 +415,54 @@ table_hash(const RelFileNode *node, Oid relid)
 {
 	return hash_combine(hash_bytes((const unsigned char *) node, sizeof(RelFileNode)),
 						relid);
+}
+
+static MergeSlot *
+merge_slot(Oid relid)
+{
+	return &merges[hash_combine(MyDatabaseId, relid) % NMERGESLOTS];
+}
+
+/*
+ * A compaction by transaction xid took runs of the table with rows up to
+ * sequence number max_seq.
+ */
+void
+hints_set_merging(Oid relid, TransactionId xid, int64 max_seq)
+{
+	MergeSlot  *m;
+
+	if (merges == NULL)
+		return;
+	m = merge_slot(relid);
+	SpinLockAcquire(&m->mutex);
+	m->dbid = MyDatabaseId;
+	m->relid = relid;
+	m->xid = xid;
+	m->max_seq = max_seq;
+	SpinLockRelease(&m->mutex);
+}
+
+/*
+ * The table's last compaction as hints_set_merging set it, if its slot
+ * still has it (the caller checks that the transaction is still running).
+ */
+bool
+hints_merging(Oid relid, TransactionId *xid, int64 *max_seq)
+{
+	MergeSlot  *m;
+	bool		found;
+
+	if (merges == NULL)
+		return false;
+	m = merge_slot(relid);
+	SpinLockAcquire(&m->mutex);
+	found = m->dbid == MyDatabaseId && m->relid == relid &&
+		TransactionIdIsValid(m->xid);
+	*xid = m->xid;
+	*max_seq = m->max_seq;
+	SpinLockRelease(&m->mutex);
+	return found;
 }
 
 /* a table of this database's commit lock holder slot */

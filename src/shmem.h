@@ -6,8 +6,9 @@
  *	  ends and the gaps VACUUM found in it that new runs can reuse;
  *	  per backend, which tables its transaction has buffered writes to;
  *	  per table, the data runs its latest commit left, the rows of the
- *	  runs its latest commits wrote, and the condition variable its
- *	  committers wait on for its commit lock.
+ *	  runs its latest commits wrote, the condition variable its
+ *	  committers wait on for its commit lock, and the compaction it has
+ *	  running.
  *
  *-------------------------------------------------------------------------
  */
@@ -71,6 +72,8 @@ typedef struct PublishedRuns
 /* shmem.c */
 extern void hints_init(void);
 extern ConditionVariable *hints_commit_wake(Oid relid);
+extern void hints_set_merging(Oid relid, TransactionId xid, int64 max_seq);
+extern bool hints_merging(Oid relid, TransactionId *xid, int64 *max_seq);
 extern BlockNumber hints_file_end(const RelFileNode *node);
 extern void hints_set_file_end(const RelFileNode *node, BlockNumber end,
 							   const SpaceGap *gaps, int ngaps);

@@ -355,7 +355,8 @@ commit_table(WriteBuffer *wb, bool preparing, List *before_read)
 	 * Not in a transaction being prepared, which would hold the compaction
 	 * lock until COMMIT PREPARED.
 	 */
-	if (snapshot_id % 64 == 0 && !preparing && cat_compaction_trylock(wb->relid))
+	if (snapshot_id % 64 == 0 && !preparing && cat_compaction_trylock(wb->relid) &&
+		cat_level0_trylock(wb->relid))
 		(void) expire_snapshots(rel, 256, snapshot_id);
 	table_close(rel, NoLock);
 }
@@ -363,7 +364,9 @@ commit_table(WriteBuffer *wb, bool preparing, List *before_read)
 /*
  * Before the table's commit lock: if the commit would make as many sorted
  * runs as the stop trigger, compact first (Paimon's writers wait for a
- * compaction there), unless one is running already.  The merge then runs
+ * compaction there), unless one is running already: then merge the
+ * level-0 runs committed since it picked its inputs, if enough are there
+ * (compact_level0_beside).  The merge then runs
  * beside other commits; only its switch of runs takes the commit lock.
  * Returns the committed runs it read if it did not compact (the commit
  * step's runs before its lock), else NIL.
@@ -382,10 +385,22 @@ compact_before_commit(WriteBuffer *wb)
 	/* the committed runs, the spilled ones, and the run the buffer makes */
 	if (runcache_data_runs(rel, GetLatestSnapshot(), true, &committed) &&
 		compact_due(rel, committed, list_length(spill_runs(rel, wb)),
-					wb->n > 0 ? Max(wb->bytes, 1) : 0) == COMPACT_STOP &&
-		cat_compaction_trylock(wb->relid) &&
-		compact_table(rel, false, true) > 0)
-		committed = NIL;		/* replaced */
+					wb->n > 0 ? Max(wb->bytes, 1) : 0) == COMPACT_STOP)
+	{
+		if (cat_compaction_trylock(wb->relid))
+		{
+			if (cat_level0_trylock(wb->relid) && compact_table(rel, false, true) > 0)
+				committed = NIL;	/* replaced */
+		}
+		else if (cat_level0_trylock(wb->relid))
+		{
+			/* a compaction is running: the level-0 runs since its pick */
+			if (compact_level0_beside(rel) > 0)
+				committed = NIL;
+			else
+				cat_level0_unlock(wb->relid);
+		}
+	}
 	table_close(rel, NoLock);
 	return committed;
 }

@@ -56,19 +56,8 @@ INSERT INTO $t SELECT g, g * 10, 'row ' || g FROM generate_series(1, $nkeys) g;
 my $loaded = $node->safe_psql('postgres',
 	q{SELECT max(snapshot_id) FROM pk_snapshots('t_none')});
 
-my (%scripts, %weights);
-for my $t (@tables)
-{
-	$scripts{"upd_$t"} = qq{
-\\set id random(1, $nkeys)
-BEGIN;
-UPDATE $t SET amount = amount + 1 WHERE id = :id;
-INSERT INTO ledger VALUES ('$t', :id);
-END;
-};
-	$weights{"upd_$t"} = 1;
-}
-my @fileargs = PkWorkload::script_args($node, \%scripts, \%weights);
+my ($scripts, $weights) = PkWorkload::ledger_scripts($nkeys, @tables);
+my @fileargs = PkWorkload::script_args($node, $scripts, $weights);
 
 sub ncommits
 {
@@ -97,13 +86,7 @@ sub check_all
 	for my $t (@tables)
 	{
 		my $p = $producer{$t};
-		is($node->safe_psql('postgres', qq{
-SELECT count(*) FROM $t t
-  LEFT JOIN (SELECT id, count(*) AS n FROM ledger WHERE tbl = '$t' GROUP BY id) l USING (id)
- WHERE t.amount <> t.id * 10 + coalesce(l.n, 0)}), '0',
-			"$label: $t ($p): every row's amount is its start plus its ledger count");
-		is($node->safe_psql('postgres', "SELECT count(*) FROM $t"), $nkeys,
-			"$label: $t ($p): every row is there");
+		PkWorkload::check_ledger($node, $t, $nkeys, "$label: $t ($p)");
 		PkWorkload::check_dense($node, $t, "$label: $t");
 		is($node->safe_psql('postgres', "SELECT check_data_runs('$t')"), 'ok',
 			"$label: $t: its catalog row names exactly its data runs");

@@ -1,8 +1,9 @@
 # PkWorkload.pm: a pgbench workload for the TAP tests that run writers
 # concurrently, most crashing the server under them (t/010, t/015, t/028,
-# t/032, t/036): writes the scripts, starts pgbench in the background,
-# collects the errors it saw other than losing its connection to the
-# server, and checks that snapshot ids stayed dense.
+# t/032, t/036, t/037): writes the scripts (a ledger's among them),
+# starts pgbench in the background, collects the errors it saw other than
+# losing its connection to the server, and checks that snapshot ids stayed
+# dense and that a ledger matches its table.
 package PkWorkload;
 
 use strict;
@@ -65,6 +66,46 @@ sub finish
 		  . ', non-connection errors: '
 		  . (@errs ? join("\n", @errs[0 .. ($#errs < 9 ? $#errs : 9)]) : 'none'));
 	return \@errs;
+}
+
+# ledger_scripts($nkeys, @tables): a pgbench script per table that adds 1 to
+# the amount of a random one of its rows 1..$nkeys and records that in the
+# heap table ledger (tbl text, id int) in the same transaction, so that a
+# commit is in both or in neither; returns (\%scripts, \%weights), one
+# weight each
+sub ledger_scripts
+{
+	my ($nkeys, @tables) = @_;
+	my (%scripts, %weights);
+	for my $t (@tables)
+	{
+		$scripts{"upd_$t"} = qq{
+\\set id random(1, $nkeys)
+BEGIN;
+UPDATE $t SET amount = amount + 1 WHERE id = :id;
+INSERT INTO ledger VALUES ('$t', :id);
+END;
+};
+		$weights{"upd_$t"} = 1;
+	}
+	return (\%scripts, \%weights);
+}
+
+# check_ledger($node, $table, $nkeys, $label): one test that every row's
+# amount is its start (id * 10) plus its ledger count, and one that $nkeys
+# rows are there
+sub check_ledger
+{
+	my ($node, $table, $nkeys, $label) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	is($node->safe_psql('postgres', qq{
+SELECT count(*) FROM $table t
+  LEFT JOIN (SELECT id, count(*) AS n FROM ledger WHERE tbl = '$table' GROUP BY id) l USING (id)
+ WHERE t.amount <> t.id * 10 + coalesce(l.n, 0)}), '0',
+		"$label: every row's amount is its start plus its ledger count");
+	is($node->safe_psql('postgres', "SELECT count(*) FROM $table"), $nkeys,
+		"$label: every row is there");
+	return;
 }
 
 # check_dense($node, $table, $label): one test that $table's retained
