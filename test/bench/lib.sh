@@ -243,7 +243,8 @@ line()
 # "FN TABLE SPEC ARGS" (which prints one figure in UNIT) RUNS times per side,
 # alternating sides, keeps the better figure of each side (lower for min,
 # higher for max), and prints both and their ratio, side a over side b
-# (a/b) or the reverse, beside TARGET.
+# (a/b) or the reverse, beside TARGET.  The two better figures are left in
+# compared (a's, then b's) for a line that relates two comparisons.
 compare()
 {
 	local label=$1 unit=$2 how=$3 runs=$4 ratio=$5 target=$6 fn=$7
@@ -259,6 +260,7 @@ compare()
 	fi
 	best_a=$(best_of "$how" "${figs_a[@]}")
 	best_b=$(best_of "$how" "${figs_b[@]}")
+	compared=("$best_a" "$best_b")
 	if [ "$ratio" = a/b ]; then
 		num=$best_a den=$best_b ratio_label="${side_label[0]}/${side_label[1]}"
 	else
