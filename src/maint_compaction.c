@@ -558,7 +558,8 @@ store_switched(Relation rel, const TableState *st, List *before, List *outputs)
  * rows there are (expiration takes the oldest first), and a search for the
  * oldest would step over every index entry of the snapshots expired since
  * the catalog was last vacuumed, thousands a second under 1-row commits.
- * Under the compaction lock: no expiration runs meanwhile.
+ * Under the compaction lock or the level-0 lock, which expiration takes
+ * both: none runs meanwhile.
  */
 static bool
 made_under_none(Oid relid, int64 snapshot_id)
