@@ -241,19 +241,27 @@ line()
 
 # compare LABEL UNIT min|max RUNS a/b|b/a TARGET FN [ARGS]: runs
 # "FN TABLE SPEC ARGS" (which prints one figure in UNIT) RUNS times per side,
-# alternating sides, keeps the better figure of each side (lower for min,
-# higher for max), and prints both and their ratio, side a over side b
-# (a/b) or the reverse, beside TARGET.  The two better figures are left in
-# compared (a's, then b's) for a line that relates two comparisons.
+# alternating sides (a b, then b a, ...), keeps the better figure of each
+# side (lower for min, higher for max), and prints both and their ratio,
+# side a over side b (a/b) or the reverse, beside TARGET.  The two better
+# figures are left in compared (a's, then b's) for a line that relates two
+# comparisons.
 compare()
 {
 	local label=$1 unit=$2 how=$3 runs=$4 ratio=$5 target=$6 fn=$7
 	shift 7
 	local -a figs_a=() figs_b=()
 	local r best_a best_b num den ratio_label
+	# a then b, then b then a, ...: a trend over the runs (the machine's
+	# state drifting as they go) favours neither side
 	for ((r = 0; r < runs; r++)); do
-		figs_a+=("$("$fn" "${side_table[0]}" "${side_spec[0]}" "$@")")
-		figs_b+=("$("$fn" "${side_table[1]}" "${side_spec[1]}" "$@")")
+		if ((r % 2 == 0)); then
+			figs_a+=("$("$fn" "${side_table[0]}" "${side_spec[0]}" "$@")")
+			figs_b+=("$("$fn" "${side_table[1]}" "${side_spec[1]}" "$@")")
+		else
+			figs_b+=("$("$fn" "${side_table[1]}" "${side_spec[1]}" "$@")")
+			figs_a+=("$("$fn" "${side_table[0]}" "${side_spec[0]}" "$@")")
+		fi
 	done
 	if [ -n "${BENCH_VERBOSE:-}" ]; then
 		echo "  $label: ${side_label[0]} ${figs_a[*]}; ${side_label[1]} ${figs_b[*]}" >&2
