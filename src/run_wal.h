@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * run_wal.h
- *	  The WAL of a run's pages: one record per page, its bytes compressed.
+ *	  The WAL of a run's pages: one record per page, its bytes compressed
+ *	  again when wal_compression is on.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,7 +16,10 @@
 /* the record's type, under changelog_wal.c's resource manager */
 #define XLOG_PK_RUN_PAGE		0x30
 
-/* the zstd level a page's payload is compressed again at for its record */
+/*
+ * the zstd level a page's payload is compressed again at for its record,
+ * with wal_compression on
+ */
 #define RUN_WAL_ZSTD_LEVEL		1
 
 /* a run page's payload as its record carries it, made before the page */

@@ -28,6 +28,7 @@
 
 #include <zstd.h>
 
+#include "access/xlog.h"
 #include "catalog.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
@@ -488,9 +489,10 @@ run_writer_stream_size(RunWriter *w)
  */
 /*
  * pw: the WAL record's data for a page whose payload is len bytes at
- * payload (run_wal.c): compressed again at RUN_WAL_ZSTD_LEVEL, or as it is
- * if that does not shrink it.  Outside a critical section: compressing
- * may allocate.
+ * payload (run_wal.c): with wal_compression on (any method), compressed
+ * again at RUN_WAL_ZSTD_LEVEL, as PostgreSQL then compresses its page
+ * images; as it is when off, or if that does not shrink it.  Outside a
+ * critical section: compressing may allocate.
  */
 static void
 page_wal_data(RunPageWal *pw, const char *payload, Size len)
@@ -499,7 +501,7 @@ page_wal_data(RunPageWal *pw, const char *payload, Size len)
 
 	pw->payload_len = (uint16) len;
 	pw->compressed = false;
-	if (len > 0)
+	if (len > 0 && wal_compression != WAL_COMPRESSION_NONE)
 	{
 		/* at most len - 1 bytes: else the payload is stored as it is */
 		clen = ZSTD_compressCCtx(cctx(), pw->data.data, len - 1, payload, len,

@@ -50,7 +50,7 @@ fi
 
 echo "pkchangelog bench: $BENCH_AM beside heap, BENCH_SCALE=$BENCH_SCALE," \
 	"$(run_as psql -X -At -c 'SHOW server_version'), $(nproc) CPUs"
-echo "times and rates: better of 2 runs (bulk upsert, aggregate, small commits' rates: best of 3); ratios are figures, not pass/fail"
+echo "times and rates: better of 2 runs (bulk upsert, aggregate, small commits' rates: median of 5); ratios are figures, not pass/fail"
 
 shopt -s nullglob
 failed=()

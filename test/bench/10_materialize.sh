@@ -109,8 +109,6 @@ deletes=$(scaled 100 20)
 sql "DROP TABLE IF EXISTS bench_tops; CREATE TABLE bench_tops AS
 	SELECT DISTINCT ON (g % $stores) g AS id FROM generate_series(1, $rows) g
 	ORDER BY g % $stores, g::bigint * 7919 % 100000 DESC, g LIMIT $deletes;"
-# median of the figures on stdin
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 # delete_tops TABLE: in one session (the cold first statement of a session
 # is no commit's cost), deletes the rows of bench_tops one by one, printing
 # each DELETE's milliseconds, its commit included.

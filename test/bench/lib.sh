@@ -208,11 +208,21 @@ prepare()
 # drop_sides: drops both tables (frees the space for the next scenario).
 drop_sides() { sql "DROP TABLE IF EXISTS ${side_table[0]}, ${side_table[1]};"; }
 
-# best_of min|max FIGURES...: the better figure.
+# median: the median of the figures on stdin (of an even count, the lower
+# of the middle two).
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# best_of min|max|median FIGURES...: the better figure (lower for min,
+# higher for max), or their median.
 best_of()
 {
 	local how=$1; shift
-	printf '%s\n' "$@" | sort -g | if [ "$how" = min ]; then head -n 1; else tail -n 1; fi
+	case $how in
+		min) printf '%s\n' "$@" | sort -g | head -n 1;;
+		max) printf '%s\n' "$@" | sort -g | tail -n 1;;
+		median) printf '%s\n' "$@" | median;;
+		*) echo "best_of: min, max or median, not '$how'" >&2; return 1;;
+	esac
 }
 
 # fmt FIGURE UNIT: the figure with precision suited to its unit.
@@ -239,13 +249,13 @@ line()
 	printf '  %s' "$@"; echo
 }
 
-# compare LABEL UNIT min|max RUNS a/b|b/a TARGET FN [ARGS]: runs
+# compare LABEL UNIT min|max|median RUNS a/b|b/a TARGET FN [ARGS]: runs
 # "FN TABLE SPEC ARGS" (which prints one figure in UNIT) RUNS times per side,
 # alternating sides (a b, then b a, ...), keeps the better figure of each
-# side (lower for min, higher for max), and prints both and their ratio,
-# side a over side b (a/b) or the reverse, beside TARGET.  The two better
-# figures are left in compared (a's, then b's) for a line that relates two
-# comparisons.
+# side (lower for min, higher for max) or its median, and prints both and
+# their ratio, side a over side b (a/b) or the reverse, beside TARGET.  The
+# two figures kept are left in compared (a's, then b's) for a line that
+# relates two comparisons.
 compare()
 {
 	local label=$1 unit=$2 how=$3 runs=$4 ratio=$5 target=$6 fn=$7

@@ -1,10 +1,11 @@
 # 034_run_page_wal.pl: run pages are WAL-logged as records of the
-# extension's resource manager carrying their bytes compressed again
-# (run_wal.c), and redo rebuilds every page the extension logs byte for
-# byte.
+# extension's resource manager carrying their bytes, compressed again when
+# wal_compression is on (run_wal.c), and redo rebuilds every page the
+# extension logs byte for byte.
 #
 # 1. A bulk load: one RUN_PAGE record per page of its runs, no page image
-#    of the table, and fewer WAL bytes than the pages hold.
+#    of the table; with wal_compression on, fewer WAL bytes than the same
+#    load's records with it off.
 # 2. wal_consistency_checking = 'pkchangelog': each of the extension's
 #    records then also carries its pages as they were when it was logged,
 #    and recovery compares the page its redo rebuilt with that image (a
@@ -42,28 +43,39 @@ BEGIN
 END $$;
 });
 
-# 1: a bulk load's pages
-$node->safe_psql('postgres', q{
-CREATE TABLE bulk (k int PRIMARY KEY, v text) USING pkmerge;});
-my $l0 = $node->safe_psql('postgres', 'SELECT pg_current_wal_insert_lsn()');
-$node->safe_psql('postgres', q{
-INSERT INTO bulk SELECT g, md5(g::text) || ' ' || g FROM generate_series(1, 50000) g;});
-my $l1 = $node->safe_psql('postgres', 'SELECT pg_current_wal_insert_lsn()');
-my $filenode = $node->safe_psql('postgres', q{SELECT pg_relation_filenode('bulk')});
-my ($records, $bytes, $images) = split /\|/, $node->safe_psql('postgres', qq{
+# 1: a bulk load's pages, with wal_compression off (the default) and on
+sub bulk_load
+{
+	my ($table, $compression) = @_;
+	$node->safe_psql('postgres', qq{
+CREATE TABLE $table (k int PRIMARY KEY, v text) USING pkmerge;});
+	my $l0 = $node->safe_psql('postgres', 'SELECT pg_current_wal_insert_lsn()');
+	$node->safe_psql('postgres', qq{
+SET wal_compression = $compression;
+INSERT INTO $table SELECT g, md5(g::text) || ' ' || g FROM generate_series(1, 50000) g;});
+	my $l1 = $node->safe_psql('postgres', 'SELECT pg_current_wal_insert_lsn()');
+	my $filenode = $node->safe_psql('postgres', qq{SELECT pg_relation_filenode('$table')});
+	my ($records, $bytes, $images) = split /\|/, $node->safe_psql('postgres', qq{
 SELECT count(*) FILTER (WHERE resource_manager = 'pkchangelog' AND record_type = 'RUN_PAGE'),
 	   coalesce(sum(record_length) FILTER (WHERE resource_manager = 'pkchangelog' AND record_type = 'RUN_PAGE'), 0),
 	   count(*) FILTER (WHERE fpi_length > 0)
   FROM pg_get_wal_records_info('$l0', '$l1')
  WHERE block_ref LIKE '%/$filenode fork main blk %'});
-my $pages = $node->safe_psql('postgres', q{
-SELECT sum(nblocks) FROM pkchangelog.runs WHERE relid = 'bulk'::regclass AND kind <> 'log'});
-cmp_ok($pages, '>', 100, "the bulk load wrote run pages ($pages)");
-is($records, $pages, 'one RUN_PAGE record per run page');
-is($images, 0, 'no page image of the table');
-cmp_ok($bytes, '<', 0.9 * $pages * 8192,
-	"the records take fewer bytes than the pages ($bytes for $pages pages)");
-note(sprintf('%.1f%% of the pages\' bytes', 100 * $bytes / ($pages * 8192)));
+	my $pages = $node->safe_psql('postgres', qq{
+SELECT sum(nblocks) FROM pkchangelog.runs WHERE relid = '$table'::regclass AND kind <> 'log'});
+	cmp_ok($pages, '>', 100, "the bulk load wrote run pages ($pages, wal_compression $compression)");
+	is($records, $pages, "one RUN_PAGE record per run page (wal_compression $compression)");
+	is($images, 0, "no page image of the table (wal_compression $compression)");
+	note(sprintf('wal_compression %s: %.1f%% of the pages\' bytes', $compression,
+		100 * $bytes / ($pages * 8192)));
+	return ($bytes, $pages);
+}
+my ($plain, $pages) = bulk_load('bulk', 'off');
+my ($compressed) = bulk_load('bulkz', 'on');
+cmp_ok($plain, '>', 0.9 * $pages * 8192,
+	"with wal_compression off the records carry the pages' bytes ($plain for $pages pages)");
+cmp_ok($compressed, '<', 0.9 * $plain,
+	"with it on they take fewer bytes ($compressed against $plain)");
 
 # 2: redo checked page by page
 $node->safe_psql('postgres', q{
@@ -75,6 +87,9 @@ my @producers = ('none', 'input', 'lookup', 'full-compaction');
 for my $i (0 .. $#producers)
 {
 	my $t = "p$i";
+	# redo of both forms of the record: payloads as they are, and compressed
+	$node->safe_psql('postgres', 'ALTER SYSTEM SET wal_compression = '
+		  . ($i % 2 ? 'on' : 'off') . '; SELECT pg_reload_conf();');
 	$node->safe_psql('postgres', qq{
 CREATE TABLE $t (k int PRIMARY KEY, v text) USING pkmerge
 	WITH (changelog_producer = '$producers[$i]');
@@ -120,7 +135,7 @@ SELECT '$_', (SELECT md5(string_agg(k || ':' || v, ',' ORDER BY k)) FROM $_),
 	   (SELECT md5(string_agg(snapshot_id || rowkind || "row"::text, ','
 							  ORDER BY snapshot_id, "row"::text, rowkind))
 		  FROM pk_changes('$_'))} }
-	('bulk', map { "p$_" } 0 .. $#producers));
+	('bulk', 'bulkz', map { "p$_" } 0 .. $#producers));
 my $before = $node->safe_psql('postgres', $digest_sql);
 $node->stop('immediate');
 $node->start;
