@@ -827,7 +827,7 @@ merge_and_switch(Relation rel, List *live, List *inputs, int outlevel, bool bott
 		changelog_wal_log_snapshot(rel, si, NIL, false);
 	/* and its materialized aggregates */
 	if (changelog)
-		mat_maintain(rel, snapshot_id);
+		mat_maintain(rel, si, NIL, false);
 	return snapshot_id;
 }
 

@@ -14,6 +14,8 @@
 #include "nodes/parsenodes.h"
 #include "utils/relcache.h"
 
+#include "catalog.h"
+
 /* what an output column of the aggregate is */
 typedef enum MatKind
 {
@@ -69,7 +71,8 @@ extern MatDef *mat_analyze(Query *query);
 extern bool mat_needs_nn(const MatCol *c);
 
 /* mat_apply.c */
-extern void mat_maintain(Relation rel, int64 snapshot_id);
+extern void mat_maintain(Relation rel, const SnapshotInfo *si, List *runs,
+						 bool have_runs);
 extern void mat_populate(Relation source, MatDef *def, Oid owner,
 						 Oid *value_tables);
 extern void mat_invalidate(void);

@@ -1063,18 +1063,21 @@ safe_search_path(void)
 }
 
 /*
- * Applies the changes of rel's snapshot snapshot_id, which the current
- * transaction has just made, to rel's materialized aggregates.
+ * Applies the changes of rel's snapshot si, which the current transaction
+ * has just made, to rel's materialized aggregates.  have_runs: runs is
+ * every run of the step kept in a row of pkchangelog.runs, as it wrote
+ * them (a small commit's: the changes are read from si and runs, no
+ * catalog read); else they are read back (changelog_scan_snapshot).
  */
 void
-mat_maintain(Relation rel, int64 snapshot_id)
+mat_maintain(Relation rel, const SnapshotInfo *si, List *runs, bool have_runs)
 {
 	List	   *entries = mat_entries(rel);
 	MemoryContext cxt;
 	MemoryContext old;
 	MatScan		ms;
 	ListCell   *lc;
-	Snapshot	snapshot;
+	Snapshot	snapshot = NULL;
 	int			level;
 
 	if (entries == NIL)
@@ -1098,9 +1101,11 @@ mat_maintain(Relation rel, int64 snapshot_id)
 	ms.econtext = CreateStandaloneExprContext();
 	/* the snapshot's catalog rows, written by this very command */
 	CommandCounterIncrement();
-	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	changelog_scan(rel, snapshot_id - 1, snapshot_id, snapshot, scan_change, &ms);
-	UnregisterSnapshot(snapshot);
+	if (!have_runs)
+		snapshot = RegisterSnapshot(GetLatestSnapshot());
+	changelog_scan_snapshot(rel, si, runs, snapshot, scan_change, &ms);
+	if (snapshot != NULL)
+		UnregisterSnapshot(snapshot);
 	/* the aggregates' triggers must not write pkmerge tables now */
 	wbuf_close(true);
 	scan_finish(&ms, level, old);

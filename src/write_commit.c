@@ -336,7 +336,7 @@ commit_table(WriteBuffer *wb, bool preparing, List *before_read)
 	changelog_wal_log_snapshot(rel, si, written, pending == NIL && !truncated);
 	/* materialized aggregates (full-compaction's: at its compactions) */
 	if (t->opts.changelog_producer != PK_PRODUCER_FULL_COMPACTION)
-		mat_maintain(rel, snapshot_id);
+		mat_maintain(rel, si, written, pending == NIL && !truncated);
 
 	/*
 	 * Enough sorted runs for a compaction (compact_before_commit compacted
