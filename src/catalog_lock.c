@@ -237,11 +237,19 @@ cat_level0_lock(Oid relid)
 	return table_object_lock(relid, 2, true) == LOCKACQUIRE_OK;
 }
 
-/* the level-0 lock if it is free now (writers do not wait for it) */
+/*
+ * The level-0 lock if it is free now (writers do not wait for it); *fresh,
+ * if not NULL, says whether this call took it (false: the transaction
+ * held it already).
+ */
 bool
-cat_level0_trylock(Oid relid)
+cat_level0_trylock(Oid relid, bool *fresh)
 {
-	return table_object_lock(relid, 2, false) != LOCKACQUIRE_NOT_AVAIL;
+	LockAcquireResult res = table_object_lock(relid, 2, false);
+
+	if (fresh != NULL)
+		*fresh = res == LOCKACQUIRE_OK;
+	return res != LOCKACQUIRE_NOT_AVAIL;
 }
 
 /* release the level-0 lock before transaction end */

@@ -18,7 +18,7 @@ extern void cat_commit_unlock(const LOCKTAG *tag);
 extern void cat_compaction_lock(Oid relid);
 extern bool cat_compaction_trylock(Oid relid);
 extern bool cat_level0_lock(Oid relid);
-extern bool cat_level0_trylock(Oid relid);
+extern bool cat_level0_trylock(Oid relid, bool *fresh);
 extern void cat_level0_unlock(Oid relid);
 extern void cat_space_lock(Oid relid);
 extern void cat_space_unlock(Oid relid);

@@ -832,17 +832,12 @@ merge_and_switch(Relation rel, List *live, List *inputs, int outlevel, bool bott
 }
 
 /*
- * Compact rel once: full merges every run into the bottom level, otherwise
- * the universal pick decides.  Returns the COMPACT snapshot id, or 0 when
- * there was nothing to do.  The caller's transaction commits the result.
- * The merge runs beside commits; the commit lock is taken for the switch.
- * as_record: the snapshot may be a record of the table's commit log
- * (log_snapshot.c says when it can), unless it carries a changelog: not
- * for the compactions of DDL and VACUUM FULL, which rewrite or copy the
- * table's pages around it.
+ * compact_table once its locks are held; level0_taken: this transaction
+ * took the level-0 lock for this compaction (else it held it before: an
+ * expiration's, say, which may rely on it), and gives it up after the pick.
  */
-int64
-compact_table(Relation rel, bool full, bool as_record)
+static int64
+compact_locked(Relation rel, bool full, bool as_record, bool level0_taken)
 {
 	Oid			relid = RelationGetRelid(rel);
 	PkTable    *t = pk_table(rel);
@@ -853,10 +848,7 @@ compact_table(Relation rel, bool full, bool as_record)
 	int			outlevel = 0;
 	bool		bottom;
 	instr_time	start;
-	bool		level0_taken;
 
-	cat_compaction_lock(relid);
-	level0_taken = cat_level0_lock(relid);
 	INSTR_TIME_SET_CURRENT(start);
 	/*
 	 * After the lock: runs committed before now, none being compacted.  Runs
@@ -879,7 +871,7 @@ compact_table(Relation rel, bool full, bool as_record)
 	 * that writers at the stop trigger merge those runs while this merge
 	 * runs (compact_level0_beside), which into the bottom level of a large
 	 * table takes seconds.  Not if this transaction held the lock before
-	 * (an expiration's, a writer's): that holder may rely on it.
+	 * (an expiration's): that holder may rely on it.
 	 */
 	if (level0_taken)
 	{
@@ -892,6 +884,48 @@ compact_table(Relation rel, bool full, bool as_record)
 		cat_level0_unlock(relid);
 	}
 	return merge_and_switch(rel, live, inputs, outlevel, bottom, as_record, start);
+}
+
+/*
+ * Compact rel once: full merges every run into the bottom level, otherwise
+ * the universal pick decides.  Returns the COMPACT snapshot id, or 0 when
+ * there was nothing to do.  The caller's transaction commits the result.
+ * The merge runs beside commits; the commit lock is taken for the switch.
+ * as_record: the snapshot may be a record of the table's commit log
+ * (log_snapshot.c says when it can), unless it carries a changelog: not
+ * for the compactions of DDL and VACUUM FULL, which rewrite or copy the
+ * table's pages around it.
+ */
+int64
+compact_table(Relation rel, bool full, bool as_record)
+{
+	Oid			relid = RelationGetRelid(rel);
+	bool		level0_taken;
+
+	cat_compaction_lock(relid);
+	level0_taken = cat_level0_lock(relid);
+	return compact_locked(rel, full, as_record, level0_taken);
+}
+
+/*
+ * compact_table for a writer at the stop trigger, which waits for neither
+ * lock: -1 if a compaction holds the compaction lock (the writer may merge
+ * beside it, compact_level0_beside), 0 if the level-0 lock is taken or
+ * nothing is due.  A level-0 lock this call took is given up after the
+ * pick, as compact_table gives up its own, so that other writers merge
+ * beside this writer's merge too.
+ */
+int64
+compact_table_nowait(Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+	bool		level0_taken;
+
+	if (!cat_compaction_trylock(relid))
+		return -1;
+	if (!cat_level0_trylock(relid, &level0_taken))
+		return 0;
+	return compact_locked(rel, false, true, level0_taken);
 }
 
 /*

@@ -12,6 +12,7 @@
 
 /* maint_compaction.c */
 extern int64 compact_table(Relation rel, bool full, bool as_record);
+extern int64 compact_table_nowait(Relation rel);
 extern int64 compact_level0_beside(Relation rel);
 typedef enum CompactDue
 {

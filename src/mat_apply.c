@@ -4,8 +4,9 @@
  *	  Keeps materialized aggregates equal to their queries.  Each snapshot
  *	  that produces changes of a source (a commit for input and lookup, a
  *	  full compaction for full-compaction) is read back from its runs with
- *	  the reader pk_changes uses (changelog_scan), in the producing
- *	  transaction: +I/+U add, -U/-D retract.  The records are netted per
+ *	  the reader pk_changes uses (changelog_scan_snapshot: a small commit
+ *	  hands over the runs it wrote), in the producing transaction: +I/+U
+ *	  add, -U/-D retract.  The records are netted per
  *	  group in memory first (a hash table on the GROUP BY values), so each
  *	  group row is written once per snapshot, and a group the snapshot
  *	  left as it was (an update of columns the query does not read) is not

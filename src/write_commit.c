@@ -356,7 +356,7 @@ commit_table(WriteBuffer *wb, bool preparing, List *before_read)
 	 * lock until COMMIT PREPARED.
 	 */
 	if (snapshot_id % 64 == 0 && !preparing && cat_compaction_trylock(wb->relid) &&
-		cat_level0_trylock(wb->relid))
+		cat_level0_trylock(wb->relid, NULL))
 		(void) expire_snapshots(rel, 256, snapshot_id);
 	table_close(rel, NoLock);
 }
@@ -387,12 +387,11 @@ compact_before_commit(WriteBuffer *wb)
 		compact_due(rel, committed, list_length(spill_runs(rel, wb)),
 					wb->n > 0 ? Max(wb->bytes, 1) : 0) == COMPACT_STOP)
 	{
-		if (cat_compaction_trylock(wb->relid))
-		{
-			if (cat_level0_trylock(wb->relid) && compact_table(rel, false, true) > 0)
-				committed = NIL;	/* replaced */
-		}
-		else if (cat_level0_trylock(wb->relid))
+		int64		compacted = compact_table_nowait(rel);
+
+		if (compacted > 0)
+			committed = NIL;	/* replaced */
+		else if (compacted < 0 && cat_level0_trylock(wb->relid, NULL))
 		{
 			/* a compaction is running: the level-0 runs since its pick */
 			if (compact_level0_beside(rel) > 0)

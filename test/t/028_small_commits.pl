@@ -35,16 +35,11 @@ my $nkeys    = 2000;
 my %producer = (t_none => 'none', t_input => 'input', t_lookup => 'lookup');
 my @tables   = sort keys %producer;
 
-my $node = PkWorker::start_node("small028_$$", q{
+my $node = PkWorkload::ledger_node("small028_$$", q{
 pkchangelog.worker_naptime = 50ms
 max_connections = 40
 log_min_messages = warning
 });
-
-my $checker = slurp_file("$FindBin::Bin/../setup/changelog_checker.sql");
-$node->safe_psql('postgres', 'CREATE EXTENSION pkchangelog');
-$node->safe_psql('postgres', $checker);
-$node->safe_psql('postgres', 'CREATE TABLE ledger (tbl text, id int)');
 for my $t (@tables)
 {
 	$node->safe_psql('postgres', qq{
@@ -83,27 +78,8 @@ sub wait_commits
 sub check_all
 {
 	my ($label) = @_;
-	for my $t (@tables)
-	{
-		my $p = $producer{$t};
-		PkWorkload::check_ledger($node, $t, $nkeys, "$label: $t ($p)");
-		PkWorkload::check_dense($node, $t, "$label: $t");
-		is($node->safe_psql('postgres', "SELECT check_data_runs('$t')"), 'ok',
-			"$label: $t: its catalog row names exactly its data runs");
-		if ($p eq 'none')
-		{
-			is($node->safe_psql('postgres', qq{
-SELECT (SELECT count(*) FROM pk_changes('$t', $loaded))
-	 = (SELECT count(*) FROM pk_snapshots('$t')
-		 WHERE snapshot_id > $loaded AND commit_kind = 'APPEND')}), 't',
-				"$label: $t (none): one change per 1-row commit in its stream");
-		}
-		else
-		{
-			is($node->safe_psql('postgres', "SELECT check_changelog('$t')"), 'ok',
-				"$label: $t ($p): the stream is a valid retract stream replaying to the table");
-		}
-	}
+	PkWorkload::check_ledger_table($node, $_, $producer{$_}, $nkeys, $loaded, $label)
+	  for @tables;
 	return;
 }
 

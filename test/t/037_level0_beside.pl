@@ -32,15 +32,10 @@ my $nkeys    = 300_000;
 my %producer = (t_none => 'none', t_lookup => 'lookup');
 my @tables   = sort keys %producer;
 
-my $node = PkWorker::start_node("level0_037_$$", q{
+my $node = PkWorkload::ledger_node("level0_037_$$", q{
 max_connections = 30
 log_min_messages = warning
 });
-
-$node->safe_psql('postgres', 'CREATE EXTENSION pkchangelog');
-$node->safe_psql('postgres',
-	slurp_file("$FindBin::Bin/../setup/changelog_checker.sql"));
-$node->safe_psql('postgres', 'CREATE TABLE ledger (tbl text, id int)');
 my %loaded;
 for my $t (@tables)
 {
@@ -107,37 +102,15 @@ for my $t (@tables)
 		"$t: writers merged the level-0 runs committed while its full compactions ran");
 }
 
-$w->{h}->signal('TERM');
-my $errs = PkWorkload::finish($w, 'workload');
-is(scalar(@$errs), 0, 'pgbench saw no errors')
-  or diag(join("\n", @$errs[0 .. ($#$errs < 9 ? $#$errs : 9)]));
+PkWorkload::stop_clean($w, 'workload');
 
 for my $t (@tables)
 {
 	my $p = $producer{$t};
-	PkWorkload::check_ledger($node, $t, $nkeys, "$t ($p)");
-	PkWorkload::check_dense($node, $t, $t);
-	is($node->safe_psql('postgres', "SELECT check_data_runs('$t')"), 'ok',
-		"$t: its catalog row names exactly its data runs");
-	if ($p eq 'none')
-	{
-		is($node->safe_psql('postgres', qq{
-SELECT (SELECT count(*) FROM pk_changes('$t', $loaded{$t}))
-	 = (SELECT count(*) FROM pk_snapshots('$t')
-		 WHERE snapshot_id > $loaded{$t} AND commit_kind = 'APPEND')}), 't',
-			"$t (none): one change per 1-row commit in its stream");
-	}
-	else
-	{
-		is($node->safe_psql('postgres', "SELECT check_changelog('$t')"), 'ok',
-			"$t ($p): the stream is a valid retract stream replaying to the table");
-	}
+	PkWorkload::check_ledger_table($node, $t, $p, $nkeys, $loaded{$t});
 }
 
-my @bad = grep { /PANIC|TRAP:|terminated by signal|ERROR:.*pkchangelog/ }
-  split /\n/, slurp_file($node->logfile);
-is(join("\n", @bad[0 .. ($#bad < 9 ? $#bad : 9)]), '',
-	'no PANIC, assertion failure, crash or worker error in the server log');
+PkWorkload::check_log($node);
 
 $node->stop;
 done_testing();

@@ -1,14 +1,16 @@
 # PkWorkload.pm: a pgbench workload for the TAP tests that run writers
 # concurrently, most crashing the server under them (t/010, t/015, t/028,
-# t/032, t/036, t/037): writes the scripts (a ledger's among them),
+# t/032, t/036, t/037, t/038): writes the scripts (a ledger's among them),
 # starts pgbench in the background, collects the errors it saw other than
 # losing its connection to the server, and checks that snapshot ids stayed
-# dense and that a ledger matches its table.
+# dense, that a ledger matches its table, its stream and the server log.
 package PkWorkload;
 
 use strict;
 use warnings;
+use FindBin;
 use IPC::Run;
+use PkWorker;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
@@ -68,6 +70,20 @@ sub finish
 	return \@errs;
 }
 
+# stop_clean($w, $label): stops a workload that runs in the background
+# (SIGTERM: a background pgbench ignores SIGINT), then one test that
+# pgbench saw no errors but lost connections
+sub stop_clean
+{
+	my ($w, $label) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	$w->{h}->signal('TERM');
+	my $errs = finish($w, $label);
+	is(scalar(@$errs), 0, 'pgbench saw no errors')
+	  or diag(join("\n", @$errs[0 .. ($#$errs < 9 ? $#$errs : 9)]));
+	return;
+}
+
 # ledger_scripts($nkeys, @tables): a pgbench script per table that adds 1 to
 # the amount of a random one of its rows 1..$nkeys and records that in the
 # heap table ledger (tbl text, id int) in the same transaction, so that a
@@ -119,6 +135,65 @@ SELECT format('%s|%s|%s', count(*), min(snapshot_id), max(snapshot_id)) FROM pk_
 	my ($n, $min, $max) = split /\|/, $snaps;
 	return ok($n > 0 && $max - $min + 1 == $n, "$label: snapshot ids are dense")
 	  || diag("count|min|max = $snaps");
+}
+
+# check_ledger_table($node, $table, $producer, $nkeys, $from[, $label]):
+# after a ledger workload on $table (loaded with $nkeys rows, its last
+# snapshot before the workload $from): check_ledger, check_dense, the
+# catalog row naming exactly its data runs, and its stream: one change per
+# 1-row commit for none, a valid retract stream replaying to the table
+# else (test/setup/changelog_checker.sql's functions).  $label prefixes
+# the tests' names.
+sub check_ledger_table
+{
+	my ($node, $t, $p, $nkeys, $from, $label) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $pre = defined $label ? "$label: " : '';
+	check_ledger($node, $t, $nkeys, "$pre$t ($p)");
+	check_dense($node, $t, "$pre$t");
+	is($node->safe_psql('postgres', "SELECT check_data_runs('$t')"), 'ok',
+		"$pre$t: its catalog row names exactly its data runs");
+	if ($p eq 'none')
+	{
+		is($node->safe_psql('postgres', qq{
+SELECT (SELECT count(*) FROM pk_changes('$t', $from))
+	 = (SELECT count(*) FROM pk_snapshots('$t')
+		 WHERE snapshot_id > $from AND commit_kind = 'APPEND')}), 't',
+			"$pre$t (none): one change per 1-row commit in its stream");
+	}
+	else
+	{
+		is($node->safe_psql('postgres', "SELECT check_changelog('$t')"), 'ok',
+			"$pre$t ($p): the stream is a valid retract stream replaying to the table");
+	}
+	return;
+}
+
+# ledger_node($name, $conf): a node started as PkWorker::start_node does
+# (with $conf), with the extension, test/setup/changelog_checker.sql and
+# the heap ledger table ledger_scripts writes
+sub ledger_node
+{
+	my ($name, $conf) = @_;
+	my $node = PkWorker::start_node($name, $conf);
+	$node->safe_psql('postgres', 'CREATE EXTENSION pkchangelog');
+	$node->safe_psql('postgres',
+		slurp_file("$FindBin::Bin/../setup/changelog_checker.sql"));
+	$node->safe_psql('postgres', 'CREATE TABLE ledger (tbl text, id int)');
+	return $node;
+}
+
+# check_log($node): one test that the server log has no PANIC, assertion
+# failure, crash or error of the extension's worker
+sub check_log
+{
+	my ($node) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my @bad = grep { /PANIC|TRAP:|terminated by signal|ERROR:.*pkchangelog/ }
+	  split /\n/, PostgreSQL::Test::Utils::slurp_file($node->logfile);
+	is(join("\n", @bad[0 .. ($#bad < 9 ? $#bad : 9)]), '',
+		'no PANIC, assertion failure, crash or worker error in the server log');
+	return;
 }
 
 1;
