@@ -482,12 +482,6 @@ run_writer_stream_size(RunWriter *w)
 }
 
 /*
- * Write the stream's pages, the run header at its start.  Each page is
- * WAL-logged as a full image while its buffer is locked, so the page and
- * its WAL record cannot disagree; the run becomes reachable only when the
- * caller inserts its catalog row, which is WAL-logged after these pages.
- */
-/*
  * pw: the WAL record's data for a page whose payload is len bytes at
  * payload (run_wal.c): with wal_compression on (any method), compressed
  * again at RUN_WAL_ZSTD_LEVEL, as PostgreSQL then compresses its page
@@ -517,6 +511,12 @@ page_wal_data(RunPageWal *pw, const char *payload, Size len)
 	}
 }
 
+/*
+ * Write the stream's pages, the run header at its start.  Each page is
+ * WAL-logged (run_wal.c) while its buffer is locked, so the page and its
+ * WAL record cannot disagree; the run becomes reachable only when the
+ * caller inserts its catalog row, which is WAL-logged after these pages.
+ */
 static void
 write_pages(Relation rel, BlockNumber start, uint32 npages, Spool *stream,
 			const RunHeader *hdr)

@@ -150,6 +150,7 @@ commit_table(WriteBuffer *wb, bool preparing, List *before_read)
 	RunInfo    *final = NULL;
 	List	   *after = NIL;
 	List	   *written;
+	bool		have_written;
 	CompactDue	due;
 	RunInfo    *changelog;
 	instr_time	start;
@@ -324,19 +325,21 @@ commit_table(WriteBuffer *wb, bool preparing, List *before_read)
 	runcache_store_commit(rel, &st, after);
 
 	/*
-	 * wal_level = logical: the snapshot's changes, for decoding; a commit
-	 * without spills or a TRUNCATE made no runs but these two (those kept
-	 * in the snapshot's row are read from si)
+	 * The snapshot's changes, read by the decoding records (wal_level =
+	 * logical) and the materialized aggregates: a commit without spills or
+	 * a TRUNCATE made no runs but these two (those kept in the snapshot's
+	 * row are read from si), which they are handed
 	 */
 	written = NIL;
 	if (final && !final->in_snapshot_row)
 		written = lappend(written, final);
 	if (changelog && !changelog->in_snapshot_row)
 		written = lappend(written, changelog);
-	changelog_wal_log_snapshot(rel, si, written, pending == NIL && !truncated);
+	have_written = pending == NIL && !truncated;
+	changelog_wal_log_snapshot(rel, si, written, have_written);
 	/* materialized aggregates (full-compaction's: at its compactions) */
 	if (t->opts.changelog_producer != PK_PRODUCER_FULL_COMPACTION)
-		mat_maintain(rel, si, written, pending == NIL && !truncated);
+		mat_maintain(rel, si, written, have_written);
 
 	/*
 	 * Enough sorted runs for a compaction (compact_before_commit compacted
