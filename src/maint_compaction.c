@@ -575,17 +575,35 @@ made_under_none(Oid relid, int64 snapshot_id)
 #define UNDER_NONE_SPAN 4096
 
 /*
+ * Is the snapshot of a commit's run known not to have been made under
+ * none without reading it (t->producer_from: made under another producer)?
+ * One made under none is read still: it may have expired.
+ */
+static bool
+known_not_under_none(const PkTable *t, const RunInfo *r)
+{
+	return t->producer_from >= 0 && r->created_snapshot > t->producer_from &&
+		t->opts.changelog_producer != PK_PRODUCER_NONE;
+}
+
+/*
  * For each of the inputs, in order: is it a run straight from a commit
- * whose snapshot made_under_none says so?  A merge of small runs takes
- * dozens of recent commits' runs, whose snapshots are near each other:
- * they are read in one pass over the span (one lookup each read the
- * commit log from its page on: 9% of a backend's time under 1-row
- * commits, whose writers merge small runs at the stop trigger); runs far
- * apart are looked up one by one.
+ * whose snapshot made_under_none says so?  The snapshots made since the
+ * table's producer was first seen by this backend were made under it
+ * (t->producer_from, which the first call sets: the caller holds a lock on
+ * the table, so no ALTER TABLE runs meanwhile, and one that changes the
+ * producer later invalidates t): under another producer than none, they
+ * need not be read.  A merge of small runs takes dozens of recent
+ * commits' runs, whose snapshots are near each other: they are read in
+ * one pass over the span (one lookup each read the commit log from its
+ * page on: 9% of a backend's time under 1-row commits, whose writers merge
+ * small runs at the stop trigger); runs far apart are looked up one by
+ * one.
  */
 static bool *
-inputs_under_none(Oid relid, List *inputs)
+inputs_under_none(Relation rel, PkTable *t, List *inputs)
 {
+	Oid			relid = RelationGetRelid(rel);
 	bool	   *result = palloc0(sizeof(bool) * Max(list_length(inputs), 1));
 	int64		lo = PG_INT64_MAX;
 	int64		hi = 0;
@@ -594,18 +612,18 @@ inputs_under_none(Oid relid, List *inputs)
 	bool	   *none = NULL;
 	ListCell   *lc;
 
+	if (t->producer_from < 0 && t->opts.changelog_producer != PK_PRODUCER_NONE)
+		t->producer_from = cat_table_state_peek(relid).last_snapshot_id;
 	foreach(lc, inputs)
 	{
 		RunInfo    *r = lfirst(lc);
 
-		if (!r->from_commit)
+		if (!r->from_commit || known_not_under_none(t, r))
 			continue;
 		lo = Min(lo, r->created_snapshot);
 		hi = Max(hi, r->created_snapshot);
 		n++;
 	}
-	if (n == 0)
-		return result;
 	if (n > 1 && hi - lo < UNDER_NONE_SPAN)
 	{
 		/* the span's snapshots, ascending: which of its ids were none's */
@@ -624,7 +642,7 @@ inputs_under_none(Oid relid, List *inputs)
 	{
 		RunInfo    *r = lfirst(lc);
 
-		if (r->from_commit)
+		if (r->from_commit && !known_not_under_none(t, r))
 			result[i] = none ? none[r->created_snapshot - lo] :
 				made_under_none(relid, r->created_snapshot);
 		i++;
@@ -728,6 +746,9 @@ merge_and_switch(Relation rel, List *live, List *inputs, int outlevel, bool bott
 		changelog = prod_full_compaction(rel, t, upper, lower, 0);
 	}
 
+	/* which inputs' snapshots were made under none, before the lock */
+	under_none = inputs_under_none(rel, t, inputs);
+
 	/* commit: inputs out, outputs in, one COMPACT snapshot */
 	(void) cat_commit_lock(relid);
 	st = cat_table_state(relid, runcache_published_row(rel, &hint) ? &hint : NULL);
@@ -754,7 +775,6 @@ merge_and_switch(Relation rel, List *live, List *inputs, int outlevel, bool bott
 	cat_runs_replaced(relid);
 	kinds_derived = cat_snapshots_hold_changelogs();
 	MemoryContextSwitchTo(old);
-	under_none = inputs_under_none(relid, inputs);
 	MemoryContextSwitchTo(itemcxt);
 	foreach(lc, inputs)
 	{

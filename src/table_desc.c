@@ -338,6 +338,7 @@ build_table(Relation rel)
 	int			i = 0;
 
 	t->mcxt = mcxt;
+	t->producer_from = -1;
 	t->relid = RelationGetRelid(rel);
 	t->relname = pstrdup(RelationGetRelationName(rel));
 	t->tupdesc = CreateTupleDescCopy(RelationGetDescr(rel));

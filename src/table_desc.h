@@ -42,6 +42,13 @@ typedef struct PkTable
 	PkKeyCol   *keys;
 	TupleDesc	tupdesc;		/* copy of the relation's */
 	TupleDesc	keydesc;		/* the key columns alone (run block index) */
+	/*
+	 * The snapshots with ids above this were made under
+	 * opts.changelog_producer (-1: not known yet).  Set by compaction while
+	 * it holds a lock on the table, so that no ALTER TABLE runs; one that
+	 * changes the producer later invalidates this entry first.
+	 */
+	int64		producer_from;
 	MemoryContext mcxt;
 } PkTable;
 
