@@ -251,17 +251,14 @@ line()
 
 # compare LABEL UNIT min|max|median RUNS a/b|b/a TARGET FN [ARGS]: runs
 # "FN TABLE SPEC ARGS" (which prints one figure in UNIT) RUNS times per side,
-# alternating sides (a b, then b a, ...), keeps the better figure of each
-# side (lower for min, higher for max) or its median, and prints both and
-# their ratio, side a over side b (a/b) or the reverse, beside TARGET.  The
-# two figures kept are left in compared (a's, then b's) for a line that
-# relates two comparisons.
+# alternating sides (a b, then b a, ...), and reports them (report_figs).
+# The figures of each side are left in figs_a and figs_b, in run order.
 compare()
 {
 	local label=$1 unit=$2 how=$3 runs=$4 ratio=$5 target=$6 fn=$7
 	shift 7
-	local -a figs_a=() figs_b=()
-	local r best_a best_b num den ratio_label
+	local r
+	figs_a=() figs_b=()
 	# a then b, then b then a, ...: a trend over the runs (the machine's
 	# state drifting as they go) favours neither side
 	for ((r = 0; r < runs; r++)); do
@@ -273,6 +270,18 @@ compare()
 			figs_a+=("$("$fn" "${side_table[0]}" "${side_spec[0]}" "$@")")
 		fi
 	done
+	report_figs "$label" "$unit" "$how" "$ratio" "$target"
+}
+
+# report_figs LABEL UNIT min|max|median a/b|b/a TARGET: keeps the better
+# figure of each side in figs_a and figs_b (lower for min, higher for max)
+# or its median, and prints both and their ratio, side a over side b (a/b)
+# or the reverse, beside TARGET.  The two figures kept are left in compared
+# (a's, then b's) for a line that relates two comparisons.
+report_figs()
+{
+	local label=$1 unit=$2 how=$3 ratio=$4 target=$5
+	local best_a best_b num den ratio_label
 	if [ -n "${BENCH_VERBOSE:-}" ]; then
 		echo "  $label: ${side_label[0]} ${figs_a[*]}; ${side_label[1]} ${figs_b[*]}" >&2
 	fi
