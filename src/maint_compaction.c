@@ -774,8 +774,6 @@ merge_and_switch(Relation rel, List *live, List *inputs, int outlevel, bool bott
 	}
 	cat_runs_replaced(relid);
 	kinds_derived = cat_snapshots_hold_changelogs();
-	MemoryContextSwitchTo(old);
-	MemoryContextSwitchTo(itemcxt);
 	foreach(lc, inputs)
 	{
 		RunInfo    *r = lfirst(lc);
