@@ -391,6 +391,37 @@ typedef struct RunInfo
 	uint32		stream_len;
 	bool		in_snapshot_row;	/* that row is its snapshot's (a commit's
 									 * changelog run, catalog 0.8) */
+	uint64		key_filter;		/* a small data run's keys (run_key_filter_bit),
+								 * as its writer made it; 0: not known */
 } RunInfo;
+
+/*
+ * The key filter of a data run of at most RUN_KEY_FILTER_MAX_ROWS rows: a
+ * 64-bit bloom filter of its keys' hashes, three bits a key, kept in its
+ * RunInfo only (its writer makes it, and commits publish it with the run's
+ * row, run_cache.c; a run read from the catalog has none).  A point lookup
+ * passes over the runs of other backends' small commits with it, without
+ * loading their indexes.  False positives: about 1 in 10,000 keys for a
+ * 1-row run, 1 in 20 for an 8-row one.  A run's keys set at least one bit,
+ * so 0 means "not known", never "no key".
+ */
+#define RUN_KEY_FILTER_MAX_ROWS	8
+
+static inline uint64
+run_key_filter_bits(uint32 hash)
+{
+	return (UINT64CONST(1) << (hash & 63)) |
+		(UINT64CONST(1) << ((hash >> 6) & 63)) |
+		(UINT64CONST(1) << ((hash >> 12) & 63));
+}
+
+/* can run hold a key of this hash, by its key filter? */
+static inline bool
+run_key_filter_may_contain(const RunInfo *run, uint32 hash)
+{
+	uint64		bits = run_key_filter_bits(hash);
+
+	return run->key_filter == 0 || (run->key_filter & bits) == bits;
+}
 
 #endif							/* PK_RUN_FORMAT_H */

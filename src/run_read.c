@@ -1289,19 +1289,23 @@ run_cursor_close(RunCursor *c)
 }
 
 /*
- * Find key in a run: bloom filter, then the one block that can hold it.
+ * Find key in a run: key filter (a small run's), bloom filter, then the
+ * one block that can hold it.
  * On success the row's block stays pinned in *pinned.
  */
 bool
 run_lookup(Relation rel, PkTable *t, const RunInfo *run, const Datum *key,
 		   uint32 hash, RunRowHeader **hdr, uint64 *ordinal, RunBlock **pinned)
 {
-	RunIndex   *idx = run_index_get(rel, t, run);
+	RunIndex   *idx;
 	uint32		blockno;
 	RunBlock   *b;
 	uint32		row;
 
 	*pinned = NULL;
+	if (!run_key_filter_may_contain(run, hash))
+		return false;
+	idx = run_index_get(rel, t, run);
 	if (idx->nblocks == 0 || !bloom_may_contain(rel, run, idx, hash))
 		return false;
 	blockno = run_index_find_block(t, idx, key, t->nkeys, false);

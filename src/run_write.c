@@ -82,6 +82,7 @@ struct RunWriter
 	uint32		nblocks;
 	uint64		nrows;
 	Spool		hashes;			/* uint32 per row (data runs: the bloom filter's) */
+	uint64		key_filter;		/* of the first RUN_KEY_FILTER_MAX_ROWS rows */
 	uint64		min_seq;
 	uint64		max_seq;
 	uint64		run_seq;		/* every row's, when set (run_writer_set_seq) */
@@ -435,6 +436,8 @@ run_writer_add(RunWriter *w, uint64 seq, PkRowKind kind, MinimalTuple tup,
 	/* changelog runs are read in order, never probed: no filter */
 	if (w->kind != RUN_CHANGELOG)
 		spool_append(&w->hashes, &hash, sizeof(hash));
+	if (w->nrows < RUN_KEY_FILTER_MAX_ROWS)
+		w->key_filter |= run_key_filter_bits(hash);
 	w->nrows++;
 	w->min_seq = Min(w->min_seq, seq);
 	w->max_seq = Max(w->max_seq, seq);
@@ -791,6 +794,8 @@ run_writer_finish(RunWriter *w, int64 created_snapshot)
 	run->index_offset = hdr.index_offset;
 	run->bloom_offset = hdr.bloom_offset;
 	run->created_snapshot = created_snapshot;
+	if (w->kind == RUN_DATA && w->nrows <= RUN_KEY_FILTER_MAX_ROWS)
+		run->key_filter = w->key_filter;
 
 	/*
 	 * Its first and last keys as text (pk_runs), in the caller's context:
