@@ -391,7 +391,7 @@ typedef struct RunInfo
 	uint32		stream_len;
 	bool		in_snapshot_row;	/* that row is its snapshot's (a commit's
 									 * changelog run, catalog 0.8) */
-	uint64		key_filter;		/* a small data run's keys (run_key_filter_bit),
+	uint64		key_filter;		/* a small data run's keys (run_key_filter_bits),
 								 * as its writer made it; 0: not known */
 } RunInfo;
 
