@@ -433,11 +433,13 @@ run_writer_add(RunWriter *w, uint64 seq, PkRowKind kind, MinimalTuple tup,
 		   0, MINIMAL_TUPLE_PADDING);
 	w->blk_nrows++;
 
-	/* changelog runs are read in order, never probed: no filter */
+	/* changelog runs are read in order, never probed: no filters */
 	if (w->kind != RUN_CHANGELOG)
+	{
 		spool_append(&w->hashes, &hash, sizeof(hash));
-	if (w->nrows < RUN_KEY_FILTER_MAX_ROWS)
-		w->key_filter |= run_key_filter_bits(hash);
+		if (w->nrows < RUN_KEY_FILTER_MAX_ROWS)
+			w->key_filter |= run_key_filter_bits(hash);
+	}
 	w->nrows++;
 	w->min_seq = Min(w->min_seq, seq);
 	w->max_seq = Max(w->max_seq, seq);
