@@ -45,7 +45,7 @@ EXTRA_CLEAN = pkchangelog.exports
 REGRESS = extension readme ddl_options ddl_keys dml on_conflict savepoints \
 	explain parallel snapshots storage errors changelog_checker rewrites \
 	key_updates producers stream consume prepared materialize materialize_random decoding monitoring expiration stats compaction \
-	vacuum_full spill pk_write privileges run_memory
+	vacuum_full spill pk_write equal_keys privileges run_memory
 REGRESS_OPTS = --inputdir=$(srcdir)/test --load-extension=pkchangelog \
 	--temp-config=$(srcdir)/test/pg_test.conf
 ISOLATION = $(sort $(basename $(notdir $(wildcard $(srcdir)/test/isolation/specs/*.spec))))

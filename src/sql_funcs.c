@@ -471,7 +471,8 @@ is_key_column(PkTable *t, AttrNumber attnum)
  * with the caller's search_path, where another role's objects must not
  * be picked up.  Generated columns are left to the table; identity
  * columns take the row's value (OVERRIDING SYSTEM VALUE), as a replicated
- * row would.  +U sets the row's own values ($1), not EXCLUDED's: the
+ * row would.  +U sets every column to the row's own value ($1), the key
+ * columns too (the record replaces the row whole), not EXCLUDED's: the
  * caller needs no SELECT on the columns it overwrites.
  */
 static char *
@@ -515,20 +516,27 @@ write_statement(Relation rel, PkTable *t, PkRowKind kind)
 		appendStringInfo(&vals, "%s($1).%s", vals.len ? ", " : "", col);
 		if (is_key_column(t, att->attnum))
 			appendStringInfo(&keys, "%s%s", keys.len ? ", " : "", col);
-		else if (att->attidentity != ATTRIBUTE_IDENTITY_ALWAYS)
+		if (att->attidentity != ATTRIBUTE_IDENTITY_ALWAYS)
 			appendStringInfo(&set, "%s%s = ($1).%s", set.len ? ", " : "", col, col);
 	}
 	appendStringInfo(&sql, "INSERT INTO %s (%s) OVERRIDING SYSTEM VALUE VALUES (%s)",
 					 relname, cols.data, vals.data);
 	if (kind == PK_UPDATE_AFTER)
 	{
-		/* a table of key columns only: the update sets the key to itself */
+		/*
+		 * The record replaces the row whole, key columns included: a key
+		 * its operator class calls equal to the stored one (10.00 for 10,
+		 * 'A' for 'a' under a case-insensitive collation) is stored as
+		 * given, as an INSERT's would be.  An identity column that is
+		 * GENERATED ALWAYS can only be updated to its default.
+		 */
 		if (set.len == 0)
-		{
-			const char *col = quote_identifier(NameStr(TupleDescAttr(desc, t->keys[0].attnum - 1)->attname));
-
-			appendStringInfo(&set, "%s = ($1).%s", col, col);
-		}
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("pk_write cannot write a +U to table \"%s\"",
+							RelationGetRelationName(rel)),
+					 errdetail("Its only columns are identity columns defined as GENERATED ALWAYS, which an update cannot set."),
+					 errhint("Write the row with '+I', which replaces the row whole.")));
 		appendStringInfo(&sql, " ON CONFLICT (%s) DO UPDATE SET %s", keys.data, set.data);
 	}
 	return sql.data;

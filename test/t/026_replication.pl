@@ -19,6 +19,10 @@
 # - A transaction of 1M changes (500k -U/+U pairs) beyond
 #   logical_decoding_work_mem is streamed to a subscriber (streaming = on)
 #   and spilled to disk by a slot without streaming, and arrives whole.
+# - Keys equal but stored differently (numeric 10 and 10.00), rewritten
+#   through pk_write's +U, UPDATE, an upserting INSERT and MERGE, reach
+#   heap and pkmerge subscribers as the values written last, from a pkmerge
+#   source and from a heap one.
 # - pg_recvlogical receives the pkchangelog plugin's JSON.
 use strict;
 use warnings;
@@ -49,9 +53,11 @@ CREATE TABLE o_lookup ($columns) USING pkmerge WITH (changelog_producer = 'looku
 CREATE TABLE o_full ($columns) USING pkmerge WITH (changelog_producer = 'full-compaction');
 CREATE TABLE o_none ($columns) USING pkmerge;
 CREATE TABLE o_big ($columns) USING pkmerge WITH (changelog_producer = 'lookup');
-CREATE PUBLICATION p_lookup FOR TABLE o_lookup, o_big;
+CREATE TABLE o_keys (k numeric PRIMARY KEY, v int) USING pkmerge WITH (changelog_producer = 'lookup');
+CREATE TABLE h_keys (k numeric PRIMARY KEY, v int);
+CREATE PUBLICATION p_lookup FOR TABLE o_lookup, o_big, o_keys;
 CREATE PUBLICATION p_full FOR TABLE o_full;
-CREATE PUBLICATION p_pk FOR TABLE o_none, o_lookup;
+CREATE PUBLICATION p_pk FOR TABLE o_none, o_lookup, o_keys, h_keys;
 -- rows before the subscriptions: copied where copy_data = true
 INSERT INTO o_lookup SELECT g, g % 10, g FROM generate_series(1, 1000) g;
 INSERT INTO o_none SELECT g, g % 10, g FROM generate_series(1, 1000) g;
@@ -62,6 +68,7 @@ $node->safe_psql('dst_heap', qq{
 CREATE TABLE o_lookup ($columns);
 CREATE TABLE o_full ($columns);
 CREATE TABLE o_big ($columns);
+CREATE TABLE o_keys (k numeric PRIMARY KEY, v int);
 CREATE TABLE totals (tab text, store_id int, total numeric NOT NULL,
 	PRIMARY KEY (tab, store_id));
 CREATE FUNCTION track() RETURNS trigger LANGUAGE plpgsql AS \$\$
@@ -95,6 +102,8 @@ $node->safe_psql('dst_pk', qq{
 CREATE EXTENSION pkchangelog;
 CREATE TABLE o_none ($columns) USING pkmerge;
 CREATE TABLE o_lookup ($columns) USING pkmerge WITH (changelog_producer = 'lookup');
+CREATE TABLE o_keys (k numeric PRIMARY KEY, v int) USING pkmerge WITH (changelog_producer = 'lookup');
+CREATE TABLE h_keys (k numeric PRIMARY KEY, v int) USING pkmerge;
 });
 $node->safe_psql('dst_pk', slurp_file("$FindBin::Bin/../setup/changelog_checker.sql"));
 
@@ -193,6 +202,37 @@ workload($_) for ('o_lookup', 'o_full', 'o_none');
 $node->safe_psql('src', "SELECT pk_compact('o_full', true)");
 isnt(totals('o_lookup'), '', 'totals are not empty');
 check_all('after the workload');
+
+# keys equal but stored differently (10 and 10.00): every subscriber holds
+# the value written last, from a pkmerge source (the -U carries the value
+# replaced, the +U the new one) and from a heap source into pkmerge
+$node->safe_psql('src', $_) for (
+	'INSERT INTO o_keys VALUES (10, 1), (20, 2), (30, 3), (40, 4)',
+	"SELECT pk_write('o_keys', '+U', ROW(10.00, 11)::o_keys)",
+	'UPDATE o_keys SET k = 20.0, v = 21 WHERE k = 20',
+	'INSERT INTO o_keys VALUES (30.000, 31)',
+	'MERGE INTO o_keys USING (VALUES (40.0)) s(k) ON o_keys.k = s.k
+	 WHEN MATCHED THEN UPDATE SET k = s.k, v = 41',
+	'INSERT INTO h_keys VALUES (10, 1), (20, 2), (30, 3), (40, 4)',
+	'UPDATE h_keys SET k = 10.00, v = 11 WHERE k = 10',
+	'UPDATE h_keys SET k = 20.0, v = 21 WHERE k = 20',
+	'INSERT INTO h_keys VALUES (30.000, 31) ON CONFLICT (k) DO UPDATE SET k = EXCLUDED.k, v = EXCLUDED.v',
+	'MERGE INTO h_keys USING (VALUES (40.0)) s(k) ON h_keys.k = s.k
+	 WHEN MATCHED THEN UPDATE SET k = s.k, v = 41');
+caught_up();
+my $keys = 'SELECT k::text, v FROM %s ORDER BY k';
+my $written = "10.00|11\n20.0|21\n30.000|31\n40.0|41";
+is($node->safe_psql('src', sprintf($keys, 'o_keys')), $written,
+	'the pkmerge source holds the key values written last');
+is($node->safe_psql('src', sprintf($keys, 'h_keys')), $written,
+	'the heap source holds the key values written last');
+is($node->safe_psql('dst_heap', sprintf($keys, 'o_keys')), $node->safe_psql('src', sprintf($keys, 'o_keys')),
+	'the heap subscriber of a pkmerge table holds the same key values');
+for my $t ('o_keys', 'h_keys')
+{
+	is($node->safe_psql('dst_pk', sprintf($keys, $t)), $node->safe_psql('src', sprintf($keys, $t)),
+		"the pkmerge subscriber of $t holds the same key values");
+}
 
 # TRUNCATE, and rows after it in the same transaction
 for my $t ('o_lookup', 'o_full', 'o_none')
