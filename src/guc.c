@@ -16,6 +16,7 @@
 
 
 bool		pk_worker_enabled = true;
+bool		pk_default_worker_enabled = true;
 bool		pk_group_commit = true;
 int			pk_worker_naptime = 1000;
 int			pk_worker_request_delay = 20;
@@ -30,6 +31,11 @@ pk_guc_init(void)
 							 "Runs compaction, the full-compaction schedule and snapshot expiration in background workers.",
 							 "Off: writers still compact at num_sorted_run_stop_trigger; pk_compact and pk_expire_snapshots do the rest.",
 							 &pk_worker_enabled, true, PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("pkchangelog.default_worker_enabled",
+							 "Sets the table option worker_enabled of pkmerge tables created without it.",
+							 "Off: a new table is created with worker_enabled = false, which the background worker leaves alone (as default_tablespace, it is stored with the table at CREATE TABLE).",
+							 &pk_default_worker_enabled, true, PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 	DefineCustomBoolVariable("pkchangelog.group_commit",
 							 "Lets the commits of one pkmerge table share WAL flushes.",

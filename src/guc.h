@@ -10,6 +10,7 @@
 
 /* guc.c */
 extern bool pk_worker_enabled;
+extern bool pk_default_worker_enabled;
 extern bool pk_group_commit;
 extern int	pk_worker_naptime;
 extern int	pk_worker_request_delay;

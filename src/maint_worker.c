@@ -626,10 +626,11 @@ maintain_step(Oid relid, MaintainStep step)
 
 	/*
 	 * Not ours (the OID of a dropped table reused), another session's
-	 * temporary table (a writer's request can name one), or a compaction
-	 * running.
+	 * temporary table (a writer's request can name one), one whose option
+	 * worker_enabled is off, or a compaction running.
 	 */
 	if (!pk_is_pkmerge(rel) || rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP ||
+		!pk_table(rel)->opts.worker_enabled ||
 		!cat_compaction_trylock(relid))
 	{
 		table_close(rel, NoLock);

@@ -48,6 +48,7 @@
 #include "utils/syscache.h"
 
 #include "catalog.h"
+#include "guc.h"
 #include "maint_compaction.h"
 #include "mat.h"
 #include "sql_ddl.h"
@@ -404,7 +405,9 @@ prepare_create(CreateStmt *stmt)
 }
 
 /*
- * After CREATE TABLE: store the options, and check the key columns exist.
+ * After CREATE TABLE: store the options (worker_enabled as
+ * pkchangelog.default_worker_enabled says, unless given), and check the
+ * key columns exist.
  */
 static void
 finish_create(CreateStmt *stmt, List *defs)
@@ -412,6 +415,8 @@ finish_create(CreateStmt *stmt, List *defs)
 	Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, false);
 	Relation	rel;
 
+	if (!pk_default_worker_enabled && pkopt_value(defs, "worker_enabled") == NULL)
+		defs = lappend(defs, makeDefElem("worker_enabled", (Node *) makeString("false"), -1));
 	set_reloptions(relid, pkopt_merge_reloptions((Datum) 0, defs, NIL));
 	/* building the descriptor resolves the key columns, or fails */
 	rel = table_open(relid, NoLock);

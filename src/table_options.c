@@ -60,7 +60,7 @@ typedef struct OptValue
 typedef struct OptDef
 {
 	const char *name;			/* canonical, snake_case */
-	const char *alias;			/* Paimon's spelling */
+	const char *alias;			/* Paimon's spelling, or NULL */
 	OptType		type;
 	size_t		offset;			/* of its field in PkOptions */
 	const char *dflt;
@@ -128,6 +128,8 @@ static const OptDef opt_defs[] = {
 	.derive_from = "snapshot_time_retained"},
 	{"primary_key", "primary-key", OPT_KEY, FIELD(primary_key), NULL},
 	{"consumer_expiration_time", "consumer.expiration-time", OPT_DURATION, FIELD(consumer_expiration_time), NULL, 1, INT_MAXV},
+	/* pkchangelog's own, as heap's autovacuum_enabled: no Paimon spelling */
+	{"worker_enabled", NULL, OPT_BOOL, FIELD(worker_enabled), "true"},
 };
 
 #define NUM_OPTS lengthof(opt_defs)
@@ -151,7 +153,7 @@ find_opt(const char *name)
 		const char *a = d->name;
 		const char *b = name;
 
-		if (strcmp(d->name, name) == 0 || strcmp(d->alias, name) == 0)
+		if (strcmp(d->name, name) == 0 || (d->alias && strcmp(d->alias, name) == 0))
 			return d;
 		/* underscore and hyphen are the same letter here */
 		while (*a && *b && (*a == *b || (*a == '_' && *b == '-')))
@@ -357,8 +359,10 @@ pkopt_validate(List *defs, bool with_values)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("pkmerge option \"%s\" specified more than once", d->name),
+					 d->alias ?
 					 errhint("Give each option once; \"%s\" and \"%s\" are spellings of the same option.",
-							 d->name, d->alias)));
+							 d->name, d->alias) :
+					 errhint("Give each option once.")));
 		seen[d - opt_defs] = true;
 		if (!with_values)
 			value = NULL;

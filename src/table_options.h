@@ -56,6 +56,7 @@ typedef struct PkOptions
 	int64		changelog_time_retained;	/* milliseconds */
 	char	   *primary_key;	/* comma-separated column names, or NULL */
 	int64		consumer_expiration_time;	/* milliseconds; 0: never */
+	bool		worker_enabled; /* the background worker maintains it */
 } PkOptions;
 
 /* one option as pk_options() shows it */

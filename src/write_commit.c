@@ -345,11 +345,11 @@ commit_table(WriteBuffer *wb, bool preparing, List *before_read)
 	 * Enough sorted runs for a compaction (compact_before_commit compacted
 	 * at the stop trigger, if it could): the background worker is asked for
 	 * one once this commit is visible.  Not for a temporary table, which
-	 * the worker cannot read.
+	 * the worker cannot read, nor one the worker leaves alone.
 	 */
 	due = compact_due(rel, after, 0, 0);
 	if (due != COMPACT_NOT_DUE && nrequests < MAX_REQUESTS &&
-		rel->rd_rel->relpersistence != RELPERSISTENCE_TEMP)
+		rel->rd_rel->relpersistence != RELPERSISTENCE_TEMP && t->opts.worker_enabled)
 		requests[nrequests++] = wb->relid;
 	/*
 	 * Expire every 64 commits too (the worker may be off), under the commit

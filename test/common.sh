@@ -2,8 +2,10 @@
 # builds and installs the extension, and prepares a scratch directory that
 # the unprivileged user running the servers can write.
 #
-# After "pk_setup NAME": $bindir, $pgxs, $work (scratch copy of sql/,
-# test/, README.md, doc/ and src/), and "run_as CMD..." running CMD as that user.
+# After "pk_setup NAME": $bindir, $pgxs, $work (scratch copy of the tree's
+# sources: the Makefile, control file, META.json, LICENSE, sql/, expected/,
+# test/, debian/, README.md, doc/ and src/), and "run_as CMD..." running
+# CMD as that user.
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PG_CONFIG=${PG_CONFIG:-pg_config}
@@ -52,7 +54,9 @@ pk_setup()
 
 	work=$(mktemp -d "/tmp/pkchangelog-$1.XXXXXX")
 	# README.md, doc/ and src/ for t/003_docs.pl, which reads them
-	cp -r "$top/sql" "$top/test" "$top/README.md" "$top/doc" "$top/src" "$work/"
+	cp -r "$top/Makefile" "$top/pkchangelog.control" "$top/META.json" "$top/LICENSE" \
+		"$top/sql" "$top/expected" "$top/test" "$top/debian" "$top/README.md" "$top/doc" \
+		"$top/src" "$work/"
 	if [ "$(id -u)" -eq 0 ]; then
 		id postgres >/dev/null 2>&1 || pk_die "no 'postgres' account to run the servers as"
 		chown -R postgres: "$work"

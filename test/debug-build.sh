@@ -223,7 +223,7 @@ run_tests()
 	local check=$1 kind=$2 s ok=0 bad=0 out db prog inputdir
 	shift 2
 	if [ "$kind" = regress ]; then
-		db=contrib_regression prog=$pgxs/src/test/regress/pg_regress inputdir=$work/test
+		db=contrib_regression prog=$pgxs/src/test/regress/pg_regress inputdir=$work
 	else
 		db=isolation_regression prog=$isolation_dir/pg_isolation_regress inputdir=$work/test/isolation
 	fi

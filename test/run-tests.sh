@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# make test: builds and installs pkchangelog, then runs every pg_regress
-# suite (test/sql, in the Makefile's REGRESS order), every isolation spec
-# (test/isolation/specs: ISOLATION) and every TAP test (test/t/*.pl)
-# against temporary instances with the library preloaded: the lists and
-# options "make installcheck" uses against a running server.  Prints the
+# make test: builds and installs pkchangelog, then runs "make installcheck"
+# (every pg_regress suite, sql/ in the Makefile's REGRESS order, and every
+# isolation spec, test/isolation/specs) against a throwaway server
+# configured as README.md's "Installing" section says, with prepared
+# transactions on and off; every TAP test (test/t/*.pl) on servers of their
+# own; and, as root, the distributions (test/package.sh).  Prints the
 # diffs of failures and one summary line "N passed, N failed"; exits
 # non-zero on any failure.
 set -uo pipefail
@@ -18,11 +19,13 @@ port_base=$((54000 + RANDOM % 2000))
 # The Makefile's lists (REGRESS, ISOLATION), as make installcheck runs them
 eval "$(make -s --no-print-directory -C "$top" PG_CONFIG="$PG_CONFIG" test-lists)"
 
-# Every test/sql/*.sql must be in REGRESS, every spec in ISOLATION: a test
-# file that is not run would be a silent skip.
-for f in "$top"/test/sql/*.sql; do
+# Every suite in sql/ (the files beside the extension scripts) must be in
+# REGRESS, every spec in ISOLATION: a test file that is not run would be a
+# silent skip.
+for f in "$top"/sql/*.sql; do
 	t=$(basename "$f" .sql)
-	[[ " $REGRESS " == *" $t "* ]] || pk_die "test/sql/$t.sql is not in the Makefile's REGRESS"
+	[[ $t == pkchangelog--* ]] && continue
+	[[ " $REGRESS " == *" $t "* ]] || pk_die "sql/$t.sql is not in the Makefile's REGRESS"
 done
 for f in "$top"/test/isolation/specs/*.spec; do
 	t=$(basename "$f" .spec)
@@ -41,41 +44,55 @@ count_regress()
 	done
 }
 
-echo "== pg_regress"
-out=$work/regress.out
-# shellcheck disable=SC2086
-run_as "$pgxs/src/test/regress/pg_regress" \
-	--bindir="$bindir" --port=$port_base \
-	--temp-instance="$work/tmp_regress" --temp-config="$work/test/pg_test.conf" \
-	--inputdir="$work/test" --outputdir="$work/regress" \
-	--dbname=contrib_regression --load-extension=pkchangelog \
-	$REGRESS >"$out" 2>&1
-rc=$?
-cat "$out"
-count_regress "$out" regress
-if [ $rc -ne 0 ]; then
-	[ -f "$work/regress/regression.diffs" ] && cat "$work/regress/regression.diffs"
-	grep -qE '\.\.\. +FAILED' "$out" || { failed=$((failed + 1)); failed_names+=("regress (exit $rc)"); }
-fi
+# make installcheck against a server configured as the README's
+# "Installing" section says (its settings block; the background worker on,
+# as in a real installation), with max_prepared_transactions = 10 and then
+# at PostgreSQL's default 0.  fsync = off only speeds the throwaway cluster.
+settings=$work/installing.conf
+awk '/^## Installing/ { s = 1; next } /^## / { s = 0 } s && /^```ini$/ { b = 1; next } b && /^```$/ { exit } b' \
+	"$work/README.md" >"$settings"
+grep -q "^shared_preload_libraries = 'pkchangelog'" "$settings" ||
+	pk_die "README.md's Installing section gives no settings block preloading pkchangelog"
+ic=$work/installcheck
+run_as mkdir -p "$ic"
+run_as initdb -D "$ic/data" -A trust -U postgres >"$ic/initdb.log" 2>&1 || { cat "$ic/initdb.log"; pk_die "initdb failed"; }
+cat "$settings" >>"$ic/data/postgresql.conf"
+echo "fsync = off" >>"$ic/data/postgresql.conf"
+ic_stop() { run_as pg_ctl -D "$ic/data" -m fast -w stop >/dev/null 2>&1; }
+trap ic_stop EXIT
 
-if [ -n "$ISOLATION" ]; then
-	echo "== isolation"
-	out=$work/isolation.out
-	# shellcheck disable=SC2086
-	run_as "$pgxs/src/test/isolation/pg_isolation_regress" \
-		--bindir="$bindir" --port=$((port_base + 1)) \
-		--temp-instance="$work/tmp_isolation" --temp-config="$work/test/pg_test.conf" \
-		--inputdir="$work/test/isolation" --outputdir="$work/isolation" \
-		--dbname=isolation_regression --load-extension=pkchangelog \
-		$ISOLATION >"$out" 2>&1
+installcheck_with()
+{
+	local mpt=$1 out=$work/installcheck-$1.out rc d
+	echo "== make installcheck (README's settings, max_prepared_transactions = $mpt)"
+	ic_stop
+	run_as pg_ctl -D "$ic/data" -w -l "$ic/server.log" \
+		-o "-p $port_base -k $ic -c listen_addresses='' -c max_prepared_transactions=$mpt" start >/dev/null ||
+		{ tail -n 30 "$ic/server.log"; pk_die "the installcheck server did not start"; }
+	rm -rf "$work/results" "$work/output_iso" "$work/regression.diffs"
+	(cd "$work" && run_as env PGHOST="$ic" PGPORT=$port_base \
+		make -s installcheck PG_CONFIG="$PG_CONFIG" TAP_TESTS=) >"$out" 2>&1
 	rc=$?
 	cat "$out"
-	count_regress "$out" isolation
+	count_regress "$out" "installcheck-mpt$mpt"
 	if [ $rc -ne 0 ]; then
-		[ -f "$work/isolation/regression.diffs" ] && cat "$work/isolation/regression.diffs"
-		grep -qE '\.\.\. +FAILED' "$out" || { failed=$((failed + 1)); failed_names+=("isolation (exit $rc)"); }
+		for d in "$work/regression.diffs" "$work/output_iso/regression.diffs"; do
+			[ -f "$d" ] && cat "$d"
+		done
+		grep -qE '\.\.\. +FAILED' "$out" || { failed=$((failed + 1)); failed_names+=("installcheck-mpt$mpt (exit $rc)"); }
 	fi
-fi
+}
+installcheck_with 10
+# every spec ran with prepared transactions on
+for s in $ISOLATION_PREPARED; do
+	grep -qE "^(test )?$s +\.\.\." "$work/installcheck-10.out" ||
+		{ failed=$((failed + 1)); failed_names+=("installcheck-mpt10 ($s did not run)"); }
+done
+installcheck_with 0
+grep -q "max_prepared_transactions = 0 on this server: isolation specs" "$work/installcheck-0.out" ||
+	{ failed=$((failed + 1)); failed_names+=("installcheck-mpt0 (no note of the specs left out)"); }
+ic_stop
+trap - EXIT
 
 echo "== TAP"
 for t in "$work"/test/t/*.pl; do
@@ -104,6 +121,25 @@ for t in "$work"/test/t/*.pl; do
 		done
 	fi
 done
+
+# as root: the distributions (test/package.sh), which installs and removes
+# the package; make install then puts the library back
+if [ "$(id -u)" -eq 0 ]; then
+	echo "== package"
+	out=$work/package.out
+	bash "$top/test/package.sh" "$top" >"$out" 2>&1
+	cat "$out"
+	passed=$((passed + $(grep -c '^ok - ' "$out")))
+	failed=$((failed + $(grep -c '^not ok - ' "$out")))
+	while IFS= read -r line; do
+		failed_names+=("package/${line#not ok - }")
+	done < <(grep '^not ok - ' "$out")
+	grep -q '^ok - ' "$out" || { failed=$((failed + 1)); failed_names+=("package (no check ran)"); }
+	make -C "$top" -s PG_CONFIG="$PG_CONFIG" install >/dev/null ||
+		{ failed=$((failed + 1)); failed_names+=("make install after the package test"); }
+else
+	echo "== package: not run (installing a package needs root)"
+fi
 
 echo
 if [ "$failed" -eq 0 ]; then

@@ -2,10 +2,10 @@
 # sources, SQL and tests speak of versions and measured figures, never of
 # the work's history ("session 4 added", "issue 3", "(issue 4)"); the
 # README's "Using it" shows pk_changes, and its SQL and outputs are those
-# that test/sql/readme.sql runs and test/expected/readme.out holds, so the
+# that sql/readme.sql runs and expected/readme.out holds, so the
 # section gives what it says when run as written.  Needs no server.  Reads
 # the tree this file is in (make test runs a copy of README.md, doc/, src/,
-# sql/ and test/: test/common.sh).
+# sql/, expected/ and test/: test/common.sh).
 use strict;
 use warnings;
 use FindBin;
@@ -39,7 +39,7 @@ my @history = (
 	qr/\(issues?\b/i,                  # (issue 3)
 	qr/\bfixed in (?:session|issue)/i);
 my @files = ("$top/README.md", glob("$top/doc/*.md"), glob("$top/src/*.[ch]"),
-	glob("$top/sql/*.sql"), glob("$test/sql/*.sql"), glob("$test/setup/*.sql"),
+	glob("$top/sql/*.sql"), glob("$test/setup/*.sql"),
 	glob("$test/t/*.p[lm]"), glob("$test/*.sh"), glob("$test/*.conf"),
 	glob("$test/isolation/specs/*.spec"), glob("$test/demo/*.sql"), glob("$test/bench/*"));
 ok(scalar(grep { /README/ } @files) == 1 && scalar(grep { m{/doc/} } @files) >= 2
@@ -71,15 +71,15 @@ ok(scalar(grep { /^\s+\d+ \| -U +\| .*"amount": 100\.00/m } @out)
 	  && scalar(grep { /^\s+\d+ \| \+U +\| .*"amount": 80\.00/m } @out),
 	'its output shows the lookup stream of 100 -> 80');
 
-my $script = normalized(slurp("$test/sql/readme.sql"));
-my $expected = normalized(slurp("$test/expected/readme.out"));
+my $script = normalized(slurp("$top/sql/readme.sql"));
+my $expected = normalized(slurp("$top/expected/readme.out"));
 for my $i (0 .. $#sql)
 {
 	ok(index($script, normalized($sql[$i])) >= 0,
-		"SQL block " . ($i + 1) . " is in test/sql/readme.sql as written");
+		"SQL block " . ($i + 1) . " is in sql/readme.sql as written");
 }
 # an output block holds one or more results (blank lines between them),
-# each one in test/expected/readme.out, in the order shown
+# each one in expected/readme.out, in the order shown
 my $pos = 0;
 for my $i (0 .. $#out)
 {
@@ -90,7 +90,7 @@ for my $i (0 .. $#out)
 		$found = 0 if $at < 0;
 		$pos = $at + length($result) if $at >= 0;
 	}
-	ok($found, "output block " . ($i + 1) . " is what test/expected/readme.out shows");
+	ok($found, "output block " . ($i + 1) . " is what expected/readme.out shows");
 }
 
 done_testing();
