@@ -4,18 +4,15 @@
 -- never for rolled-back work; the pkchangelog output plugin renders them as
 -- RowKinds (text and json), heap tables too; origin filtering and
 -- fast-forward hold for pkmerge changes; the decoded stream is
--- pk_changes' stream; the extension's catalog is never published.
---
--- test_decoding also prints the extension's own bookkeeping rows (tables of
--- schema pkchangelog): the queries below leave them out, so a transaction
--- that wrote only those shows as an empty BEGIN/COMMIT.
+-- pk_changes' stream; other plugins than pkchangelog receive old rows as
+-- the replica identity gives them; the extension's catalog is never
+-- decoded nor published.
 -- The background worker leaves this suite's tables alone: it counts their
 -- snapshots and runs.
 SET pkchangelog.default_worker_enabled = off;
 CREATE VIEW td AS
 SELECT data FROM pg_logical_slot_get_changes('td_slot', NULL, NULL,
-	'include-xids', '0', 'skip-empty-xacts', '1')
-WHERE data NOT LIKE 'table pkchangelog.%';
+	'include-xids', '0', 'skip-empty-xacts', '1');
 SELECT 'init' FROM pg_create_logical_replication_slot('td_slot', 'test_decoding');
 
 -- lookup: the complete stream
@@ -282,8 +279,60 @@ TABLE wr;
 DROP TABLE wr;
 DROP EXTENSION pg_walinspect;
 
--- the extension's catalog never reaches a publication
+-- The replica identity of a pkmerge table is FULL, whatever its producer
+-- (heap keeps DEFAULT), and ALTER TABLE ... REPLICA IDENTITY changes it
+CREATE TABLE ri (k numeric PRIMARY KEY, g int, v text) USING pkmerge
+	WITH (changelog_producer = 'lookup');
+CREATE TABLE ri_none (k int PRIMARY KEY, v int) USING pkmerge;
+SELECT relname, relreplident FROM pg_class
+WHERE relname IN ('ri', 'ri_none', 'heap_plain') ORDER BY 1;
+ALTER TABLE ri_none REPLICA IDENTITY NOTHING;
+ALTER TABLE ri_none SET (changelog_producer = 'lookup');
+SELECT relname, relreplident FROM pg_class WHERE relname = 'ri_none';
+DROP TABLE ri_none;
+-- Every plugin but pkchangelog receives the old row as the identity gives
+-- it, as for heap: FULL the whole row; DEFAULT and USING INDEX the key
+-- (NULL elsewhere), for an UPDATE only when the key's stored value
+-- changed; NOTHING none.  pkchangelog always receives complete rows.
+SELECT 'init' FROM pg_create_logical_replication_slot('ri_td', 'test_decoding');
+SELECT 'init' FROM pg_create_logical_replication_slot('ri_pk', 'pkchangelog');
+INSERT INTO ri VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 30, 'c');
+UPDATE ri SET v = 'a1' WHERE k = 1;
+ALTER TABLE ri REPLICA IDENTITY DEFAULT;
+UPDATE ri SET v = 'a2' WHERE k = 1;
+UPDATE ri SET k = 1.0, v = 'a3' WHERE k = 1;
+DELETE FROM ri WHERE k = 2;
+ALTER TABLE ri REPLICA IDENTITY USING INDEX ri_pkey;
+UPDATE ri SET k = 1.00 WHERE k = 1;
+ALTER TABLE ri REPLICA IDENTITY NOTHING;
+UPDATE ri SET v = 'a4' WHERE k = 1;
+DELETE FROM ri WHERE k = 3;
+SELECT data FROM pg_logical_slot_get_changes('ri_td', NULL, NULL,
+	'include-xids', '0', 'skip-empty-xacts', '1') WHERE data LIKE 'table %';
+SELECT data FROM pg_logical_slot_get_changes('ri_pk', NULL, NULL, 'include-xids', '0')
+WHERE data LIKE 'public.%';
+SELECT 'stop' FROM pg_drop_replication_slot('ri_td');
+SELECT 'stop' FROM pg_drop_replication_slot('ri_pk');
+DROP TABLE ri;
+
+-- The extension's catalog never reaches a client: its changes are not
+-- decoded (the tables are marked as a rewrite's transient tables are:
+-- test_decoding's include-rewrites would show them), and a FOR ALL TABLES
+-- publication, which lists them, streams the pkmerge tables' changes
+-- alone (t/040_cdc_defaults.pl).  Publishing them by name is refused.
+SELECT 'init' FROM pg_create_logical_replication_slot('cat_td', 'test_decoding');
+INSERT INTO orders VALUES (99, 1, 1);
+SELECT pk_compact('orders', true) IS NOT NULL AS compacted;
+SELECT count(*) FILTER (WHERE data LIKE 'table pkchangelog.%') AS catalog_changes,
+	   count(*) FILTER (WHERE data LIKE 'table public.orders:%') AS orders_changes
+FROM pg_logical_slot_peek_changes('cat_td', NULL, NULL);
+SELECT count(*) FILTER (WHERE data LIKE 'table pkchangelog.%') > 0 AS catalog_changes_with_rewrites
+FROM pg_logical_slot_peek_changes('cat_td', NULL, NULL, 'include-rewrites', '1');
+SELECT 'stop' FROM pg_drop_replication_slot('cat_td');
 CREATE PUBLICATION p_all FOR ALL TABLES;
+SELECT count(*) > 0 AS lists_catalog_tables FROM pg_publication_tables
+WHERE pubname = 'p_all' AND schemaname = 'pkchangelog';
+DROP PUBLICATION p_all;
 CREATE PUBLICATION p_cat FOR TABLE orders, pkchangelog.runs;
 CREATE PUBLICATION p_schema FOR TABLES IN SCHEMA pkchangelog;
 CREATE PUBLICATION p_ok FOR TABLE orders;

@@ -12,6 +12,15 @@ DROP EXTENSION pkchangelog;
 SELECT count(*) AS schemas_left FROM pg_namespace WHERE nspname = 'pkchangelog';
 CREATE EXTENSION pkchangelog;
 SELECT nspname FROM pg_namespace WHERE nspname = 'pkchangelog';
+-- every catalog table and its TOAST table is marked as logical decoding
+-- marks a rewrite's transient tables, so their changes are never decoded
+-- (pg_class.relrewrite: its own OID)
+SELECT count(*) AS catalog_tables,
+	   count(*) FILTER (WHERE c.relrewrite = c.oid) AS marked,
+	   count(*) FILTER (WHERE c.reltoastrelid <> 0) AS with_toast,
+	   count(*) FILTER (WHERE t.relrewrite = t.oid) AS toast_marked
+FROM pg_class c LEFT JOIN pg_class t ON t.oid = c.reltoastrelid
+WHERE c.relnamespace = 'pkchangelog'::regnamespace AND c.relkind = 'r';
 -- a second CREATE is an error, IF NOT EXISTS is not
 CREATE EXTENSION pkchangelog;
 CREATE EXTENSION IF NOT EXISTS pkchangelog;

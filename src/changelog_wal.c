@@ -35,7 +35,17 @@
  * Records are read back from the runs the snapshot wrote (changelog_scan),
  * so the decoded stream is pk_changes' stream, and are batched: one record
  * holds rows up to about PK_WAL_BATCH bytes, a -U and its +U always in the
- * same record.  Redo does nothing for them: the pages are restored by
+ * same record.
+ *
+ * The pkchangelog output plugin always receives the complete rows: the
+ * stream is its contract.  Every other plugin receives the old row as the
+ * table's replica identity gives it, as heap's own records would: FULL
+ * (what a pkmerge table gets with a producer other than none) the whole
+ * row; DEFAULT or USING INDEX its identity columns, the others NULL, and
+ * for an UPDATE only when an identity column's stored value changed;
+ * NOTHING none.  So a table whose identity is not FULL writes, after each
+ * -D and -U, an entry holding that old row (PK_WAL_IDENTITY, empty for
+ * none), which the decoder gives to other plugins in place of the row.  Redo does nothing for them: the pages are restored by
  * their own records.  The same resource manager carries the commit log's
  * records (commit_log.c) and the run pages' (run_wal.c), which redo
  * applies and decoding skips.
@@ -63,8 +73,10 @@
 #include "replication/slot.h"
 #include "replication/snapbuild.h"
 #include "storage/relfilenode.h"
+#include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/rel.h"
+#include "utils/relcache.h"
 #include "utils/snapmgr.h"
 
 #include "changelog_read.h"
@@ -93,12 +105,25 @@ typedef struct xl_pk_changes
 
 #define SizeOfPkChangeEntry		(1 + sizeof(uint32))
 
+/*
+ * The kind of an entry after a -D or -U of a table whose replica identity
+ * is not FULL: the old row as that identity gives it (length 0: none).
+ * Not a PkRowKind.
+ */
+#define PK_WAL_IDENTITY		0x40
+
 /* the rows of one snapshot being batched into records */
 typedef struct WalBatch
 {
 	Relation	rel;
 	xl_pk_changes hdr;
 	StringInfoData buf;
+	char		replident;		/* the table's replica identity */
+	Bitmapset  *identity;		/* DEFAULT, INDEX: its columns (attnum
+								 * - FirstLowInvalidHeapAttributeNumber) */
+	MinimalTuple before;		/* a -U whose identity entry is to come */
+	MemoryContext cxt;			/* holds it (rows come in a context reset
+								 * after each) */
 } WalBatch;
 
 static void
@@ -117,26 +142,129 @@ batch_flush(WalBatch *b)
 }
 
 static void
+batch_append(WalBatch *b, uint8 kind, MinimalTuple tup)
+{
+	uint32		len = tup ? tup->t_len : 0;
+
+	appendBinaryStringInfo(&b->buf, (char *) &kind, 1);
+	appendBinaryStringInfo(&b->buf, (char *) &len, sizeof(len));
+	if (tup)
+		appendBinaryStringInfo(&b->buf, (char *) tup, len);
+	b->hdr.nchanges++;
+}
+
+/* does the identity column attnum hold the same value in a and b? */
+static bool
+identity_column_same(TupleDesc desc, HeapTuple a, HeapTuple b, int attnum)
+{
+	Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
+	bool		anull;
+	bool		bnull;
+	Datum		av = heap_getattr(a, attnum, desc, &anull);
+	Datum		bv = heap_getattr(b, attnum, desc, &bnull);
+
+	if (anull || bnull)
+		return anull == bnull;
+	return datum_image_eq(av, bv, att->attbyval, att->attlen);
+}
+
+/*
+ * The identity entry of the -D or -U before (after: the +U that follows a
+ * -U, or NULL): for DEFAULT and INDEX the identity columns of before, the
+ * others NULL, or nothing when after keeps every identity column's stored
+ * value (heap logs no old key then); for NOTHING nothing.
+ */
+static void
+batch_identity(WalBatch *b, MinimalTuple before, MinimalTuple after)
+{
+	TupleDesc	desc = RelationGetDescr(b->rel);
+	HeapTupleData hb;
+	HeapTupleData ha;
+	Datum	   *values;
+	bool	   *nulls;
+	bool		changed = after == NULL;
+	MinimalTuple key;
+
+	if (b->replident == REPLICA_IDENTITY_NOTHING || b->identity == NULL)
+	{
+		batch_append(b, PK_WAL_IDENTITY, NULL);
+		return;
+	}
+	hb.t_len = before->t_len + MINIMAL_TUPLE_OFFSET;
+	hb.t_data = (HeapTupleHeader) ((char *) before - MINIMAL_TUPLE_OFFSET);
+	if (after)
+	{
+		ha.t_len = after->t_len + MINIMAL_TUPLE_OFFSET;
+		ha.t_data = (HeapTupleHeader) ((char *) after - MINIMAL_TUPLE_OFFSET);
+	}
+	values = palloc(sizeof(Datum) * desc->natts);
+	nulls = palloc(sizeof(bool) * desc->natts);
+	heap_deform_tuple(&hb, desc, values, nulls);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		if (!bms_is_member(i + 1 - FirstLowInvalidHeapAttributeNumber, b->identity))
+			nulls[i] = true;
+		else if (!changed && !identity_column_same(desc, &hb, &ha, i + 1))
+			changed = true;
+	}
+	if (!changed)
+		batch_append(b, PK_WAL_IDENTITY, NULL);
+	else
+	{
+		key = heap_form_minimal_tuple(desc, values, nulls);
+		batch_append(b, PK_WAL_IDENTITY, key);
+		pfree(key);
+	}
+	pfree(values);
+	pfree(nulls);
+}
+
+/* the identity entry of a -U that no +U followed: a retraction alone */
+static void
+batch_lone_before(WalBatch *b)
+{
+	if (b->before == NULL)
+		return;
+	batch_identity(b, b->before, NULL);
+	pfree(b->before);
+	b->before = NULL;
+}
+
+static void
 batch_add(void *arg, const SnapshotInfo *si, int kind, MinimalTuple tup)
 {
 	WalBatch   *b = arg;
-	uint8		k = (uint8) kind;
-	uint32		len;
 
 	/* TRUNCATE: core's own record says it (see the file's header) */
 	if (kind == PK_CHANGE_TRUNCATE ||
 		(si->kind == COMMIT_OVERWRITE && kind == PK_DELETE &&
 		 !changelog_truncate_is_record(si)))
 		return;
-	len = tup->t_len;
+	/* a pending -U's identity entry: before its +U, or on its own */
+	if (b->before && kind == PK_UPDATE_AFTER)
+	{
+		batch_identity(b, b->before, tup);
+		pfree(b->before);
+		b->before = NULL;
+	}
+	else
+		batch_lone_before(b);
 	/* a -U and its +U share a record: flush before the -U, never between */
 	if (kind != PK_UPDATE_AFTER &&
-		b->buf.len > 0 && b->buf.len + SizeOfPkChangeEntry + len > PK_WAL_BATCH)
+		b->buf.len > 0 && b->buf.len + SizeOfPkChangeEntry + tup->t_len > PK_WAL_BATCH)
 		batch_flush(b);
-	appendBinaryStringInfo(&b->buf, (char *) &k, 1);
-	appendBinaryStringInfo(&b->buf, (char *) &len, sizeof(len));
-	appendBinaryStringInfo(&b->buf, (char *) tup, len);
-	b->hdr.nchanges++;
+	batch_append(b, (uint8) kind, tup);
+	if (b->replident == REPLICA_IDENTITY_FULL)
+		return;
+	if (kind == PK_DELETE)
+		batch_identity(b, tup, NULL);
+	else if (kind == PK_UPDATE_BEFORE)
+	{
+		MemoryContext old = MemoryContextSwitchTo(b->cxt);
+
+		b->before = heap_copy_minimal_tuple(tup);
+		MemoryContextSwitchTo(old);
+	}
 }
 
 /* 15.8: slot creation no longer restores serialized snapshots */
@@ -192,7 +320,14 @@ changelog_wal_log_snapshot(Relation rel, const SnapshotInfo *si, List *runs,
 	b.hdr.snapshot_id = si->snapshot_id;
 	b.hdr.nchanges = 0;
 	initStringInfo(&b.buf);
+	b.replident = rel->rd_rel->relreplident;
+	b.identity = NULL;
+	if (b.replident == REPLICA_IDENTITY_DEFAULT || b.replident == REPLICA_IDENTITY_INDEX)
+		b.identity = RelationGetIdentityKeyBitmap(rel);
+	b.before = NULL;
+	b.cxt = CurrentMemoryContext;
 	changelog_scan_snapshot(rel, si, runs, snapshot, batch_add, &b);
+	batch_lone_before(&b);
 	batch_flush(&b);
 	pfree(b.buf.data);
 	if (snapshot)
@@ -298,11 +433,21 @@ queue_change(LogicalDecodingContext *ctx, XLogRecordBuffer *buf,
 							 buf->origptr, change, false);
 }
 
+/* one entry of a record, as the decoder reads it */
+typedef struct DecodedEntry
+{
+	uint8		kind;			/* a PkRowKind or PK_WAL_IDENTITY */
+	ReorderBufferTupleBuf *tuple;	/* NULL: an empty identity entry */
+} DecodedEntry;
+
 /*
  * Queues a record's rows as row changes of its table, as heap_decode does
  * for heap records: only once the snapshot builder has a full snapshot and
  * wants this transaction's changes, not when fast-forwarding, only for the
- * slot's database, and not for an origin the plugin filters out.
+ * slot's database, and not for an origin the plugin filters out.  A -U
+ * and the +U after it are an UPDATE, a -U alone a DELETE; the old row is
+ * the identity entry's where one follows, unless the slot's plugin is
+ * pkchangelog (see the file's header).
  */
 static void
 pk_rm_decode(LogicalDecodingContext *ctx, XLogRecordBuffer *buf)
@@ -312,7 +457,8 @@ pk_rm_decode(LogicalDecodingContext *ctx, XLogRecordBuffer *buf)
 	xl_pk_changes hdr;
 	const char *p;
 	const char *end;
-	ReorderBufferTupleBuf *before = NULL;
+	DecodedEntry *entries;
+	bool		complete_rows;
 
 	ReorderBufferProcessXid(ctx->reorder, xid, buf->origptr);
 	/* the commit log's and run pages' records carry no changes to decode */
@@ -329,14 +475,15 @@ pk_rm_decode(LogicalDecodingContext *ctx, XLogRecordBuffer *buf)
 	if (ctx->callbacks.filter_by_origin_cb != NULL &&
 		filter_by_origin_cb_wrapper(ctx, XLogRecGetOrigin(r)))
 		return;
+	complete_rows = strcmp(NameStr(ctx->slot->data.plugin), "pkchangelog") == 0;
 
 	p = XLogRecGetData(r) + sizeof(hdr);
 	end = XLogRecGetData(r) + XLogRecGetDataLen(r);
+	entries = palloc(sizeof(DecodedEntry) * (hdr.nchanges + 1));
 	for (uint32 i = 0; i < hdr.nchanges; i++)
 	{
 		uint8		kind;
 		uint32		len;
-		ReorderBufferTupleBuf *tuple;
 
 		if (end - p < SizeOfPkChangeEntry)
 			elog(ERROR, "pkchangelog WAL record at %X/%X is truncated",
@@ -344,40 +491,66 @@ pk_rm_decode(LogicalDecodingContext *ctx, XLogRecordBuffer *buf)
 		kind = (uint8) p[0];
 		memcpy(&len, p + 1, sizeof(len));
 		p += SizeOfPkChangeEntry;
-		if (end - p < len || len < SizeofMinimalTupleHeader)
+		if (end - p < len ||
+			(len < SizeofMinimalTupleHeader && !(kind == PK_WAL_IDENTITY && len == 0)))
 			elog(ERROR, "pkchangelog WAL record at %X/%X is truncated",
 				 LSN_FORMAT_ARGS(buf->origptr));
-		tuple = decoded_tuple(ctx->reorder, p, len, hdr.snapshot_id);
+		if (kind > PK_DELETE && kind != PK_WAL_IDENTITY)
+			elog(ERROR, "unexpected row kind %u in pkchangelog WAL record at %X/%X",
+				 kind, LSN_FORMAT_ARGS(buf->origptr));
+		entries[i].kind = kind;
+		/* an identity entry is left out where complete rows go */
+		entries[i].tuple = len == 0 || (kind == PK_WAL_IDENTITY && complete_rows) ? NULL :
+			decoded_tuple(ctx->reorder, p, len, hdr.snapshot_id);
 		p += len;
+	}
+	entries[hdr.nchanges].kind = PK_INSERT;	/* a sentinel, never looked at */
 
-		/* a -U waits for its +U, the next entry */
-		if (before != NULL && kind != PK_UPDATE_AFTER)
+	for (uint32 i = 0; i < hdr.nchanges; i++)
+	{
+		DecodedEntry *e = &entries[i];
+		ReorderBufferTupleBuf *old = e->tuple;
+
+		/* the identity entry after a -D or -U gives the old row */
+		if ((e->kind == PK_DELETE || e->kind == PK_UPDATE_BEFORE) &&
+			i + 1 < hdr.nchanges && entries[i + 1].kind == PK_WAL_IDENTITY)
 		{
-			queue_change(ctx, buf, &hdr, REORDER_BUFFER_CHANGE_DELETE, before, NULL);
-			before = NULL;
+			i++;
+			if (!complete_rows)
+			{
+				if (old)
+					ReorderBufferReturnTupleBuf(ctx->reorder, old);
+				old = entries[i].tuple;
+			}
 		}
-		switch (kind)
+		switch (e->kind)
 		{
 			case PK_INSERT:
-				queue_change(ctx, buf, &hdr, REORDER_BUFFER_CHANGE_INSERT, NULL, tuple);
-				break;
-			case PK_UPDATE_BEFORE:
-				before = tuple;
+				queue_change(ctx, buf, &hdr, REORDER_BUFFER_CHANGE_INSERT, NULL, e->tuple);
 				break;
 			case PK_UPDATE_AFTER:
-				queue_change(ctx, buf, &hdr, REORDER_BUFFER_CHANGE_UPDATE, before, tuple);
-				before = NULL;
+				queue_change(ctx, buf, &hdr, REORDER_BUFFER_CHANGE_UPDATE, NULL, e->tuple);
 				break;
 			case PK_DELETE:
-				queue_change(ctx, buf, &hdr, REORDER_BUFFER_CHANGE_DELETE, tuple, NULL);
+				queue_change(ctx, buf, &hdr, REORDER_BUFFER_CHANGE_DELETE, old, NULL);
+				break;
+			case PK_UPDATE_BEFORE:
+				/* a -U waits for its +U, the next entry */
+				if (i + 1 < hdr.nchanges && entries[i + 1].kind == PK_UPDATE_AFTER)
+				{
+					i++;
+					queue_change(ctx, buf, &hdr, REORDER_BUFFER_CHANGE_UPDATE, old,
+								 entries[i].tuple);
+				}
+				else
+					queue_change(ctx, buf, &hdr, REORDER_BUFFER_CHANGE_DELETE, old, NULL);
 				break;
 			default:
-				elog(ERROR, "unexpected row kind %u in pkchangelog WAL record at %X/%X",
-					 kind, LSN_FORMAT_ARGS(buf->origptr));
+				elog(ERROR, "pkchangelog WAL record at %X/%X has an identity entry after no -U or -D",
+					 LSN_FORMAT_ARGS(buf->origptr));
 		}
 	}
-	if (before != NULL)
-		queue_change(ctx, buf, &hdr, REORDER_BUFFER_CHANGE_DELETE, before, NULL);
+	pfree(entries);
 }
 
 /*

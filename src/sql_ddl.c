@@ -206,6 +206,33 @@ set_reloptions(Oid relid, Datum newopts)
 }
 
 /*
+ * pg_class.relreplident of the table, as ALTER TABLE ... REPLICA IDENTITY
+ * FULL or DEFAULT sets it (those forms mark no index).  A pkmerge table is
+ * created FULL: its stream holds the complete old rows (-U, -D) anyway, and
+ * with FULL logical decoding's clients receive them as old rows (pgoutput's
+ * 'O', Debezium's "before"), not as a key (DESIGN §9).
+ */
+static void
+set_replica_identity(Oid relid, char identity)
+{
+	Relation	pgclass = table_open(RelationRelationId, RowExclusiveLock);
+	HeapTuple	tup = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(relid));
+	Form_pg_class form;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	form = (Form_pg_class) GETSTRUCT(tup);
+	if (form->relreplident != identity)
+	{
+		form->relreplident = identity;
+		CatalogTupleUpdate(pgclass, &tup->t_self, tup);
+		CommandCounterIncrement();
+	}
+	heap_freetuple(tup);
+	table_close(pgclass, RowExclusiveLock);
+}
+
+/*
  * The table's primary key index, or InvalidOid.  (RelationGetPrimaryKeyIndex
  * leaves out a DEFERRABLE one.)
  */
@@ -406,8 +433,8 @@ prepare_create(CreateStmt *stmt)
 
 /*
  * After CREATE TABLE: store the options (worker_enabled as
- * pkchangelog.default_worker_enabled says, unless given), and check the
- * key columns exist.
+ * pkchangelog.default_worker_enabled says, unless given), check the key
+ * columns exist, and make the replica identity FULL.
  */
 static void
 finish_create(CreateStmt *stmt, List *defs)
@@ -421,6 +448,7 @@ finish_create(CreateStmt *stmt, List *defs)
 	/* building the descriptor resolves the key columns, or fails */
 	rel = table_open(relid, NoLock);
 	(void) pk_table(rel);
+	set_replica_identity(relid, REPLICA_IDENTITY_FULL);
 	table_close(rel, NoLock);
 }
 
@@ -812,6 +840,7 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	CreateStmt *create = NULL;
 	RenameStmt *rename = NULL;
 	CreateTrigStmt *trigger = NULL;
+	const char *extension = NULL;
 	bool		renames = false;
 	bool		save_full;
 	bool		save_verbose;
@@ -916,6 +945,16 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		case T_CreateTrigStmt:
 			trigger = (CreateTrigStmt *) parsetree;
 			break;
+		case T_CopyStmt:
+			/* a subscription's initial copy of a catalog table: no rows */
+			publication_copy_check((CopyStmt *) parsetree);
+			break;
+		case T_CreateExtensionStmt:
+			extension = ((CreateExtensionStmt *) parsetree)->extname;
+			break;
+		case T_AlterExtensionStmt:
+			extension = ((AlterExtensionStmt *) parsetree)->extname;
+			break;
 		case T_AlterObjectSchemaStmt:
 		case T_AlterEnumStmt:
 			renames = true;
@@ -961,6 +1000,9 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	/* its arguments name what the query reads as it is now named */
 	if (renames)
 		mat_refresh_triggers();
+	/* the catalog's tables, new ones too, are never decoded */
+	if (extension && strcmp(extension, "pkchangelog") == 0)
+		publication_hide_catalog();
 }
 
 /*

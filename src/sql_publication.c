@@ -1,40 +1,59 @@
 /*-------------------------------------------------------------------------
  *
  * sql_publication.c
- *	  Keeps the extension's catalog out of publications.  Its tables (schema
- *	  pkchangelog) describe this server's storage: replicated, they would
- *	  fail a subscriber without the extension or overwrite the catalog of
- *	  one with it.  PostgreSQL 15 cannot leave a schema out of a FOR ALL
- *	  TABLES publication, so such a publication is refused in a database
- *	  where the extension is installed, as is the extension in a database
- *	  with one, and a publication of the catalog's tables or schema.
+ *	  Keeps the extension's catalog out of logical replication.  Its tables
+ *	  (schema pkchangelog) describe this server's storage: replicated, they
+ *	  would fail a subscriber without the extension or overwrite the
+ *	  catalog of one with it.  PostgreSQL 15 cannot leave a schema out of
+ *	  a FOR ALL TABLES publication (which Debezium creates by default), so:
+ *
+ *	  - the catalog's tables are never decoded: each is marked as logical
+ *	    decoding marks the transient tables of a rewrite (pg_class.relrewrite
+ *	    set, here to the table's own OID), whose changes the reorder buffer
+ *	    passes over for every output plugin (reorderbuffer.c), unless a
+ *	    plugin asks for rewrites (test_decoding's include-rewrites).  The
+ *	    mark is written in place, as VACUUM writes relpages, so that the
+ *	    historic snapshots of decoding see it for changes already in WAL;
+ *	    CREATE EXTENSION, ALTER EXTENSION and every new FOR ALL TABLES
+ *	    publication set it on the tables that lack it (after pg_upgrade,
+ *	    which creates the tables anew, the publications' restore does);
+ *	  - the initial copy of a subscription's tables, which lists them from
+ *	    the publication, reads none of the catalog's rows: a replication
+ *	    connection's COPY of a catalog table copies no row;
+ *	  - a publication of the catalog's tables or schema by name is refused.
  *
  * Called from the object access hook (sql_ddl.c) when a publication, a
  * publication's table or schema, or the extension is created: every way
- * there, whatever statement took it.
+ * there, whatever statement took it; and from the utility hook for CREATE
+ * and ALTER EXTENSION and for COPY.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_extension.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_publication.h"
 #include "catalog/pg_publication_namespace.h"
 #include "catalog/pg_publication_rel.h"
 #include "commands/extension.h"
+#include "nodes/parsenodes.h"
+#include "parser/parser.h"
+#include "replication/walsender.h"
+#include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "catalog.h"
 #include "sql_publication.h"
-
-#define FOR_TABLE_HINT \
-	"Publish the tables to replicate with FOR TABLE or FOR TABLES IN SCHEMA."
 
 /*
  * The row of catalog catid whose oid is oid, as this command left it (the
@@ -57,27 +76,6 @@ row_by_oid(Oid catid, Oid indexid, AttrNumber oidatt, Oid oid)
 	systable_endscan(scan);
 	table_close(cat, AccessShareLock);
 	return tup;
-}
-
-/* does a FOR ALL TABLES publication exist in this database? */
-static char *
-all_tables_publication(void)
-{
-	Relation	cat = table_open(PublicationRelationId, AccessShareLock);
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	char	   *name = NULL;
-
-	ScanKeyInit(&key, Anum_pg_publication_puballtables, BTEqualStrategyNumber,
-				F_BOOLEQ, BoolGetDatum(true));
-	scan = systable_beginscan(cat, InvalidOid, false, SnapshotSelf, 1, &key);
-	tup = systable_getnext(scan);
-	if (HeapTupleIsValid(tup))
-		name = pstrdup(NameStr(((Form_pg_publication) GETSTRUCT(tup))->pubname));
-	systable_endscan(scan);
-	table_close(cat, AccessShareLock);
-	return name;
 }
 
 static bool
@@ -116,6 +114,93 @@ refuse_schema(Oid nspid)
 						PK_CATALOG_SCHEMA),
 				 errdetail("The catalog describes this server's storage and must not reach a subscriber; a pkmerge table's changes are decoded as its own rows."),
 				 errhint("Publish the schemas that hold the pkmerge tables.")));
+}
+
+/* relrewrite = relid, in place, unless set (see the file's header) */
+static void
+mark_not_decoded(Relation pgclass, Oid relid)
+{
+	HeapTuple	tup = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(relid));
+	Form_pg_class form;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	form = (Form_pg_class) GETSTRUCT(tup);
+	if (!OidIsValid(form->relrewrite))
+	{
+		form->relrewrite = relid;
+		heap_inplace_update(pgclass, tup);
+	}
+	heap_freetuple(tup);
+}
+
+/*
+ * Marks every table of the extension's catalog, and its TOAST table, so
+ * that logical decoding passes over their changes (see the file's header).
+ */
+void
+publication_hide_catalog(void)
+{
+	Oid			nspid = get_namespace_oid(PK_CATALOG_SCHEMA, true);
+	Relation	pgclass;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	List	   *relids = NIL;
+	ListCell   *lc;
+
+	if (!OidIsValid(nspid) || !extension_installed())
+		return;
+	pgclass = table_open(RelationRelationId, RowExclusiveLock);
+	ScanKeyInit(&key, Anum_pg_class_relnamespace, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(nspid));
+	scan = systable_beginscan(pgclass, ClassNameNspIndexId, true, NULL, 1, &key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_class form = (Form_pg_class) GETSTRUCT(tup);
+
+		if (form->relkind != RELKIND_RELATION)
+			continue;
+		relids = lappend_oid(relids, form->oid);
+		if (OidIsValid(form->reltoastrelid))
+			relids = lappend_oid(relids, form->reltoastrelid);
+	}
+	systable_endscan(scan);
+	foreach(lc, relids)
+		mark_not_decoded(pgclass, lfirst_oid(lc));
+	table_close(pgclass, RowExclusiveLock);
+}
+
+/*
+ * COPY of a catalog table over a replication connection (a subscription's
+ * initial copy of the tables its publications list) copies no row: the
+ * statement becomes a COPY of a query over the same columns that returns
+ * none.  Any other COPY is left as it is.
+ */
+void
+publication_copy_check(CopyStmt *stmt)
+{
+	Oid			relid;
+	StringInfoData sql;
+	ListCell   *lc;
+
+	if (!am_walsender || stmt->is_from || stmt->relation == NULL)
+		return;
+	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	if (!OidIsValid(relid) || !is_catalog_schema(get_rel_namespace(relid)))
+		return;
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT ");
+	if (stmt->attlist == NIL)
+		appendStringInfoChar(&sql, '*');
+	foreach(lc, stmt->attlist)
+		appendStringInfo(&sql, "%s%s", lc == list_head(stmt->attlist) ? "" : ", ",
+						 quote_identifier(strVal(lfirst(lc))));
+	appendStringInfo(&sql, " FROM %s WHERE false",
+					 quote_qualified_identifier(PK_CATALOG_SCHEMA, get_rel_name(relid)));
+	stmt->query = ((RawStmt *) linitial(raw_parser(sql.data, RAW_PARSE_DEFAULT)))->stmt;
+	stmt->relation = NULL;
+	stmt->attlist = NIL;
 }
 
 /*
@@ -163,14 +248,8 @@ publication_check_created(Oid classId, Oid objectId)
 		if (tup == NULL)
 			return;
 		pub = (Form_pg_publication) GETSTRUCT(tup);
-		if (pub->puballtables && extension_installed())
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("publication \"%s\" cannot be FOR ALL TABLES in a database where extension pkchangelog is installed",
-							NameStr(pub->pubname)),
-					 errdetail("It would publish the extension's catalog (schema %s), which describes this server's storage and must not reach a subscriber.",
-							   PK_CATALOG_SCHEMA),
-					 errhint(FOR_TABLE_HINT)));
+		if (pub->puballtables)
+			publication_hide_catalog();
 		refuse_members(objectId);
 	}
 	else if (classId == PublicationRelRelationId)
@@ -186,24 +265,5 @@ publication_check_created(Oid classId, Oid objectId)
 						 Anum_pg_publication_namespace_oid, objectId);
 		if (tup != NULL)
 			refuse_schema(((Form_pg_publication_namespace) GETSTRUCT(tup))->pnnspid);
-	}
-	else if (classId == ExtensionRelationId)
-	{
-		char	   *pubname;
-
-		tup = row_by_oid(ExtensionRelationId, ExtensionOidIndexId,
-						 Anum_pg_extension_oid, objectId);
-		if (tup == NULL ||
-			strcmp(NameStr(((Form_pg_extension) GETSTRUCT(tup))->extname), "pkchangelog") != 0)
-			return;
-		pubname = all_tables_publication();
-		if (pubname)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("extension pkchangelog cannot be installed in a database with FOR ALL TABLES publication \"%s\"",
-							pubname),
-					 errdetail("The publication would publish the extension's catalog (schema %s), which describes this server's storage and must not reach a subscriber.",
-							   PK_CATALOG_SCHEMA),
-					 errhint("Drop the publication and publish the tables with FOR TABLE or FOR TABLES IN SCHEMA.")));
 	}
 }

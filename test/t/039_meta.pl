@@ -9,19 +9,12 @@ use strict;
 use warnings;
 use FindBin;
 use JSON::PP;
+use PostgreSQL::Test::Utils qw(slurp_file);
 use Test::More;
 
 my $top = "$FindBin::Bin/../..";
 
-sub slurp
-{
-	my ($path) = @_;
-	open my $fh, '<', $path or die "cannot read $path: $!";
-	local $/;
-	my $text = <$fh>;
-	close $fh;
-	return $text;
-}
+sub slurp { return slurp_file($_[0]); }
 
 my $meta = eval { JSON::PP->new->decode(slurp("$top/META.json")) };
 ok(ref $meta eq 'HASH', 'META.json is a JSON object') or BAIL_OUT($@ // 'not an object');
