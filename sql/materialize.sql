@@ -314,6 +314,36 @@ SELECT mat_exact();
 ALTER TABLE store_all_renamed DROP COLUMN note;
 ALTER TABLE store_all_renamed RENAME TO store_all;
 
+-- The tables maintenance writes (the aggregate's and its value tables)
+-- take no deferrable trigger or constraint: maintenance runs at the
+-- source's commit in a security-restricted operation, where triggers
+-- cannot be deferred.  Checks that are not deferrable run there.
+CREATE TABLE dstores (store_id int PRIMARY KEY);
+INSERT INTO dstores SELECT DISTINCT store_id FROM store_all WHERE store_id IS NOT NULL;
+CREATE FUNCTION mat_noop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+CREATE CONSTRAINT TRIGGER later AFTER INSERT OR UPDATE ON store_all
+	DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION mat_noop();
+ALTER TABLE store_all ADD CONSTRAINT known_store FOREIGN KEY (store_id) REFERENCES dstores
+	DEFERRABLE INITIALLY DEFERRED;
+ALTER TABLE store_all_hi_values ADD CONSTRAINT one_value
+	UNIQUE (store_id, region, __pk_value) DEFERRABLE;
+ALTER TABLE store_all ADD CONSTRAINT known_store FOREIGN KEY (store_id) REFERENCES dstores;
+ALTER TABLE store_all ALTER CONSTRAINT known_store DEFERRABLE;
+CREATE CONSTRAINT TRIGGER now_ AFTER INSERT OR UPDATE ON store_all
+	FOR EACH ROW EXECUTE FUNCTION mat_noop();
+INSERT INTO orders VALUES (1100, (SELECT min(store_id) FROM dstores), 50, NULL, 1);
+SELECT mat_exact();
+-- a store dstores lacks: the foreign key refuses the aggregate's new group
+-- at the commit, which fails
+INSERT INTO orders VALUES (1101, 99, 50, 'north', 1);
+SELECT count(*) FROM orders WHERE order_id = 1101;
+DROP TRIGGER now_ ON store_all;
+ALTER TABLE store_all DROP CONSTRAINT known_store;
+DELETE FROM orders WHERE order_id = 1100;
+SELECT mat_exact();
+DROP TABLE dstores;
+DROP FUNCTION mat_noop();
+
 -- dependencies: the aggregate goes with its table; the source stays until
 -- its aggregates go, or takes them with CASCADE; the value tables only go
 -- with their aggregate

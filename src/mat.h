@@ -86,6 +86,7 @@ extern void mat_full_compaction_first(Relation rel);
 extern void mat_attach(Oid aggregate, Query *q, Oid *value_tables, int ncols);
 extern void mat_trigger_created(CreateTrigStmt *stmt);
 extern void mat_trigger_dropped(Oid trigoid);
+extern void mat_trigger_check(Oid trigoid);
 extern void mat_refresh_triggers(void);
 extern void mat_dropped(Oid relid);
 

@@ -444,6 +444,102 @@ make_aggregate(Oid relid, List *args, MatDef **defp)
 }
 
 /*
+ * Is relid a materialized aggregate's table, or one of its value-count
+ * tables?  Their rows are written by the source's commits, under the
+ * source owner's security-restricted operation.
+ */
+static bool
+written_by_maintenance(Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, cat_mat_all(GetLatestSnapshot()))
+	{
+		MatRow	   *m = lfirst(lc);
+		Datum	   *oids;
+		int			n;
+
+		if (m->aggregate == relid)
+			return true;
+		deconstruct_array(m->value_tables, OIDOID, sizeof(Oid), true, TYPALIGN_INT,
+						  &oids, NULL, &n);
+		for (int j = 0; j < n; j++)
+			if (DatumGetObjectId(oids[j]) == relid)
+				return true;
+	}
+	return false;
+}
+
+/* a constraint's triggers are named by the constraint */
+static void
+refuse_deferrable(Form_pg_trigger tg)
+{
+	const char *constraint = OidIsValid(tg->tgconstraint) ?
+		get_constraint_name(tg->tgconstraint) : NULL;
+	const char *what;
+
+	/* CREATE CONSTRAINT TRIGGER's constraint, not yet visible, is the trigger */
+	if (OidIsValid(tg->tgconstraint) && constraint == NULL)
+		constraint = NameStr(tg->tgname);
+	what = constraint ? psprintf("constraint \"%s\"", constraint) :
+		psprintf("trigger \"%s\"", NameStr(tg->tgname));
+
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("table \"%s\" of a materialized aggregate cannot have deferrable %s",
+					get_rel_name(tg->tgrelid), what),
+			 errdetail("The aggregate is maintained at the commit of its source's writers, in a security-restricted operation, where triggers cannot be deferred."),
+			 errhint("Make it NOT DEFERRABLE: the maintenance runs at the source's commit, so its checks run there.")));
+}
+
+/*
+ * A trigger created or altered (CREATE CONSTRAINT TRIGGER, a foreign key's
+ * or a deferrable unique constraint's triggers, ALTER CONSTRAINT ...
+ * DEFERRABLE): a deferrable one is refused on a table that maintenance
+ * writes.  Seen as this command left it, before its end.
+ */
+void
+mat_trigger_check(Oid trigoid)
+{
+	Relation	trel = table_open(TriggerRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	ScanKeyInit(&key, Anum_pg_trigger_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(trigoid));
+	scan = systable_beginscan(trel, TriggerOidIndexId, true, SnapshotSelf, 1, &key);
+	if (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_trigger tg = (Form_pg_trigger) GETSTRUCT(tup);
+
+		if (tg->tgdeferrable && written_by_maintenance(tg->tgrelid))
+			refuse_deferrable(tg);
+	}
+	systable_endscan(scan);
+	table_close(trel, AccessShareLock);
+}
+
+/* a table becoming an aggregate (or one of its value tables) has none */
+static void
+refuse_deferrable_triggers(Oid relid)
+{
+	Relation	trel = table_open(TriggerRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	ScanKeyInit(&key, Anum_pg_trigger_tgrelid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	scan = systable_beginscan(trel, TriggerRelidNameIndexId, true, NULL, 1, &key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+		if (((Form_pg_trigger) GETSTRUCT(tup))->tgdeferrable)
+			refuse_deferrable((Form_pg_trigger) GETSTRUCT(tup));
+	systable_endscan(scan);
+	table_close(trel, AccessShareLock);
+}
+
+/*
  * CREATE TRIGGER stmt has run: if its function is materialized_aggregate,
  * the table becomes an aggregate (unless it is one already).
  */
@@ -505,6 +601,10 @@ mat_trigger_created(CreateTrigStmt *stmt)
 		ncols = list_length(((Query *) stringToNode(m->query))->targetList);
 		value_tables = row_value_tables(m, ncols);
 	}
+	refuse_deferrable_triggers(relid);
+	for (int j = 0; j < ncols; j++)
+		if (OidIsValid(value_tables[j]))
+			refuse_deferrable_triggers(value_tables[j]);
 	depend_on_indexes(trigoid, value_tables, ncols);
 }
 

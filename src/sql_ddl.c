@@ -1073,6 +1073,10 @@ pk_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId,
 		mat_dropped(objectId);
 	if (access == OAT_DROP && classId == TriggerRelationId)
 		mat_trigger_dropped(objectId);
+	/* a deferrable trigger on a table that maintenance writes */
+	if ((access == OAT_POST_CREATE || access == OAT_POST_ALTER) &&
+		classId == TriggerRelationId && subId == 0)
+		mat_trigger_check(objectId);
 }
 
 /*
