@@ -25,11 +25,14 @@ OBJS = $(patsubst $(pk_srcdir)/%.c,%.o,$(pk_sources))
 # The base script and the update scripts (doc/DECISIONS.md, "Upgrades")
 DATA = $(patsubst $(pk_srcdir)/%,%,$(wildcard $(pk_srcdir)/sql/pkchangelog--*.sql))
 PGFILEDESC = "pkchangelog - merge-tree primary-key tables with complete changelogs"
+# the extension's version, which the control file holds
+PK_DEFAULT_VERSION := $(shell sed -n "s/^default_version = '\([0-9.]*\)'$$/\1/p" $(pk_srcdir)/pkchangelog.control)
 
 PG_CONFIG ?= pg_config
 # JIT bitcode is not needed and doubles build time
 override with_llvm = no
-PG_CPPFLAGS = -I$(srcdir)/src
+# src/ of the build directory first: version.h is made there
+PG_CPPFLAGS = -Isrc -I$(srcdir)/src
 PG_CFLAGS = -Wall -Werror -Wmissing-prototypes -Wpointer-arith -Wendif-labels
 # Only the entry points PostgreSQL looks up are exported (the backend loads
 # libraries with RTLD_GLOBAL, where a name such as scan_begin could collide
@@ -37,7 +40,7 @@ PG_CFLAGS = -Wall -Werror -Wmissing-prototypes -Wpointer-arith -Wendif-labels
 # PG_FUNCTION_INFO_V1 with its info function, and the background workers'
 # PGDLLEXPORT main functions.  The list is made from the sources.
 SHLIB_LINK = -lzstd -Wl,--version-script=pkchangelog.exports
-EXTRA_CLEAN = pkchangelog.exports
+EXTRA_CLEAN = pkchangelog.exports src/version.h
 
 # Tests, in PGXS's layout: pg_regress suites in sql/ (beside the extension
 # scripts) with their output in expected/, run in this order (each loads
@@ -92,6 +95,17 @@ $(OBJS): | $(CURDIR)/src
 $(CURDIR)/src:
 	mkdir -p $@
 
+# The extension's version lives in the control file: version.h carries
+# it, and every catalog version the library works with (catalog.c): those
+# the scripts in sql/ are named for, the base and each update's ends.
+$(OBJS): src/version.h
+src/version.h: $(pk_srcdir)/pkchangelog.control $(addprefix $(pk_srcdir)/,$(DATA)) | $(CURDIR)/src
+	@{ echo '/* made by the Makefile from pkchangelog.control and sql/; not in git */'; \
+	   echo '#define PKCHANGELOG_VERSION "$(PK_DEFAULT_VERSION)"'; \
+	   printf '#define PKCHANGELOG_CATALOG_VERSIONS'; \
+	   for v in $$(echo $(notdir $(DATA)) | tr ' ' '\n' | sed 's/^pkchangelog--//; s/\.sql$$//; s/--/\n/' | sort -uV); do \
+	     printf ' "%s",' "$$v"; done | sed 's/,$$//'; echo; } > $@
+
 $(shlib): pkchangelog.exports
 pkchangelog.exports: $(pk_sources)
 	@{ echo '{ global:'; echo '  Pg_magic_func; _PG_init; _PG_output_plugin_init;'; \
@@ -121,7 +135,7 @@ test: deps
 
 # The version as a Semantic Version (META.json, debian/changelog): the
 # control file's default_version with its patch level
-PK_VERSION = $(shell sed -n "s/^default_version = '\([0-9]*\.[0-9]*\)'$$/\1.0/p" $(pk_srcdir)/pkchangelog.control)
+PK_VERSION = $(PK_DEFAULT_VERSION).0
 
 # The distribution PGXN takes: the committed tree, under pkchangelog-VERSION/
 dist:

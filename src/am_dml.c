@@ -589,7 +589,7 @@ collect_removed(Relation rel, PkTable *t, WriteBuffer *wb)
 	/*
 	 * Its temporary files outlive the statement, until the commit: they
 	 * belong to the top transaction (a subtransaction's abort ends the
-	 * store, wbuf.c).
+	 * store, write_buffer.c).
 	 */
 	old = MemoryContextSwitchTo(wb->cxt);
 	saved_owner = CurrentResourceOwner;

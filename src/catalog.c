@@ -48,9 +48,9 @@
 #include "catalog.h"
 #include "changelog_produce.h"
 #include "commit_log.h"
-#include "pkchangelog.h"
 #include "relcache_hub.h"
 #include "tid.h"
+#include "version.h"
 
 static const char *const run_kinds[] = {"data", "changelog", "delta", "log"};
 
@@ -215,7 +215,7 @@ cat_oid(const char *relname, bool missing_ok)
 	for (int i = 0; i < ncat_oids; i++)
 		if (strcmp(cat_oids[i].name, relname) == 0)
 			return cat_oids[i].oid;
-	nsp = get_namespace_oid("pkchangelog", missing_ok);
+	nsp = get_namespace_oid(PK_CATALOG_SCHEMA, missing_ok);
 	relid = OidIsValid(nsp) ? get_relname_relid(relname, nsp) : InvalidOid;
 	if (!OidIsValid(relid) && !missing_ok)
 		ereport(ERROR,
@@ -2109,7 +2109,7 @@ cat_truncate(Oid relid)
 void
 cat_drop_table(Oid relid)
 {
-	Oid			nsp = get_namespace_oid("pkchangelog", true);
+	Oid			nsp = get_namespace_oid(PK_CATALOG_SCHEMA, true);
 
 	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("runs_pkey", nsp)) ||
 		!OidIsValid(get_relname_relid("snapshots_pkey", nsp)) ||
@@ -2741,7 +2741,7 @@ cat_snapshot_expire(Oid relid, int64 snapshot_id, const TableState *st)
  * library installs the base script and updates it; an older library, or
  * one with no path from that version, is refused there.
  */
-static const char *const catalog_versions[] = {"0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "0.10", "0.11", PKCHANGELOG_VERSION};
+static const char *const catalog_versions[] = {PKCHANGELOG_CATALOG_VERSIONS};
 
 /* does this library work with the catalog of version, once updated? */
 bool
@@ -2769,7 +2769,7 @@ cat_version_to_update(void)
 	char	   *version = NULL;
 
 	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
-				CStringGetDatum("pkchangelog"));
+				CStringGetDatum(PK_EXTENSION_NAME));
 	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
 	tup = systable_getnext(scan);
 	if (HeapTupleIsValid(tup))

@@ -20,6 +20,8 @@
 
 /* the schema of the extension's catalog tables (the install script's) */
 #define PK_CATALOG_SCHEMA	"pkchangelog"
+/* the extension, as CREATE EXTENSION names it */
+#define PK_EXTENSION_NAME	"pkchangelog"
 
 /*
  * Column numbers of the catalog tables, in the order of the extension

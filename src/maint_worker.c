@@ -66,7 +66,6 @@
 #include "maint_compaction.h"
 #include "maint_expire.h"
 #include "maint_worker.h"
-#include "pkchangelog.h"
 #include "run_space.h"
 #include "table_desc.h"
 
@@ -790,7 +789,7 @@ tables_to_maintain(bool *installed)
 
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	*installed = OidIsValid(get_extension_oid("pkchangelog", true));
+	*installed = OidIsValid(get_extension_oid(PK_EXTENSION_NAME, true));
 	/* the list must outlive the transaction: made in the caller's context */
 	MemoryContextSwitchTo(cxt);
 	tables = *installed ? pkmerge_tables() : NIL;

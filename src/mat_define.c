@@ -70,7 +70,7 @@ PG_FUNCTION_INFO_V1(pk_materialization_attach);
 static Oid
 trigger_function(void)
 {
-	return LookupFuncName(list_make2(makeString("pkchangelog"),
+	return LookupFuncName(list_make2(makeString(PK_CATALOG_SCHEMA),
 									 makeString("materialized_aggregate")),
 						  0, NULL, true);
 }
@@ -267,7 +267,7 @@ mat_attach(Oid aggregate, Query *q, Oid *value_tables, int ncols)
 	stmt->trigname = MAT_TRIGGER_NAME;
 	stmt->relation = makeRangeVar(get_namespace_name(get_rel_namespace(aggregate)),
 								  get_rel_name(aggregate), -1);
-	stmt->funcname = list_make2(makeString("pkchangelog"), makeString("materialized_aggregate"));
+	stmt->funcname = list_make2(makeString(PK_CATALOG_SCHEMA), makeString("materialized_aggregate"));
 	stmt->args = definition_args(q, value_tables, ncols);
 	stmt->row = false;
 	stmt->timing = TRIGGER_TYPE_BEFORE;

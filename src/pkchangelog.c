@@ -26,7 +26,7 @@
 #include "guc.h"
 #include "maint_worker.h"
 #include "mat.h"
-#include "pkchangelog.h"
+#include "version.h"
 #include "run_cache_stats.h"
 #include "shmem.h"
 #include "sql_ddl.h"

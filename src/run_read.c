@@ -1011,7 +1011,7 @@ run_block_get(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
 
 	reader_init();
 	if (blockno >= idx->nblocks)
-		elog(ERROR, "block %u of run %lld out of range", blockno, (long long) run->run_id);
+		corrupt(rel, run, "block number", blockno, "The block lies beyond the run's block index.");
 	if (private)
 	{
 		b = decode_block(rel, run, idx, blockno, strategy, CurrentMemoryContext, spare);

@@ -1001,7 +1001,7 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	if (renames)
 		mat_refresh_triggers();
 	/* the catalog's tables, new ones too, are never decoded */
-	if (extension && strcmp(extension, "pkchangelog") == 0)
+	if (extension && strcmp(extension, PK_EXTENSION_NAME) == 0)
 		publication_hide_catalog();
 }
 

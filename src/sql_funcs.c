@@ -49,7 +49,6 @@
 #include "commit_log.h"
 #include "maint_compaction.h"
 #include "maint_expire.h"
-#include "pkchangelog.h"
 #include "relcache_hub.h"
 #include "run_cache_stats.h"
 #include "run_read.h"

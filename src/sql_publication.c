@@ -81,7 +81,7 @@ row_by_oid(Oid catid, Oid indexid, AttrNumber oidatt, Oid oid)
 static bool
 extension_installed(void)
 {
-	return OidIsValid(get_extension_oid("pkchangelog", true));
+	return OidIsValid(get_extension_oid(PK_EXTENSION_NAME, true));
 }
 
 static bool

@@ -466,7 +466,13 @@ pk_row_key(const PkTable *t, MinimalTuple tup, Datum *keys)
 	{
 		keys[i] = heap_getattr(&htup, t->keys[i].attnum, t->tupdesc, &isnull);
 		if (isnull)
-			elog(ERROR, "null key column in stored row of \"%s\"", t->relname);
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("corrupt row in pkmerge table \"%s\": key column \"%s\" is null",
+							t->relname,
+							NameStr(TupleDescAttr(t->tupdesc, t->keys[i].attnum - 1)->attname)),
+					 errdetail("A stored row has no value in a column of the primary key."),
+					 errhint("Restore the table from a backup or a physical standby.")));
 	}
 }
 

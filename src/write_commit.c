@@ -47,7 +47,6 @@
 #include "maint_expire.h"
 #include "maint_worker.h"
 #include "mat.h"
-#include "pkchangelog.h"
 #include "read_point.h"
 #include "run_cache.h"
 #include "run_read.h"
