@@ -1,9 +1,9 @@
 # 004_layers.pl: src/ depends one way.  From the built objects' symbol
 # tables (nm), every call or reference from one source file to a function
 # or variable another defines is an edge; the graph must have no cycle, so
-# that each file's callers are above it (README, "Architecture").  Needs no
-# server; runs on the objects the build left in src/.  Also: one relcache
-# callback slot for the whole library.
+# that each file's callers are above it (doc/developing.md,
+# "Architecture").  Needs no server; runs on the objects the build left in
+# src/.  Also: one relcache callback slot for the whole library.
 use strict;
 use warnings;
 use FindBin;
