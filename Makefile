@@ -22,7 +22,8 @@ MODULE_big = pkchangelog
 pk_srcdir := $(patsubst %/,%,$(dir $(firstword $(MAKEFILE_LIST))))
 pk_sources := $(sort $(wildcard $(pk_srcdir)/src/*.c))
 OBJS = $(patsubst $(pk_srcdir)/%.c,%.o,$(pk_sources))
-# The base script and the update scripts (doc/DECISIONS.md, "Upgrades")
+# The base script and the update scripts (doc/DECISIONS.md, "Upgrades and
+# catalog versions")
 DATA = $(patsubst $(pk_srcdir)/%,%,$(wildcard $(pk_srcdir)/sql/pkchangelog--*.sql))
 PGFILEDESC = "pkchangelog - merge-tree primary-key tables with complete changelogs"
 # the extension's version, which the control file holds
