@@ -36,8 +36,8 @@
 #include "run_cache.h"
 #include "run_merge.h"
 #include "run_read.h"
-#include "shmem.h"
 #include "tid.h"
+#include "write_buffer.h"
 
 /* blocks per run per chunk bound of a parallel scan (16 kB of rows each) */
 #define PK_CHUNK_BLOCKS 16
@@ -237,7 +237,7 @@ chunk_next(PkScanDesc *scan)
 static void
 scan_check_worker(Relation rel)
 {
-	if (IsParallelWorker() && hints_leader_writes(RelationGetRelid(rel)))
+	if (IsParallelWorker() && wbuf_leader_writes(RelationGetRelid(rel)))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("a parallel worker cannot read pkmerge table \"%s\" while the transaction has writes to it that are not committed",
@@ -672,7 +672,7 @@ pk_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 
 	if (prev_set_rel_pathlist)
 		prev_set_rel_pathlist(root, rel, rti, rte);
-	/* any buffer of the table: workers check for one (hints_leader_writes) */
+	/* any buffer of the table: workers check for one (wbuf_leader_writes) */
 	if (rte->rtekind != RTE_RELATION || !rel->consider_parallel ||
 		wbuf_get(rte->relid, false) == NULL)
 		return;

@@ -56,6 +56,7 @@
 
 #include "catalog.h"
 #include "catalog_lock.h"
+#include "run_cache.h"
 #include "shmem.h"
 
 /* how long a committer waits unqueued, and how long it sleeps at a time */
@@ -73,11 +74,49 @@
 static Oid	held[HELD_COMMIT_LOCKS];
 static int	nheld = 0;
 
+/*
+ * Shared memory, per table (database and relid, hashed): the condition
+ * variable its committers sleep on while its commit lock is taken; tables
+ * sharing one wake each other.
+ */
+#define NWAKESLOTS 256
+static ConditionVariable *commit_wake = NULL;
+
+Size
+cat_lock_shmem_size(void)
+{
+	return mul_size(NWAKESLOTS, sizeof(ConditionVariable));
+}
+
+void
+cat_lock_shmem_init(void)
+{
+	bool		found;
+
+	commit_wake = ShmemInitStruct("pkchangelog commit lock waiters",
+								  cat_lock_shmem_size(), &found);
+	if (!found)
+		for (int i = 0; i < NWAKESLOTS; i++)
+			ConditionVariableInit(&commit_wake[i]);
+}
+
+/* the condition variable of relid's committers; NULL before shared memory */
+static ConditionVariable *
+commit_wake_cv(Oid relid)
+{
+	uint32		key[2] = {MyDatabaseId, relid};
+
+	if (commit_wake == NULL)
+		return NULL;
+	return &commit_wake[hash_bytes((const unsigned char *) key, sizeof(key)) %
+						NWAKESLOTS];
+}
+
 /* wake one committer waiting for a table's commit lock, now released */
 static void
 commit_wake_one(Oid relid)
 {
-	ConditionVariable *cv = hints_commit_wake(relid);
+	ConditionVariable *cv = commit_wake_cv(relid);
 
 	if (cv != NULL)
 		ConditionVariableSignal(cv);
@@ -117,7 +156,7 @@ cat_commit_lock(Oid relid)
 {
 	LOCKTAG		tag;
 	LockAcquireResult res;
-	ConditionVariable *cv = hints_commit_wake(relid);
+	ConditionVariable *cv = commit_wake_cv(relid);
 	instr_time	start;
 	bool		waited = false;
 
@@ -155,7 +194,7 @@ cat_commit_lock(Oid relid)
 	if (res == LOCKACQUIRE_NOT_AVAIL)
 		(void) LockAcquire(&tag, ExclusiveLock, false, false);
 	/* what readers of the list the last holder published must not see */
-	hints_note_state_writer(relid, GetTopTransactionId());
+	runcache_note_state_writer(relid, GetTopTransactionId());
 	/* as LockDatabaseObject: see what the previous holder committed */
 	AcceptInvalidationMessages();
 	if (nheld < HELD_COMMIT_LOCKS)

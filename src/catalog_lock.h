@@ -11,6 +11,8 @@
 #include "storage/lock.h"
 
 /* catalog_lock.c */
+extern Size cat_lock_shmem_size(void);
+extern void cat_lock_shmem_init(void);
 extern void cat_lock_init(void);
 extern LOCKTAG cat_commit_lock(Oid relid);
 extern bool cat_commit_trylock(Oid relid);

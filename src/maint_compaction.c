@@ -35,6 +35,7 @@
 
 #include "access/xact.h"
 #include "catalog_lock.h"
+#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "run_write.h"
@@ -54,6 +55,87 @@
 #include "run_merge.h"
 #include "run_read.h"
 #include "shmem.h"
+
+/*
+ * Shared memory, per table (database and relid, hashed): the compaction
+ * running (or last run), by its transaction, and the newest sequence
+ * number of the runs it took, so that writers merge the level-0 runs
+ * committed since beside it (compact_level0_beside).  A table sharing the
+ * slot takes it over: the table losing it gets no merges beside its
+ * running one.
+ */
+#define NMERGESLOTS 256
+typedef struct MergeSlot
+{
+	slock_t		mutex;
+	Oid			dbid;
+	Oid			relid;
+	TransactionId xid;
+	int64		max_seq;
+} MergeSlot;
+
+static MergeSlot *merges = NULL;
+
+Size
+compact_shmem_size(void)
+{
+	return mul_size(NMERGESLOTS, sizeof(MergeSlot));
+}
+
+void
+compact_shmem_init(void)
+{
+	merges = pk_shmem_slots("pkchangelog running compactions", NMERGESLOTS,
+							sizeof(MergeSlot));
+}
+
+static MergeSlot *
+merge_slot(Oid relid)
+{
+	return &merges[hash_combine(MyDatabaseId, relid) % NMERGESLOTS];
+}
+
+/*
+ * A compaction by transaction xid took runs of the table with rows up to
+ * sequence number max_seq.
+ */
+static void
+set_merging(Oid relid, TransactionId xid, int64 max_seq)
+{
+	MergeSlot  *m;
+
+	if (merges == NULL)
+		return;
+	m = merge_slot(relid);
+	SpinLockAcquire(&m->mutex);
+	m->dbid = MyDatabaseId;
+	m->relid = relid;
+	m->xid = xid;
+	m->max_seq = max_seq;
+	SpinLockRelease(&m->mutex);
+}
+
+/*
+ * The table's last compaction as set_merging set it, if its slot still has
+ * it (the caller checks that the transaction is still running).
+ */
+static bool
+merging(Oid relid, TransactionId *xid, int64 *max_seq)
+{
+	MergeSlot  *m;
+	bool		found;
+
+	if (merges == NULL)
+		return false;
+	m = merge_slot(relid);
+	SpinLockAcquire(&m->mutex);
+	found = m->dbid == MyDatabaseId && m->relid == relid &&
+		TransactionIdIsValid(m->xid);
+	*xid = m->xid;
+	*max_seq = m->max_seq;
+	SpinLockRelease(&m->mutex);
+	return found;
+}
 
 typedef struct SortedRun
 {
@@ -898,7 +980,7 @@ compact_locked(Relation rel, bool full, bool as_record, bool level0_taken)
 
 		foreach(lc, inputs)
 			max_seq = Max(max_seq, ((RunInfo *) lfirst(lc))->max_seq);
-		hints_set_merging(relid, GetTopTransactionId(), max_seq);
+		set_merging(relid, GetTopTransactionId(), max_seq);
 		cat_level0_unlock(relid);
 	}
 	return merge_and_switch(rel, live, inputs, outlevel, bottom, as_record, start);
@@ -970,7 +1052,7 @@ compact_level0_beside(Relation rel)
 	instr_time	start;
 
 	/* its transaction still running: it holds the compaction lock */
-	if (!hints_merging(RelationGetRelid(rel), &xid, &taken_seq) ||
+	if (!merging(RelationGetRelid(rel), &xid, &taken_seq) ||
 		TransactionIdIsCurrentTransactionId(xid) || !TransactionIdIsInProgress(xid))
 		return 0;
 	INSTR_TIME_SET_CURRENT(start);

@@ -11,6 +11,8 @@
 #include "utils/rel.h"
 
 /* maint_compaction.c */
+extern Size compact_shmem_size(void);
+extern void compact_shmem_init(void);
 extern int64 compact_table(Relation rel, bool full, bool as_record);
 extern int64 compact_table_nowait(Relation rel);
 extern int64 compact_level0_beside(Relation rel);

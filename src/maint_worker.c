@@ -144,32 +144,24 @@ typedef struct WorkerShared
 } WorkerShared;
 
 static WorkerShared *shared = NULL;
-static shmem_request_hook_type prev_shmem_request = NULL;
-static shmem_startup_hook_type prev_shmem_startup = NULL;
 
-static void
-worker_shmem_request(void)
+Size
+worker_shmem_size(void)
 {
-	if (prev_shmem_request)
-		prev_shmem_request();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(WorkerShared)));
+	return sizeof(WorkerShared);
 }
 
-static void
-worker_shmem_startup(void)
+void
+worker_shmem_init(void)
 {
 	bool		found;
 
-	if (prev_shmem_startup)
-		prev_shmem_startup();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	shared = ShmemInitStruct("pkchangelog workers", sizeof(WorkerShared), &found);
 	if (!found)
 	{
 		memset(shared, 0, sizeof(WorkerShared));
 		SpinLockInit(&shared->mutex);
 	}
-	LWLockRelease(AddinShmemInitLock);
 }
 
 /* db's part of the shared table, added if new; NULL when full (mutex held) */
@@ -271,11 +263,6 @@ worker_init(void)
 	snprintf(bgw.bgw_name, BGW_MAXLEN, "pkchangelog launcher");
 	snprintf(bgw.bgw_type, BGW_MAXLEN, "pkchangelog launcher");
 	RegisterBackgroundWorker(&bgw);
-
-	prev_shmem_request = shmem_request_hook;
-	shmem_request_hook = worker_shmem_request;
-	prev_shmem_startup = shmem_startup_hook;
-	shmem_startup_hook = worker_shmem_startup;
 }
 
 /* settings changed by a reload (worker_enabled = off stops the work) */

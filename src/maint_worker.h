@@ -10,6 +10,8 @@
 #define PK_MAINT_WORKER_H
 
 /* maint_worker.c */
+extern Size worker_shmem_size(void);
+extern void worker_shmem_init(void);
 extern void worker_init(void);
 extern void worker_request(Oid relid);
 

@@ -26,13 +26,13 @@
 #include "guc.h"
 #include "maint_worker.h"
 #include "mat.h"
-#include "version.h"
 #include "run_cache_stats.h"
 #include "shmem.h"
 #include "sql_ddl.h"
 #include "sql_funcs.h"
 #include "table_desc.h"
 #include "write_commit.h"
+#include "version.h"
 #include "write_spill.h"
 
 PG_MODULE_MAGIC;
@@ -83,9 +83,9 @@ _PG_init(void)
 	onconflict_init();			/* ExecutorStart: ON CONFLICT arbiters */
 	sqlfuncs_init();			/* ExecutorStart: pk_write's command id */
 	scan_init();				/* xact callback: scan state */
-	worker_init();				/* background workers, their shared memory */
-	hints_init();				/* shared memory: file ends, gaps */
-	cachestats_init();			/* shared memory: cache counters */
+	worker_init();				/* background workers */
+	pk_shmem_init();			/* shared memory of every part (shmem.c) */
+	cachestats_init();			/* xact callback: cache counters */
 	cat_lock_init();			/* resource owner callback: lock waiters */
 }
 

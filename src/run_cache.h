@@ -15,6 +15,9 @@
 #include "catalog.h"
 
 /* run_cache.c */
+extern Size runcache_shmem_size(void);
+extern void runcache_shmem_init(int tranche);
+extern void runcache_note_state_writer(Oid relid, TransactionId xid);
 extern bool runcache_data_runs(Relation rel, Snapshot snapshot,
 							   bool committed_only, List **runs);
 extern bool runcache_committed_state(Relation rel, Snapshot snapshot,

@@ -47,7 +47,7 @@ typedef struct CacheStatsSlot
 
 typedef struct CacheStatsShared
 {
-	LWLock	   *lock;
+	LWLock		lock;
 	CacheStatsSlot slots[NSLOTS];
 } CacheStatsShared;
 
@@ -63,33 +63,23 @@ static LocalCount local[NLOCAL];
 static int	nlocal = 0;
 static int	last = 0;			/* local[] entry counted last */
 
-static shmem_request_hook_type prev_shmem_request = NULL;
-static shmem_startup_hook_type prev_shmem_startup = NULL;
-
-static void
-cachestats_shmem_request(void)
+Size
+cachestats_shmem_size(void)
 {
-	if (prev_shmem_request)
-		prev_shmem_request();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(CacheStatsShared)));
-	RequestNamedLWLockTranche("pkchangelog cache stats", 1);
+	return sizeof(CacheStatsShared);
 }
 
-static void
-cachestats_shmem_startup(void)
+void
+cachestats_shmem_init(int tranche)
 {
 	bool		found;
 
-	if (prev_shmem_startup)
-		prev_shmem_startup();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	shared = ShmemInitStruct("pkchangelog cache stats", sizeof(CacheStatsShared), &found);
 	if (!found)
 	{
 		memset(shared->slots, 0, sizeof(shared->slots));
-		shared->lock = &(GetNamedLWLockTranche("pkchangelog cache stats"))->lock;
+		LWLockInitialize(&shared->lock, tranche);
 	}
-	LWLockRelease(AddinShmemInitLock);
 }
 
 static uint32
@@ -139,7 +129,7 @@ flush(void)
 		return;
 	if (shared != NULL)
 	{
-		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+		LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
 		for (int i = 0; i < nlocal; i++)
 		{
 			CacheStatsSlot *s = find_slot(MyDatabaseId, local[i].relid, true);
@@ -147,7 +137,7 @@ flush(void)
 			s->hits += local[i].hits;
 			s->misses += local[i].misses;
 		}
-		LWLockRelease(shared->lock);
+		LWLockRelease(&shared->lock);
 	}
 	nlocal = 0;
 	last = 0;
@@ -166,10 +156,6 @@ cachestats_xact_callback(XactEvent event, void *arg)
 void
 cachestats_init(void)
 {
-	prev_shmem_request = shmem_request_hook;
-	shmem_request_hook = cachestats_shmem_request;
-	prev_shmem_startup = shmem_startup_hook;
-	shmem_startup_hook = cachestats_shmem_startup;
 	RegisterXactCallback(cachestats_xact_callback, NULL);
 }
 
@@ -214,14 +200,14 @@ cachestats_get(Oid relid, int64 *hits, int64 *misses)
 	{
 		CacheStatsSlot *s;
 
-		LWLockAcquire(shared->lock, LW_SHARED);
+		LWLockAcquire(&shared->lock, LW_SHARED);
 		s = find_slot(MyDatabaseId, relid, false);
 		if (s != NULL)
 		{
 			*hits = s->hits;
 			*misses = s->misses;
 		}
-		LWLockRelease(shared->lock);
+		LWLockRelease(&shared->lock);
 	}
 	for (int i = 0; i < nlocal; i++)
 		if (local[i].relid == relid)

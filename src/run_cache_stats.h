@@ -10,6 +10,8 @@
 #define PK_CACHESTATS_H
 
 /* run_cache_stats.c */
+extern Size cachestats_shmem_size(void);
+extern void cachestats_shmem_init(int tranche);
 extern void cachestats_init(void);
 extern void cachestats_count(Oid relid, bool hit);
 extern void cachestats_get(Oid relid, int64 *hits, int64 *misses);

@@ -14,6 +14,7 @@
 #include "postgres.h"
 
 #include "access/xloginsert.h"
+#include "common/hashfn.h"
 #include "catalog.h"
 #include "catalog/storage.h"
 #include "catalog_lock.h"
@@ -29,6 +30,139 @@
 #include "commit_log.h"
 #include "shmem.h"
 #include "tid.h"
+
+/*
+ * Shared memory, per relation file (RelFileNode, hashed into NSLOTS): where
+ * the used part of the file ends (extend() lays blocks ahead of use;
+ * without it, runs go after the file's end until the next VACUUM), and the
+ * gaps VACUUM found between its runs, which new runs fill first (without
+ * them, new runs are appended).  Read and set under the table's space
+ * lock; a slot's owner and values change together under its spinlock: a
+ * value read under another file's name would place runs over live ones.
+ * The gaps are in block order; a taken gap shrinks from its start.
+ */
+#define NSLOTS 4096
+#define MAX_GAPS 64				/* kept per file: the largest ones */
+
+typedef struct SpaceGap
+{
+	BlockNumber start;
+	BlockNumber len;
+} SpaceGap;
+
+typedef struct FileEndSlot
+{
+	slock_t		mutex;
+	RelFileNode node;
+	BlockNumber end;
+	int			ngaps;
+	SpaceGap	gaps[MAX_GAPS];
+} FileEndSlot;
+
+static FileEndSlot *file_end = NULL;
+
+Size
+space_shmem_size(void)
+{
+	return mul_size(NSLOTS, sizeof(FileEndSlot));
+}
+
+void
+space_shmem_init(void)
+{
+	file_end = pk_shmem_slots("pkchangelog file ends", NSLOTS, sizeof(FileEndSlot));
+}
+
+static FileEndSlot *
+file_end_slot(const RelFileNode *node)
+{
+	return &file_end[hash_bytes((const unsigned char *) node, sizeof(RelFileNode)) % NSLOTS];
+}
+
+/*
+ * Where the used part of a relation file ends (the file may be longer),
+ * or InvalidBlockNumber when not known: files sharing a slot just take it
+ * from each other, and a miss makes the caller fall back to the file size.
+ */
+static BlockNumber
+file_end_get(const RelFileNode *node)
+{
+	FileEndSlot *slot;
+	BlockNumber end = InvalidBlockNumber;
+
+	if (file_end == NULL || node->relNode == InvalidOid)
+		return InvalidBlockNumber;
+	slot = file_end_slot(node);
+	SpinLockAcquire(&slot->mutex);
+	if (RelFileNodeEquals(slot->node, *node))
+		end = slot->end;
+	SpinLockRelease(&slot->mutex);
+	return end;
+}
+
+/*
+ * Set where the used part of the file ends.  gaps: the free extents below
+ * it (VACUUM, in block order), which replace the slot's; NULL keeps the
+ * slot's gaps if it holds this file's.
+ */
+static void
+file_end_set(const RelFileNode *node, BlockNumber end, const SpaceGap *gaps, int ngaps)
+{
+	FileEndSlot *slot;
+
+	if (file_end == NULL)
+		return;
+	slot = file_end_slot(node);
+	SpinLockAcquire(&slot->mutex);
+	if (gaps != NULL || !RelFileNodeEquals(slot->node, *node))
+	{
+		slot->ngaps = Min(ngaps, MAX_GAPS);
+		if (slot->ngaps > 0)
+			memcpy(slot->gaps, gaps, sizeof(SpaceGap) * slot->ngaps);
+	}
+	slot->node = *node;
+	slot->end = end;
+	SpinLockRelease(&slot->mutex);
+}
+
+/*
+ * Take nblocks from the first gap of the file that has room (first fit,
+ * so the file's end empties first and VACUUM can give it back).  False
+ * when no gap known has room.
+ */
+static bool
+file_end_take_gap(const RelFileNode *node, BlockNumber nblocks, BlockNumber *start)
+{
+	FileEndSlot *slot;
+	bool		found = false;
+
+	if (file_end == NULL || node->relNode == InvalidOid)
+		return false;
+	slot = file_end_slot(node);
+	SpinLockAcquire(&slot->mutex);
+	if (RelFileNodeEquals(slot->node, *node))
+	{
+		for (int i = 0; i < slot->ngaps; i++)
+		{
+			SpaceGap   *g = &slot->gaps[i];
+
+			if (g->len < nblocks)
+				continue;
+			*start = g->start;
+			g->start += nblocks;
+			g->len -= nblocks;
+			if (g->len == 0)
+			{
+				slot->ngaps--;
+				memmove(g, g + 1, sizeof(SpaceGap) * (slot->ngaps - i));
+			}
+			found = true;
+			break;
+		}
+	}
+	SpinLockRelease(&slot->mutex);
+	return found;
+}
 
 static int
 extent_cmp(const ListCell *a, const ListCell *b)
@@ -103,16 +237,16 @@ space_reserve(Relation rel, RunInfo *run)
 
 	cat_space_lock(relid);
 	nblocks = RelationGetNumberOfBlocks(rel);
-	used_end = hints_file_end(&rel->rd_node);
+	used_end = file_end_get(&rel->rd_node);
 	if (used_end == InvalidBlockNumber || used_end > nblocks)
 	{
 		/* not known (or not this file's): append, and forget any gaps */
 		SpaceGap	none[1];
 
 		used_end = nblocks;
-		hints_set_file_end(&rel->rd_node, used_end, none, 0);
+		file_end_set(&rel->rd_node, used_end, none, 0);
 	}
-	if (!hints_take_gap(&rel->rd_node, (BlockNumber) run->nblocks, &start) ||
+	if (!file_end_take_gap(&rel->rd_node, (BlockNumber) run->nblocks, &start) ||
 		start + run->nblocks > used_end)
 		start = used_end;
 	if ((uint64) start + run->nblocks >= PK_MAX_RUN_BLOCK)
@@ -129,7 +263,7 @@ space_reserve(Relation rel, RunInfo *run)
 	end = run->start_block + run->nblocks;
 	if (end > nblocks)
 		extend(rel, end, nblocks);
-	hints_set_file_end(&rel->rd_node, Max(end, used_end), NULL, 0);
+	file_end_set(&rel->rd_node, Max(end, used_end), NULL, 0);
 	cat_space_unlock(relid);
 }
 
@@ -181,13 +315,13 @@ space_truncate(Relation rel, BlockNumber *before, BlockNumber *after,
 	 * of the file's history further on: kept alone, they were used up in
 	 * a moment and the file grew at its end until the next call.
 	 */
-	if (ngaps > HINTS_MAX_GAPS)
+	if (ngaps > MAX_GAPS)
 	{
 		qsort(gaps, ngaps, sizeof(SpaceGap), gap_len_cmp);
-		ngaps = HINTS_MAX_GAPS;
+		ngaps = MAX_GAPS;
 		qsort(gaps, ngaps, sizeof(SpaceGap), gap_start_cmp);
 	}
-	hints_set_file_end(&rel->rd_node, end, gaps, ngaps);
+	file_end_set(&rel->rd_node, end, gaps, ngaps);
 	cat_space_unlock(RelationGetRelid(rel));
 }
 
@@ -301,7 +435,7 @@ space_rewrite(Relation rel, Relation dst, int *nruns, BlockNumber *npages)
 	cat_table_state_update(relid, &state);
 
 	/* the new file has no gaps, and ends after its last run */
-	hints_set_file_end(&dst->rd_node, next, NULL, 0);
+	file_end_set(&dst->rd_node, next, NULL, 0);
 	*nruns = list_length(runs);
 	*npages = next;
 }

@@ -14,6 +14,8 @@
 #include "run_format.h"
 
 /* run_space.c */
+extern Size space_shmem_size(void);
+extern void space_shmem_init(void);
 extern void space_reserve(Relation rel, RunInfo *run);
 extern void space_truncate(Relation rel, BlockNumber *before,
 						   BlockNumber *after, BlockNumber *used);

@@ -16,6 +16,8 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "miscadmin.h"
+#include "storage/proc.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -24,6 +26,86 @@
 #include "shmem.h"
 #include "tid.h"
 #include "write_buffer.h"
+
+/*
+ * Shared memory, per backend (by pgprocno): the pkmerge tables its
+ * transaction has buffered writes to, for its parallel workers, which
+ * cannot read them (am_scan.c refuses).  Written by the backend only, read
+ * by its workers while it waits.
+ */
+#define WRITER_RELIDS 4
+typedef struct BackendWrites
+{
+	Oid			relids[WRITER_RELIDS];
+	bool		overflow;		/* and more */
+} BackendWrites;
+
+static BackendWrites *writes = NULL;
+
+Size
+wbuf_shmem_size(void)
+{
+	return mul_size(MaxBackends + NUM_AUXILIARY_PROCS, sizeof(BackendWrites));
+}
+
+void
+wbuf_shmem_init(void)
+{
+	bool		found;
+
+	writes = ShmemInitStruct("pkchangelog backend writes", wbuf_shmem_size(), &found);
+	if (!found)
+		memset(writes, 0, wbuf_shmem_size());
+}
+
+/* this backend's transaction buffered writes to relid */
+static void
+note_writes(Oid relid)
+{
+	BackendWrites *w;
+
+	if (writes == NULL || MyProc == NULL)
+		return;
+	w = &writes[MyProc->pgprocno];
+	for (int i = 0; i < WRITER_RELIDS; i++)
+		if (w->relids[i] == InvalidOid || w->relids[i] == relid)
+		{
+			w->relids[i] = relid;
+			return;
+		}
+	w->overflow = true;
+}
+
+/* this backend's transaction ended */
+static void
+clear_writes(void)
+{
+	if (writes && MyProc)
+		memset(&writes[MyProc->pgprocno], 0, sizeof(BackendWrites));
+}
+
+/*
+ * In a parallel worker: has the leader's transaction buffered writes to
+ * relid?  (Without shared memory, never expected: assume it has.)
+ */
+bool
+wbuf_leader_writes(Oid relid)
+{
+	BackendWrites *w;
+
+	if (MyProc == NULL || MyProc->lockGroupLeader == NULL ||
+		MyProc->lockGroupLeader == MyProc)
+		return false;
+	if (writes == NULL)
+		return true;
+	w = &writes[MyProc->lockGroupLeader->pgprocno];
+	if (w->overflow)
+		return true;
+	for (int i = 0; i < WRITER_RELIDS; i++)
+		if (w->relids[i] == relid)
+			return true;
+	return false;
+}
 
 typedef struct WbEntryRef
 {
@@ -88,7 +170,7 @@ wbuf_get(Oid relid, bool create)
 		wb->nospill_cid = InvalidCommandId;
 		ref->wb = wb;
 		buffer_order = lappend(buffer_order, wb);
-		hints_note_writes(relid);
+		note_writes(relid);
 		MemoryContextSwitchTo(old);
 	}
 	last = ref->wb;
@@ -664,7 +746,7 @@ void
 wbuf_forget_all(void)
 {
 	if (buffers)
-		hints_clear_writes();
+		clear_writes();
 	closed = false;
 	buffers = NULL;
 	buffer_order = NIL;

@@ -131,6 +131,9 @@ wbuf_entry(WriteBuffer *wb, uint32 pos)
 }
 
 /* write_buffer.c */
+extern Size wbuf_shmem_size(void);
+extern void wbuf_shmem_init(void);
+extern bool wbuf_leader_writes(Oid relid);
 extern WriteBuffer *wbuf_get(Oid relid, bool create);
 extern uint32 wbuf_append(WriteBuffer *wb, PkTable *t, uint8 kind,
 						  MinimalTuple tup, CommandId cid, bool copy);
