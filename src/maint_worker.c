@@ -51,7 +51,6 @@
 #include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
-#include "storage/spin.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -137,7 +136,7 @@ typedef struct WorkedDatabase
  */
 typedef struct WorkerShared
 {
-	slock_t		mutex;
+	LWLock		lock;			/* scans of dbs and requests: not a spinlock */
 	Latch	   *launcher;
 	int			ndbs;
 	WorkedDatabase dbs[MAX_WORKED_DATABASES];
@@ -152,7 +151,7 @@ worker_shmem_size(void)
 }
 
 void
-worker_shmem_init(void)
+worker_shmem_init(int tranche)
 {
 	bool		found;
 
@@ -160,11 +159,11 @@ worker_shmem_init(void)
 	if (!found)
 	{
 		memset(shared, 0, sizeof(WorkerShared));
-		SpinLockInit(&shared->mutex);
+		LWLockInitialize(&shared->lock, tranche);
 	}
 }
 
-/* db's part of the shared table, added if new; NULL when full (mutex held) */
+/* db's part of the shared table, added if new; NULL when full (lock held) */
 static WorkedDatabase *
 shared_slot(Oid db)
 {
@@ -186,10 +185,10 @@ set_not_before(Oid db, TimestampTz t)
 {
 	WorkedDatabase *d;
 
-	SpinLockAcquire(&shared->mutex);
+	LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
 	if ((d = shared_slot(db)) != NULL)
 		d->not_before = t;
-	SpinLockRelease(&shared->mutex);
+	LWLockRelease(&shared->lock);
 }
 
 /* may db get a worker now?  only_requested: only if it has requests */
@@ -200,11 +199,11 @@ may_start(Oid db, bool only_requested)
 	bool		result;
 	TimestampTz now = GetCurrentTimestamp();
 
-	SpinLockAcquire(&shared->mutex);
+	LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
 	d = shared_slot(db);
 	result = d != NULL && now >= d->not_before &&
 		(!only_requested || d->nrequests > 0 || d->overflow);
-	SpinLockRelease(&shared->mutex);
+	LWLockRelease(&shared->lock);
 	return result;
 }
 
@@ -221,7 +220,7 @@ worker_request(Oid relid)
 
 	if (!pk_worker_enabled || shared == NULL)
 		return;
-	SpinLockAcquire(&shared->mutex);
+	LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
 	if ((d = shared_slot(MyDatabaseId)) != NULL)
 	{
 		int			i;
@@ -244,7 +243,7 @@ worker_request(Oid relid)
 		/* a writer of a pkmerge table: the extension is installed here now */
 		d->not_before = 0;
 	}
-	SpinLockRelease(&shared->mutex);
+	LWLockRelease(&shared->lock);
 	if (wake)
 		SetLatch(wake);
 }
@@ -325,10 +324,10 @@ databases(void)
 static void
 launcher_shmem_exit(int code, Datum arg)
 {
-	SpinLockAcquire(&shared->mutex);
+	LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
 	if (shared->launcher == MyLatch)
 		shared->launcher = NULL;
-	SpinLockRelease(&shared->mutex);
+	LWLockRelease(&shared->lock);
 }
 
 /* the launcher's workers, by database: handles live in TopMemoryContext */
@@ -432,13 +431,13 @@ forget_dropped(List *dbs)
 	}
 	nlaunched = n;
 
-	SpinLockAcquire(&shared->mutex);
+	LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
 	n = 0;
 	for (int i = 0; i < shared->ndbs; i++)
 		if (exists(sorted, ndbs, shared->dbs[i].db) || shared->dbs[i].worker != NULL)
 			shared->dbs[n++] = shared->dbs[i];
 	shared->ndbs = n;
-	SpinLockRelease(&shared->mutex);
+	LWLockRelease(&shared->lock);
 }
 
 /*
@@ -458,9 +457,9 @@ pk_launcher_main(Datum arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 	before_shmem_exit(launcher_shmem_exit, 0);
-	SpinLockAcquire(&shared->mutex);
+	LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
 	shared->launcher = MyLatch;
-	SpinLockRelease(&shared->mutex);
+	LWLockRelease(&shared->lock);
 
 	for (;;)
 	{
@@ -790,16 +789,16 @@ worker_shmem_exit(int code, Datum arg)
 {
 	WorkedDatabase *d;
 
-	SpinLockAcquire(&shared->mutex);
+	LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
 	if ((d = shared_slot(DatumGetObjectId(arg))) != NULL && d->worker == MyLatch)
 		d->worker = NULL;
-	SpinLockRelease(&shared->mutex);
+	LWLockRelease(&shared->lock);
 }
 
 /*
  * Serve the writers' requests until none came for a naptime (at most
  * WORKER_LINGER_MS: DROP DATABASE waits only a few seconds).  Leaving is
- * decided under the mutex, so a request either finds this worker's latch
+ * decided under the lock, so a request either finds this worker's latch
  * or none (and then wakes the launcher).
  */
 static void
@@ -814,7 +813,7 @@ serve_requests(Oid db, MemoryContext round)
 		bool		all = false;
 		List	   *tables = NIL;
 
-		SpinLockAcquire(&shared->mutex);
+		LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
 		if ((d = shared_slot(db)) != NULL)
 		{
 			n = d->nrequests;
@@ -824,7 +823,7 @@ serve_requests(Oid db, MemoryContext round)
 			d->overflow = false;
 			d->worker = (n == 0 && !all && waited) ? NULL : MyLatch;
 		}
-		SpinLockRelease(&shared->mutex);
+		LWLockRelease(&shared->lock);
 		if (d == NULL || (n == 0 && !all && waited))
 			return;
 		if (n == 0 && !all)
@@ -883,10 +882,10 @@ pk_worker_main(Datum arg)
 	BackgroundWorkerInitializeConnectionByOid(db, InvalidOid, 0);
 
 	/* the last reclaims of the database's tables, as earlier workers left them */
-	SpinLockAcquire(&shared->mutex);
+	LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
 	if ((d = shared_slot(db)) != NULL)
 		reclaimed = d->reclaimed;
-	SpinLockRelease(&shared->mutex);
+	LWLockRelease(&shared->lock);
 
 	/*
 	 * Compactions and expirations commit without waiting for their WAL to

@@ -11,7 +11,7 @@
 
 /* maint_worker.c */
 extern Size worker_shmem_size(void);
-extern void worker_shmem_init(void);
+extern void worker_shmem_init(int tranche);
 extern void worker_init(void);
 extern void worker_request(Oid relid);
 

@@ -105,11 +105,14 @@ typedef struct PublishedRuns
 #define PUBLISHED_RUNS_SIZE(p) \
 	(offsetof(PublishedRuns, run_ids) + sizeof(int64) * (p)->nruns)
 
-/* per table: the run list its latest commit published, under mutex */
+/*
+ * per table: the run list its latest commit published, under lock (a
+ * copy of up to 2.3 kB: an LWLock, shared by readers)
+ */
 #define NRUNSLOTS 1024
 typedef struct RunListSlot
 {
-	slock_t		mutex;
+	LWLock		lock;
 	PublishedRuns pub;
 } RunListSlot;
 
@@ -139,7 +142,8 @@ typedef struct StateWriterSlot
 static StateWriterSlot *state_writers = NULL;
 
 /*
- * per table: the latest commits' run rows, under mutex, in two rings by
+ * per table: the latest commits' run rows, under lock (a search of 72 ids
+ * and a copy of up to 2 kB: an LWLock, shared by readers), in two rings by
  * size: a small commit's run (a few hundred bytes packed) takes one of
  * many small slots, a compaction's run kept in its row one of a few large
  * ones.  A committed run's row does not change while the run is in the
@@ -166,7 +170,7 @@ typedef struct PublishedRun
 /* the run ids apart from the rows: a search reads a few cache lines */
 typedef struct RunRing
 {
-	slock_t		mutex;
+	LWLock		lock;
 	RelFileNode node;
 	Oid			relid;
 	int			next_small;
@@ -191,12 +195,12 @@ runcache_shmem_size(void)
 void
 runcache_shmem_init(int tranche)
 {
-	run_lists = pk_shmem_slots("pkchangelog published run lists", NRUNSLOTS,
-							   sizeof(RunListSlot));
+	run_lists = pk_shmem_lwlock_slots("pkchangelog published run lists", NRUNSLOTS,
+									  sizeof(RunListSlot), tranche);
 	state_writers = pk_shmem_slots("pkchangelog commit lock holders", NWRITERSLOTS,
 								   sizeof(StateWriterSlot));
-	run_rings = pk_shmem_slots("pkchangelog published run rows", NRUNRINGS,
-							   sizeof(RunRing));
+	run_rings = pk_shmem_lwlock_slots("pkchangelog published run rows", NRUNRINGS,
+									  sizeof(RunRing), tranche);
 }
 
 /* where a table's slots are, in the per-table arrays */
@@ -227,9 +231,9 @@ publish_runs(const PublishedRuns *p)
 	if (run_lists == NULL)
 		return;
 	slot = &run_lists[table_hash(&p->node, p->relid) % NRUNSLOTS];
-	SpinLockAcquire(&slot->mutex);
+	LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
 	memcpy(&slot->pub, p, PUBLISHED_RUNS_SIZE(p));
-	SpinLockRelease(&slot->mutex);
+	LWLockRelease(&slot->lock);
 
 	/*
 	 * Then, the publisher still holding the commit lock, no transaction has
@@ -285,13 +289,13 @@ published_runs(const RelFileNode *node, Oid relid, PublishedRuns *p)
 	if (run_lists == NULL)
 		return false;
 	slot = &run_lists[table_hash(node, relid) % NRUNSLOTS];
-	SpinLockAcquire(&slot->mutex);
+	LWLockAcquire(&slot->lock, LW_SHARED);
 	if (slot->pub.relid == relid && RelFileNodeEquals(slot->pub.node, *node))
 	{
 		memcpy(p, &slot->pub, PUBLISHED_RUNS_SIZE(&slot->pub));
 		found = true;
 	}
-	SpinLockRelease(&slot->mutex);
+	LWLockRelease(&slot->lock);
 	return found;
 }
 
@@ -341,7 +345,7 @@ ring_put(const RelFileNode *node, Oid relid, int64 run_id,
 	if (run_rings == NULL || len > MAX_PUBLISHED_RUN_BYTES)
 		return;
 	ring = &run_rings[table_hash(node, relid) % NRUNRINGS];
-	SpinLockAcquire(&ring->mutex);
+	LWLockAcquire(&ring->lock, LW_EXCLUSIVE);
 	if (ring->relid != relid || !RelFileNodeEquals(ring->node, *node))
 	{
 		ring->relid = relid;
@@ -364,7 +368,7 @@ ring_put(const RelFileNode *node, Oid relid, int64 run_id,
 	}
 	pr->len = len;
 	memcpy(pr->bytes, bytes, len);
-	SpinLockRelease(&ring->mutex);
+	LWLockRelease(&ring->lock);
 }
 
 /* the ring's slot holding run_id (either size), or NULL */
@@ -394,14 +398,14 @@ ring_get(const RelFileNode *node, Oid relid, int64 run_id, char *bytes)
 	if (run_rings == NULL)
 		return 0;
 	ring = &run_rings[table_hash(node, relid) % NRUNRINGS];
-	SpinLockAcquire(&ring->mutex);
+	LWLockAcquire(&ring->lock, LW_SHARED);
 	if (ring->relid == relid && RelFileNodeEquals(ring->node, *node) &&
 		(pr = ring_find(ring, run_id)) != NULL)
 	{
 		len = pr->len;
 		memcpy(bytes, pr->bytes, len);
 	}
-	SpinLockRelease(&ring->mutex);
+	LWLockRelease(&ring->lock);
 	return len;
 }
 

@@ -52,7 +52,7 @@ typedef struct SpaceGap
 
 typedef struct FileEndSlot
 {
-	slock_t		mutex;
+	LWLock		lock;
 	RelFileNode node;
 	BlockNumber end;
 	int			ngaps;
@@ -68,9 +68,10 @@ space_shmem_size(void)
 }
 
 void
-space_shmem_init(void)
+space_shmem_init(int tranche)
 {
-	file_end = pk_shmem_slots("pkchangelog file ends", NSLOTS, sizeof(FileEndSlot));
+	file_end = pk_shmem_lwlock_slots("pkchangelog file ends", NSLOTS,
+									 sizeof(FileEndSlot), tranche);
 }
 
 static FileEndSlot *
@@ -93,10 +94,10 @@ file_end_get(const RelFileNode *node)
 	if (file_end == NULL || node->relNode == InvalidOid)
 		return InvalidBlockNumber;
 	slot = file_end_slot(node);
-	SpinLockAcquire(&slot->mutex);
+	LWLockAcquire(&slot->lock, LW_SHARED);
 	if (RelFileNodeEquals(slot->node, *node))
 		end = slot->end;
-	SpinLockRelease(&slot->mutex);
+	LWLockRelease(&slot->lock);
 	return end;
 }
 
@@ -113,7 +114,7 @@ file_end_set(const RelFileNode *node, BlockNumber end, const SpaceGap *gaps, int
 	if (file_end == NULL)
 		return;
 	slot = file_end_slot(node);
-	SpinLockAcquire(&slot->mutex);
+	LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
 	if (gaps != NULL || !RelFileNodeEquals(slot->node, *node))
 	{
 		slot->ngaps = Min(ngaps, MAX_GAPS);
@@ -122,7 +123,7 @@ file_end_set(const RelFileNode *node, BlockNumber end, const SpaceGap *gaps, int
 	}
 	slot->node = *node;
 	slot->end = end;
-	SpinLockRelease(&slot->mutex);
+	LWLockRelease(&slot->lock);
 }
 
 /*
@@ -139,7 +140,7 @@ file_end_take_gap(const RelFileNode *node, BlockNumber nblocks, BlockNumber *sta
 	if (file_end == NULL || node->relNode == InvalidOid)
 		return false;
 	slot = file_end_slot(node);
-	SpinLockAcquire(&slot->mutex);
+	LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
 	if (RelFileNodeEquals(slot->node, *node))
 	{
 		for (int i = 0; i < slot->ngaps; i++)
@@ -160,7 +161,7 @@ file_end_take_gap(const RelFileNode *node, BlockNumber nblocks, BlockNumber *sta
 			break;
 		}
 	}
-	SpinLockRelease(&slot->mutex);
+	LWLockRelease(&slot->lock);
 	return found;
 }
 

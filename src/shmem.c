@@ -59,12 +59,12 @@ pk_shmem_startup(void)
 	if (!found)
 		*tranche = LWLockNewTrancheId();
 	LWLockRegisterTranche(*tranche, "pkchangelog");
-	space_shmem_init();
+	space_shmem_init(*tranche);
 	wbuf_shmem_init();
 	runcache_shmem_init(*tranche);
 	cat_lock_shmem_init();
 	compact_shmem_init();
-	worker_shmem_init();
+	worker_shmem_init(*tranche);
 	cachestats_shmem_init(*tranche);
 	LWLockRelease(AddinShmemInitLock);
 }

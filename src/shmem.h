@@ -13,6 +13,7 @@
 #ifndef PK_SHMEM_H
 #define PK_SHMEM_H
 
+#include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
 
@@ -37,6 +38,26 @@ pk_shmem_slots(const char *name, int nslots, Size slotsize)
 		memset(slots, 0, mul_size(nslots, slotsize));
 		for (int i = 0; i < nslots; i++)
 			SpinLockInit((slock_t *) (slots + i * slotsize));
+	}
+	return slots;
+}
+
+/*
+ * The same, each slot starting with an LWLock of the library's tranche:
+ * for slots whose readers copy or search more than a few dozen
+ * instructions' worth, which a spinlock must not guard.
+ */
+static inline void *
+pk_shmem_lwlock_slots(const char *name, int nslots, Size slotsize, int tranche)
+{
+	bool		found;
+	char	   *slots = ShmemInitStruct(name, mul_size(nslots, slotsize), &found);
+
+	if (!found)
+	{
+		memset(slots, 0, mul_size(nslots, slotsize));
+		for (int i = 0; i < nslots; i++)
+			LWLockInitialize((LWLock *) (slots + i * slotsize), tranche);
 	}
 	return slots;
 }
