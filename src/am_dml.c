@@ -35,7 +35,6 @@
 #include "am_dml.h"
 #include "read_point.h"
 #include "run_merge.h"
-#include "tid.h"
 #include "write_spill.h"
 
 /*

@@ -6,8 +6,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PK_DML_H
-#define PK_DML_H
+#ifndef PK_AM_DML_H
+#define PK_AM_DML_H
 
 #include "access/tableam.h"
 
@@ -51,4 +51,4 @@ extern void dml_check_conflicts_since(Relation rel, WriteBuffer *wb,
 									  bool kept, List *added,
 									  List *committed, List *pending);
 
-#endif							/* PK_DML_H */
+#endif							/* PK_AM_DML_H */

@@ -6,8 +6,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PK_SCAN_H
-#define PK_SCAN_H
+#ifndef PK_AM_SCAN_H
+#define PK_AM_SCAN_H
 
 #include "access/relscan.h"
 #include "access/tableam.h"
@@ -47,4 +47,4 @@ extern Size scan_parallel_estimate(Relation rel);
 extern Size scan_parallel_initialize(Relation rel, ParallelTableScanDesc pscan);
 extern void scan_parallel_reinitialize(Relation rel, ParallelTableScanDesc pscan);
 
-#endif							/* PK_SCAN_H */
+#endif							/* PK_AM_SCAN_H */

@@ -46,7 +46,6 @@
 #include "utils/xid8.h"
 
 #include "catalog.h"
-#include "changelog_produce.h"
 #include "commit_log.h"
 #include "relcache_hub.h"
 #include "tid.h"

@@ -16,7 +16,6 @@
 #include "utils/snapshot.h"
 
 #include "run_format.h"
-#include "table_options.h"
 
 /* the schema of the extension's catalog tables (the install script's) */
 #define PK_CATALOG_SCHEMA	"pkchangelog"

@@ -51,13 +51,13 @@
 #include "storage/condition_variable.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
+#include "storage/shmem.h"
 #include "utils/inval.h"
 #include "utils/resowner.h"
 
 #include "catalog.h"
 #include "catalog_lock.h"
 #include "run_cache.h"
-#include "shmem.h"
 
 /* how long a committer waits unqueued, and how long it sleeps at a time */
 #define COMMIT_QUEUE_AFTER_MS 20

@@ -23,11 +23,12 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
-#include "run_write.h"
 
+#include "catalog.h"
 #include "changelog_produce.h"
 #include "read_point.h"
 #include "run_merge.h"
+#include "run_write.h"
 
 static bool
 rows_equal(MinimalTuple a, MinimalTuple b)

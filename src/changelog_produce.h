@@ -6,8 +6,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PK_PRODUCER_H
-#define PK_PRODUCER_H
+#ifndef PK_CHANGELOG_PRODUCE_H
+#define PK_CHANGELOG_PRODUCE_H
 
 #include "write_buffer.h"
 
@@ -28,4 +28,4 @@ extern RunInfo *prod_commit(Relation rel, PkTable *t, WriteBuffer *wb,
 extern RunInfo *prod_full_compaction(Relation rel, PkTable *t, List *upper,
 									 List *bottom, uint64 seq);
 
-#endif							/* PK_PRODUCER_H */
+#endif							/* PK_CHANGELOG_PRODUCE_H */

@@ -33,7 +33,6 @@
 
 #include "catalog.h"
 #include "catalog_lock.h"
-#include "changelog_produce.h"
 #include "changelog_read.h"
 #include "run_read.h"
 

@@ -86,7 +86,6 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
-#include "changelog_produce.h"
 #include "commit_log.h"
 #include "guc.h"
 #include "run_format.h"

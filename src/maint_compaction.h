@@ -5,8 +5,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PK_COMPACTION_H
-#define PK_COMPACTION_H
+#ifndef PK_MAINT_COMPACTION_H
+#define PK_MAINT_COMPACTION_H
 
 #include "utils/rel.h"
 
@@ -26,4 +26,4 @@ typedef enum CompactDue
 extern CompactDue compact_due(Relation rel, List *runs, int spilled, int64 new_bytes);
 extern int64 compact_commits_since_full(Relation rel, int64 limit);
 
-#endif							/* PK_COMPACTION_H */
+#endif							/* PK_MAINT_COMPACTION_H */

@@ -5,8 +5,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PK_EXPIRE_H
-#define PK_EXPIRE_H
+#ifndef PK_MAINT_EXPIRE_H
+#define PK_MAINT_EXPIRE_H
 
 #include "utils/rel.h"
 
@@ -16,4 +16,4 @@ extern int64 expire_snapshots(Relation rel, int64 max_snapshots,
 extern void expire_xact_end(bool committed);
 extern void expire_subxact_abort(void);
 
-#endif							/* PK_EXPIRE_H */
+#endif							/* PK_MAINT_EXPIRE_H */

@@ -46,11 +46,9 @@
 #include "utils/syscache.h"
 
 #include "catalog.h"
-#include "maint_compaction.h"
 #include "mat.h"
 #include "table_desc.h"
 #include "table_options.h"
-#include "write_buffer.h"
 
 PG_FUNCTION_INFO_V1(pk_materialize);
 PG_FUNCTION_INFO_V1(pk_reconcile);

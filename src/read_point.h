@@ -6,13 +6,12 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PK_LOOKUP_H
-#define PK_LOOKUP_H
+#ifndef PK_READ_POINT_H
+#define PK_READ_POINT_H
 
 #include "storage/itemptr.h"
 #include "utils/snapshot.h"
 
-#include "run.h"
 #include "write_buffer.h"
 
 /* one version of a key; tup is a copy owned by the caller's context */
@@ -37,4 +36,4 @@ extern bool lookup_buffered(WriteBuffer *wb, PkTable *t, const Datum *key,
 extern bool lookup_tid(Relation rel, PkTable *t, List *runs, WriteBuffer *wb,
 					   ItemPointer tid, PkVersion *v);
 
-#endif							/* PK_LOOKUP_H */
+#endif							/* PK_READ_POINT_H */

@@ -14,7 +14,6 @@
 #include "utils/rel.h"
 
 #include "run_format.h"
-#include "table_desc.h"
 
 /*
  * Sequence numbers.  Commits take them from pkchangelog.tables.last_seq;

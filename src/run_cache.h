@@ -6,8 +6,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PK_RUNCACHE_H
-#define PK_RUNCACHE_H
+#ifndef PK_RUN_CACHE_H
+#define PK_RUN_CACHE_H
 
 #include "utils/rel.h"
 #include "utils/snapshot.h"
@@ -30,4 +30,4 @@ extern void runcache_commit_visible(void);
 extern void runcache_subxact_abort(SubTransactionId mySubid);
 extern void runcache_xact_end(bool committed);
 
-#endif							/* PK_RUNCACHE_H */
+#endif							/* PK_RUN_CACHE_H */

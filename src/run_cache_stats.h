@@ -6,8 +6,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PK_CACHESTATS_H
-#define PK_CACHESTATS_H
+#ifndef PK_RUN_CACHE_STATS_H
+#define PK_RUN_CACHE_STATS_H
 
 /* run_cache_stats.c */
 extern Size cachestats_shmem_size(void);
@@ -16,4 +16,4 @@ extern void cachestats_init(void);
 extern void cachestats_count(Oid relid, bool hit);
 extern void cachestats_get(Oid relid, int64 *hits, int64 *misses);
 
-#endif							/* PK_CACHESTATS_H */
+#endif							/* PK_RUN_CACHE_STATS_H */

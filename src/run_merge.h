@@ -6,8 +6,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PK_MERGE_ITER_H
-#define PK_MERGE_ITER_H
+#ifndef PK_RUN_MERGE_H
+#define PK_RUN_MERGE_H
 
 #include "storage/itemptr.h"
 
@@ -36,4 +36,4 @@ extern void merge_seek(MergeIter *m, const Datum *key, int nprefix);
 extern bool merge_next(MergeIter *m, MergeRow *row);
 extern void merge_end(MergeIter *m);
 
-#endif							/* PK_MERGE_ITER_H */
+#endif							/* PK_RUN_MERGE_H */

@@ -41,8 +41,6 @@
 #include "utils/memutils.h"
 
 #include "guc.h"
-#include "run.h"
-#include "run_read.h"
 #include "run_write.h"
 #include "tid.h"
 

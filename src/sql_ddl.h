@@ -5,8 +5,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PK_DDL_H
-#define PK_DDL_H
+#ifndef PK_SQL_DDL_H
+#define PK_SQL_DDL_H
 
 #include "utils/relcache.h"
 
@@ -15,4 +15,4 @@ extern void ddl_init(void);
 extern int	ddl_vacuum_full_elevel(void);
 extern void ddl_keep_missing_values(Relation rel);
 
-#endif							/* PK_DDL_H */
+#endif							/* PK_SQL_DDL_H */

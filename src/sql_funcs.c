@@ -45,7 +45,6 @@
 
 #include "am_dml.h"
 #include "catalog.h"
-#include "changelog_produce.h"
 #include "commit_log.h"
 #include "maint_compaction.h"
 #include "maint_expire.h"

@@ -6,8 +6,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PK_PKTABLE_H
-#define PK_PKTABLE_H
+#ifndef PK_TABLE_DESC_H
+#define PK_TABLE_DESC_H
 
 #include "access/htup.h"
 #include "access/tupdesc.h"
@@ -73,4 +73,4 @@ extern char *pk_key_text(const PkTable *t, const Datum *keys);
 extern void pk_check_key_not_null(const PkTable *t, MinimalTuple tup);
 extern void pktable_init(void);
 
-#endif							/* PK_PKTABLE_H */
+#endif							/* PK_TABLE_DESC_H */

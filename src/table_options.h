@@ -6,8 +6,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PK_OPTIONS_H
-#define PK_OPTIONS_H
+#ifndef PK_TABLE_OPTIONS_H
+#define PK_TABLE_OPTIONS_H
 
 #include "nodes/pg_list.h"
 
@@ -78,4 +78,4 @@ extern const char *pkopt_value(List *defs, const char *name);
 extern const char *prod_name(PkProducer p);
 extern List *pkopt_show(Datum reloptions);
 
-#endif							/* PK_OPTIONS_H */
+#endif							/* PK_TABLE_OPTIONS_H */

@@ -18,12 +18,12 @@
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "storage/proc.h"
+#include "storage/shmem.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
-#include "shmem.h"
 #include "tid.h"
 #include "write_buffer.h"
 

@@ -6,13 +6,12 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PK_WBUF_H
-#define PK_WBUF_H
+#ifndef PK_WRITE_BUFFER_H
+#define PK_WRITE_BUFFER_H
 
 #include "access/htup.h"
 #include "utils/rel.h"
 
-#include "catalog.h"
 #include "run_format.h"
 #include "table_desc.h"
 
@@ -166,4 +165,4 @@ extern void wbuf_subxact_commit(SubTransactionId mysubid,
 								SubTransactionId parentsubid);
 extern void wbuf_subxact_abort(SubTransactionId mysubid);
 
-#endif							/* PK_WBUF_H */
+#endif							/* PK_WRITE_BUFFER_H */

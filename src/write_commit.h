@@ -6,10 +6,10 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PK_COMMIT_H
-#define PK_COMMIT_H
+#ifndef PK_WRITE_COMMIT_H
+#define PK_WRITE_COMMIT_H
 
 /* write_commit.c */
 extern void commit_init(void);
 
-#endif							/* PK_COMMIT_H */
+#endif							/* PK_WRITE_COMMIT_H */

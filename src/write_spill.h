@@ -6,8 +6,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PK_SPILL_H
-#define PK_SPILL_H
+#ifndef PK_WRITE_SPILL_H
+#define PK_WRITE_SPILL_H
 
 #include "read_point.h"
 #include "write_buffer.h"
@@ -26,4 +26,4 @@ extern void spill_xact_end(void);
 extern void spill_subxact_commit(void);
 extern void spill_subxact_abort(void);
 
-#endif							/* PK_SPILL_H */
+#endif							/* PK_WRITE_SPILL_H */
