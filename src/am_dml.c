@@ -17,6 +17,7 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog.h"
+#include "catalog_tables.h"
 #include "catalog_lock.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"

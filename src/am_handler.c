@@ -3,7 +3,7 @@
  * am_handler.c
  *	  The pkmerge table access method: the TableAmRoutine, translating
  *	  PostgreSQL's calls into calls on the parts (am_scan.c, am_dml.c, run_space.c,
- *	  catalog.c).  Storage-level callbacks that need no part of their own
+ *	  the catalog_*.c files).  Storage-level callbacks that need no part of their own
  *	  (creating storage, size, VACUUM) are here too.
  *
  *-------------------------------------------------------------------------
@@ -31,6 +31,7 @@
 #include "am_dml.h"
 #include "am_scan.h"
 #include "catalog.h"
+#include "catalog_visible.h"
 #include "maint_compaction.h"
 #include "read_point.h"
 #include "sql_ddl.h"

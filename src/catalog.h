@@ -1,16 +1,19 @@
 /*-------------------------------------------------------------------------
  *
  * catalog.h
- *	  Access to the extension's catalog tables in schema pkchangelog
- *	  (tables, snapshots, runs): typed rows in and out, by direct heap
- *	  access so that their visibility is PostgreSQL MVCC.
+ *	  The extension's catalog tables (schema pkchangelog) as every layer
+ *	  sees them: their column numbers, a table's state (TableState), a
+ *	  snapshot (SnapshotInfo, CommitKind), and the plumbing catalog.c
+ *	  gives the files that read and write them (catalog_*.c).
  *
  *-------------------------------------------------------------------------
  */
 #ifndef PK_CATALOG_H
 #define PK_CATALOG_H
 
+#include "access/genam.h"
 #include "datatype/timestamp.h"
+#include "storage/lockdefs.h"
 #include "storage/block.h"
 #include "utils/relcache.h"
 #include "utils/snapshot.h"
@@ -96,16 +99,6 @@
 #define Anum_materializations_value_tables 4
 #define Anum_materializations_created_snapshot 5
 
-/* a row of pkchangelog.materializations */
-typedef struct MatRow
-{
-	Oid			relid;			/* the source */
-	Oid			aggregate;		/* the aggregate's table */
-	char	   *query;			/* nodeToString of the analyzed query */
-	struct ArrayType *value_tables; /* oid[]: per output column, 0 or a table */
-	int64		created_snapshot;
-} MatRow;
-
 /* the counters of pkchangelog.tables, read and written under the commit lock */
 typedef struct TableState
 {
@@ -123,15 +116,28 @@ typedef struct TableState
 									 * after it are folded commits */
 } TableState;
 
-/* commits folded into a table's state at most (cat_table_state_folds) */
-#define CAT_TABLE_FOLD_MAX 64
-
 typedef enum CommitKind
 {
 	COMMIT_APPEND,
 	COMMIT_COMPACT,
 	COMMIT_OVERWRITE
 } CommitKind;
+
+/* commits folded into a table's state at most (cat_table_state_folds) */
+#define CAT_TABLE_FOLD_MAX 64
+
+/* the catalog tables, as cat_open opens them */
+typedef enum CatTable
+{
+	CAT_TABLES,
+	CAT_SNAPSHOTS,
+	CAT_RUNS,
+	CAT_CONSUMERS,
+	CAT_MATERIALIZATIONS
+} CatTable;
+
+/* pkchangelog.runs.kind, by RunKind */
+extern const char *const cat_run_kinds[];
 
 /* a row of pkchangelog.snapshots, as the change stream needs it */
 typedef struct SnapshotInfo
@@ -145,74 +151,28 @@ typedef struct SnapshotInfo
 } SnapshotInfo;
 
 /* catalog.c */
-extern void catalog_init(void);
-extern const char *cat_commit_kind_name(CommitKind kind);
-extern bool cat_version_accepted(const char *version);
-extern bool cat_runs_changed(Oid relid, bool committed_only);
+extern void cat_note_change(Oid relid, bool own_run);
 extern void cat_runs_replaced(Oid relid);
-extern uint64 cat_runs_rewrites(void);
+extern bool cat_runs_changed(Oid relid, bool committed_only);
 extern uint64 cat_runs_rewrite_mark(void);
-extern List *cat_runs_visible(Oid relid, Snapshot snapshot, bool data_only);
-extern void cat_runs_mark_deltas(Oid relid, Snapshot snapshot, List *runs);
-extern void cat_run_insert(Oid relid, const RunInfo *run);
-extern void cat_truncate(Oid relid);
-extern void cat_run_delete(Oid relid, int64 run_id);
-extern TableState cat_table_state(Oid relid, const ItemPointerData *hint);
-extern TableState cat_table_state_peek(Oid relid);
-extern bool cat_table_version(Oid relid, Snapshot snapshot,
-							  const ItemPointerData *hint, TransactionId *xmin,
-							  TableState *st);
-extern void cat_table_state_set_runs(TableState *st, List *runs);
-extern RunInfo *cat_run_get(Oid relid, int64 run_id, Snapshot snapshot);
-extern RunInfo *cat_run_find(Oid relid, int64 run_id, Snapshot snapshot);
-extern void cat_runs_sort(List *runs);
-extern bool cat_table_state_folds(const TableState *st);
-extern TableState cat_table_state_settle(Oid relid);
-extern void cat_table_state_update(Oid relid, TableState *state);
-extern uint64 cat_table_last_write(Oid relid);
-extern bool cat_table_written_here(Oid relid);
+extern uint64 cat_runs_rewrites(void);
+extern void catalog_init(void);
+extern Oid cat_oid(const char *relname, bool missing_ok);
+extern Oid cat_index_oid(const char *relname);
+extern SysScanDesc cat_scan(Relation crel, const char *relname, Oid relid, Snapshot snapshot);
+extern const char *cat_table_name(CatTable which);
+extern Relation cat_open(CatTable which, LOCKMODE lockmode);
+extern bytea *cat_stream_bytea(const RunInfo *r);
+extern bool cat_runs_hold_streams(void);
 extern bool cat_snapshots_hold_changelogs(void);
 extern bool cat_snapshots_hold_data(void);
 extern bool cat_tables_hold_log(void);
-extern SnapshotInfo *cat_snapshot_insert(Oid relid, int64 snapshot_id, CommitKind kind,
-								int64 total, int64 delta, int64 changelog,
-								const char *producer, double duration_ms,
-								RunInfo *changelog_run, RunInfo *data_run);
-extern void cat_run_retire(Oid relid, const RunInfo *run);
-extern bool cat_prune_runs(Oid relid);
-extern void cat_row_bytes(Oid relid, Snapshot snapshot, int64 *all, int64 *history);
-extern bool cat_runs_hold_streams(void);
-extern List *cat_runs_of_snapshots(Oid relid, int64 from, int64 to, Snapshot snapshot);
-extern List *cat_snapshots_range(Oid relid, int64 from, int64 to, int limit,
-								 Snapshot snapshot);
-extern List *cat_snapshots_oldest(Oid relid, int64 from, int64 to, int limit,
-								  Snapshot snapshot);
-extern void cat_snapshot_expire(Oid relid, int64 snapshot_id, const TableState *st);
-extern void cat_log_expired(Oid relid, int64 from, int64 upto);
-struct CommitRecord;
-extern void cat_log_records_each(Relation rel, Snapshot snapshot,
-								 void (*cb) (const struct CommitRecord *rec, void *arg),
-								 void *arg);
+extern const char *cat_commit_kind_name(CommitKind kind);
+extern bool cat_inserter_aborted(HeapTuple tup);
+extern void cat_delete_rows(const char *relname, Oid relid, bool missing_ok);
 extern void cat_drop_table(Oid relid);
-extern bool cat_consumer_get(Oid relid, const char *consumer_id, Snapshot snapshot,
-							 int64 *next_snapshot_id);
-extern void cat_consumer_set(Oid relid, const char *consumer_id, int64 next_snapshot_id);
-extern int64 cat_consumers_floor(Oid relid, TimestampTz idle_before);
-extern bool cat_consumer_drop(Oid relid, const char *consumer_id);
-extern Oid	cat_consumers_relid(void);
-extern void cat_mat_insert(Oid relid, Oid aggregate, const char *query,
-						   Datum value_tables, int64 created_snapshot);
-extern List *cat_mat_list(Oid relid, Snapshot snapshot);
-extern MatRow *cat_mat_get(Oid aggregate, Snapshot snapshot);
-extern List *cat_mat_all(Snapshot snapshot);
-extern Oid	cat_mat_delete(Oid aggregate);
-extern int64 cat_next_run_id(void);
 extern Oid	cat_runs_relid(void);
 extern Oid	cat_tables_relid(void);
-extern List *cat_used_extents(Oid relid, Oid relfilenode);
-extern void cat_run_set_snapshot(Oid relid, int64 run_id, int64 snapshot_id);
-extern void cat_run_finalize(Oid relid, int64 run_id, int64 seq, int64 snapshot_id);
-extern void cat_run_move(Oid relid, int64 run_id, Oid relfilenode,
-						 BlockNumber start_block, int64 row_base);
+extern bool cat_version_accepted(const char *version);
 
 #endif							/* PK_CATALOG_H */

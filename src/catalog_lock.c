@@ -56,6 +56,7 @@
 #include "utils/resowner.h"
 
 #include "catalog.h"
+#include "catalog_consumers.h"
 #include "catalog_lock.h"
 #include "run_cache.h"
 

@@ -25,6 +25,8 @@
 #include "miscadmin.h"
 
 #include "catalog.h"
+#include "catalog_runs.h"
+#include "catalog_snapshots.h"
 #include "changelog_produce.h"
 #include "read_point.h"
 #include "run_merge.h"

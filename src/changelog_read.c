@@ -32,6 +32,10 @@
 #include "utils/snapmgr.h"
 
 #include "catalog.h"
+#include "catalog_consumers.h"
+#include "catalog_runs.h"
+#include "catalog_snapshots.h"
+#include "catalog_tables.h"
 #include "catalog_lock.h"
 #include "changelog_read.h"
 #include "run_read.h"

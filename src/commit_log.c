@@ -259,7 +259,7 @@ is_log_page(Page page, Oid relfilenode)
  * truncation drops the buffers of the blocks it removes before it
  * shortens the file, under an AccessExclusiveLock that the caller's lock
  * on rel excludes (a caller without one reads at its own risk, see
- * catalog.c).  That spares the lseek asking for the relation's size costs
+ * catalog_snapshots.c).  That spares the lseek asking for the relation's size costs
  * (PostgreSQL caches sizes only in recovery), at each commit and per
  * statement.
  */

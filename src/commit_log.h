@@ -34,7 +34,7 @@ typedef struct CommitRecord
 	RunInfo    *changelog;		/* its changelog run, or NULL */
 } CommitRecord;
 
-/* what a record adds to a table's state folded after its row (catalog.c) */
+/* what a record adds to a table's state folded after its row (catalog_tables.c) */
 typedef struct CommitFold
 {
 	int64		snapshot_id;

@@ -12,6 +12,8 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog_runs.h"
+#include "catalog_snapshots.h"
 #include "miscadmin.h"
 #include "utils/timestamp.h"
 

@@ -45,6 +45,9 @@
 #include "utils/snapmgr.h"
 
 #include "catalog.h"
+#include "catalog_runs.h"
+#include "catalog_snapshots.h"
+#include "catalog_tables.h"
 #include "changelog_produce.h"
 #include "changelog_wal.h"
 #include "maint_compaction.h"
@@ -54,7 +57,7 @@
 #include "run_cache.h"
 #include "run_merge.h"
 #include "run_read.h"
-#include "shmem.h"
+#include "shmem_slots.h"
 
 /*
  * Shared memory, per table (database and relid, hashed): the compaction

@@ -42,6 +42,9 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "catalog_consumers.h"
+#include "catalog_snapshots.h"
+#include "catalog_tables.h"
 #include "maint_expire.h"
 #include "relcache_hub.h"
 #include "table_desc.h"

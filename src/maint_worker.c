@@ -59,6 +59,8 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "catalog_runs.h"
+#include "catalog_tables.h"
 #include "catalog_lock.h"
 #include "commit_log.h"
 #include "guc.h"

@@ -63,6 +63,7 @@
 #include "utils/typcache.h"
 
 #include "catalog.h"
+#include "catalog_mat.h"
 #include "changelog_read.h"
 #include "mat.h"
 #include "relcache_hub.h"

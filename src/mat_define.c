@@ -55,6 +55,8 @@
 #include "utils/snapmgr.h"
 
 #include "catalog.h"
+#include "catalog_mat.h"
+#include "catalog_tables.h"
 #include "maint_compaction.h"
 #include "mat.h"
 #include "table_desc.h"

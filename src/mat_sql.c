@@ -46,6 +46,8 @@
 #include "utils/syscache.h"
 
 #include "catalog.h"
+#include "catalog_mat.h"
+#include "catalog_tables.h"
 #include "mat.h"
 #include "table_desc.h"
 #include "table_options.h"

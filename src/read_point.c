@@ -12,6 +12,8 @@
 #include "utils/snapmgr.h"
 
 #include "catalog.h"
+#include "catalog_runs.h"
+#include "catalog_visible.h"
 #include "read_point.h"
 #include "run.h"
 #include "run_cache.h"

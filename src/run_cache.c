@@ -56,9 +56,12 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "catalog_runs.h"
+#include "catalog_tables.h"
+#include "catalog_visible.h"
 #include "run_cache.h"
 #include "run_read.h"
-#include "shmem.h"
+#include "shmem_slots.h"
 
 /*
  * Shared memory, per table (database and relid, with the RelFileNode where

@@ -16,6 +16,9 @@
 #include "access/xloginsert.h"
 #include "common/hashfn.h"
 #include "catalog.h"
+#include "catalog_runs.h"
+#include "catalog_tables.h"
+#include "catalog_visible.h"
 #include "catalog/storage.h"
 #include "catalog_lock.h"
 #include "miscadmin.h"
@@ -28,7 +31,7 @@
 #include "utils/snapmgr.h"
 
 #include "commit_log.h"
-#include "shmem.h"
+#include "shmem_slots.h"
 #include "tid.h"
 
 /*

@@ -45,6 +45,8 @@
 
 #include "am_dml.h"
 #include "catalog.h"
+#include "catalog_snapshots.h"
+#include "catalog_visible.h"
 #include "commit_log.h"
 #include "maint_compaction.h"
 #include "maint_expire.h"
@@ -126,7 +128,7 @@ typedef struct LogSnapshotsOut
  * pkchangelog.snapshots would show them, without their runs' bytes and
  * keys (their sizes instead).  Table-level metadata, which pk_snapshots
  * shows to every role: it takes no lock of the table, and reads its log
- * pages as catalog.c says.
+ * pages as catalog_snapshots.c says.
  */
 /* one record as a row of pkchangelog.log_snapshots */
 static void

@@ -38,6 +38,8 @@
 
 #include "am_dml.h"
 #include "catalog.h"
+#include "catalog_snapshots.h"
+#include "catalog_tables.h"
 #include "catalog_lock.h"
 #include "changelog_produce.h"
 #include "changelog_wal.h"
@@ -313,7 +315,7 @@ commit_table(WriteBuffer *wb, bool preparing, List *before_read)
 	/*
 	 * A commit that adds one data run, kept in its snapshot's row, and
 	 * nothing else leaves the table's row as it is, for a number of
-	 * commits (catalog.c, fold_commits): its snapshot's row says what it
+	 * commits (catalog_tables.c, fold_commits): its snapshot's row says what it
 	 * changed.
 	 */
 	if (final && final->in_snapshot_row && pending == NIL && !truncated &&

@@ -52,6 +52,7 @@
 #include "utils/snapmgr.h"
 
 #include "catalog.h"
+#include "catalog_runs.h"
 #include "run.h"
 #include "run_write.h"
 #include "write_spill.h"

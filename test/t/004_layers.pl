@@ -68,6 +68,33 @@ visit($_) for sort map { m{([^/]+)\.o$} } @objects;
 is(join("\n", @cycles), '', 'no source file calls back into a file that calls it');
 ok(scalar(keys %edges) >= 20, 'the graph has the calls between files');
 
+# Includes run one way too: a file (its .c or its .h) includes only the
+# headers of the files below it, so that no header of a lower layer needs
+# one of a higher layer (src/X.c and src/X.h are one node X).  The calls
+# above and the includes together must have no cycle.
+my %incl;
+for my $f (sort glob("$src/*.c"), sort glob("$src/*.h"))
+{
+	my ($from) = $f =~ m{([^/]+)\.[ch]$};
+	open my $fh, '<', $f or die "cannot read $f: $!";
+	while (my $line = <$fh>)
+	{
+		next unless $line =~ /^#include "([a-z_0-9]+)\.h"/;
+		my $to = $1;
+		next if $to eq $from || $to eq 'postgres' || !-e "$src/$to.h";
+		$incl{$from}{$to} = "#include \"$to.h\"";
+	}
+	close $fh;
+}
+ok(scalar(keys %incl) >= 20, 'the graph has the includes between files');
+for my $from (keys %incl)
+{
+	$edges{$from}{$_} //= $incl{$from}{$_} for keys %{ $incl{$from} };
+}
+(%state, @path, @cycles) = ();
+visit($_) for sort keys %edges;
+is(join("\n", @cycles), '', 'no include or call runs from a lower file up to one that uses it');
+
 # A backend has ten relcache callback slots for core and every library
 # together: the library takes one (relcache_hub.c), whatever its parts need.
 my @relcache_callers = sort grep {
