@@ -16,13 +16,13 @@
 #include "access/detoast.h"
 #include "access/table.h"
 #include "access/xact.h"
-#include "catalog.h"
 #include "catalog_tables.h"
 #include "catalog_lock.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "run.h"
+#include "run_list.h"
 #include "run_read.h"
 #include "run_write.h"
 #include "storage/predicate.h"
@@ -34,7 +34,7 @@
 #include "utils/tuplestore.h"
 
 #include "am_dml.h"
-#include "read_point.h"
+#include "lookup.h"
 #include "run_merge.h"
 #include "write_spill.h"
 
@@ -43,12 +43,12 @@
  * a bulk UPDATE checks each row against them without a catalog scan per
  * row.  Commits that land during the command are caught at commit.
  *
- * Why not run_cache.c alone: that cache answers for one MVCC snapshot from
+ * Why not run_list.c alone: that cache answers for one MVCC snapshot from
  * committed catalog state and stands aside once the transaction has
  * changed the table's runs (spills, compaction); this list is for one
  * command, includes the transaction's pending runs, and carries what the
  * read-modify-write check needs besides (the newest sequence number and
- * snapshot id).  It asks read_point.c, which uses run_cache.c when it can.
+ * snapshot id).  It asks lookup.c, which uses run_list.c when it can.
  */
 static struct
 {
@@ -95,8 +95,8 @@ latest_runs(Relation rel, CommandId cid, PkRead *read)
 										   ALLOCSET_SMALL_SIZES);
 	MemoryContextReset(latest.cxt);
 	old = MemoryContextSwitchTo(latest.cxt);
-	latest.runs = lookup_visible_runs(rel, GetLatestSnapshot());
-	latest.committed = lookup_committed_runs(latest.runs);
+	latest.runs = runlist_visible(rel, GetLatestSnapshot());
+	latest.committed = runlist_committed(latest.runs);
 	MemoryContextSwitchTo(old);
 	latest.max_seq = 0;
 	latest.max_snapshot = 0;
@@ -375,8 +375,8 @@ check_current(Relation rel, PkTable *t, ItemPointer tid, CommandId cid,
 	 * snapshot, or be newer than the command's list of runs.
 	 */
 	if (!lookup_tid(rel, t, runs, wb, tid, old) &&
-		!lookup_tid(rel, t, lookup_visible_runs(rel, snapshot), wb, tid, old) &&
-		!lookup_tid(rel, t, lookup_visible_runs(rel, GetLatestSnapshot()), wb, tid, old))
+		!lookup_tid(rel, t, runlist_visible(rel, snapshot), wb, tid, old) &&
+		!lookup_tid(rel, t, runlist_visible(rel, GetLatestSnapshot()), wb, tid, old))
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("could not serialize access to pkmerge table \"%s\": the row's run is gone",
@@ -567,7 +567,7 @@ dml_lock(Relation rel, ItemPointer tid, Snapshot snapshot, TupleTableSlot *slot,
 static void
 collect_removed(Relation rel, PkTable *t, WriteBuffer *wb)
 {
-	List	   *runs = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()));
+	List	   *runs = runlist_committed(runlist_visible(rel, GetLatestSnapshot()));
 	List	   *read = NIL;
 	ListCell   *lc;
 	MergeIter  *m;
@@ -787,7 +787,7 @@ dml_check_conflicts(Relation rel, WriteBuffer *wb, List *committed,
  * Under the commit lock, after dml_check_conflicts passed against the runs
  * committed when it ran, before the lock was taken: only what committed
  * since can have changed a key read.  With every run of those still there
- * (kept: no compaction since; lookup_runs_added), a key changed exactly if
+ * (kept: no compaction since; runlist_added), a key changed exactly if
  * a run added since holds a version of it, which is newer than the reads;
  * otherwise every read is checked again.  The commit lock, which
  * serializes the table's commits, then covers the newest runs' checks

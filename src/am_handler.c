@@ -20,6 +20,7 @@
 #include "commands/vacuum.h"
 #include "executor/tuptable.h"
 #include "pgstat.h"
+#include "run_list.h"
 #include "run_space.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
@@ -31,9 +32,8 @@
 #include "am_dml.h"
 #include "am_scan.h"
 #include "catalog.h"
-#include "catalog_visible.h"
 #include "maint_compaction.h"
-#include "read_point.h"
+#include "lookup.h"
 #include "sql_ddl.h"
 #include "tid.h"
 
@@ -92,7 +92,7 @@ pk_tuple_get_latest_tid(TableScanDesc scan, ItemPointer tid)
 {
 	Relation	rel = scan->rs_rd;
 	PkTable    *t = pk_table(rel);
-	List	   *runs = lookup_visible_runs(rel, scan->rs_snapshot);
+	List	   *runs = runlist_visible(rel, scan->rs_snapshot);
 	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), false);
 	PkVersion	v;
 	Datum		key[INDEX_MAX_KEYS];
@@ -103,7 +103,7 @@ pk_tuple_get_latest_tid(TableScanDesc scan, ItemPointer tid)
 	pk_row_key(t, v.tup, key);
 	hash = pk_key_hash(t, key);
 	if ((lookup_buffered(wb, t, key, hash, InvalidCommandId, &v) ||
-		 lookup_committed(rel, t, lookup_visible_runs(rel, GetLatestSnapshot()),
+		 lookup_committed(rel, t, runlist_visible(rel, GetLatestSnapshot()),
 						  key, hash, &v)) && PK_KIND_IS_ADD(v.kind))
 		*tid = v.tid;
 }
@@ -259,7 +259,7 @@ vacuum_count_rows(Relation rel, BlockNumber *pages)
 	ListCell   *lc;
 
 	*pages = 0;
-	foreach(lc, cat_runs_visible(RelationGetRelid(rel), GetLatestSnapshot(), true))
+	foreach(lc, runlist_catalog(RelationGetRelid(rel), GetLatestSnapshot(), true))
 	{
 		RunInfo    *r = lfirst(lc);
 

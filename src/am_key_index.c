@@ -33,7 +33,8 @@
 #include "utils/snapmgr.h"
 
 #include "am_scan.h"
-#include "read_point.h"
+#include "lookup.h"
+#include "run_list.h"
 #include "run_merge.h"
 
 PG_FUNCTION_INFO_V1(pkmerge_key_handler);
@@ -374,7 +375,7 @@ key_next(IndexScanDesc scan)
 		MemoryContext old = MemoryContextSwitchTo(so->cxt);
 
 		/* the scan's snapshot does not change across rescans */
-		so->runs = lookup_visible_runs(heap, scan->xs_snapshot);
+		so->runs = runlist_visible(heap, scan->xs_snapshot);
 		/* SERIALIZABLE: a read of the table, at table granularity */
 		PredicateLockRelation(heap, scan->xs_snapshot);
 		so->have_runs = true;

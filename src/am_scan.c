@@ -32,8 +32,8 @@
 #include "utils/snapmgr.h"
 
 #include "am_scan.h"
-#include "read_point.h"
-#include "run_cache.h"
+#include "lookup.h"
+#include "run_list.h"
 #include "run_merge.h"
 #include "run_read.h"
 #include "tid.h"
@@ -257,7 +257,7 @@ scan_start(PkScanDesc *scan)
 	if (!scan->pscan)
 		scan_check_worker(rel);
 	old = MemoryContextSwitchTo(scan->cxt);
-	runs = lookup_visible_runs(rel, scan->base.rs_snapshot);
+	runs = runlist_visible(rel, scan->base.rs_snapshot);
 
 	/* SERIALIZABLE: a read of the table, at table granularity */
 	if (scan->base.rs_snapshot)
@@ -347,7 +347,7 @@ scan_getnextslot(TableScanDesc sscan, ScanDirection direction, TupleTableSlot *s
  * of those runs (not the file's: changelog and delta runs of retained
  * snapshots and free space are in it too).  estimate: for the planner,
  * the run list may be the one this backend saw up to a second ago
- * (runcache_recent_runs), which spares a catalog read per planned statement.
+ * (runlist_recent_runs), which spares a catalog read per planned statement.
  */
 double
 scan_count_rows(Relation rel, BlockNumber *pages, bool estimate)
@@ -357,8 +357,8 @@ scan_count_rows(Relation rel, BlockNumber *pages, bool estimate)
 	List	   *runs;
 	ListCell   *lc;
 
-	if (!estimate || !runcache_recent_runs(rel, &runs))
-		runs = lookup_visible_runs(rel, GetActiveSnapshot());
+	if (!estimate || !runlist_recent_runs(rel, &runs))
+		runs = runlist_visible(rel, GetActiveSnapshot());
 	*pages = 0;
 	foreach(lc, runs)
 	{
@@ -568,10 +568,10 @@ fetch_visible(Relation rel, ItemPointer tid, Snapshot snapshot, PkVersion *v)
 		 * they fire for): the current runs hold it nearly always; reading
 		 * every run still on disk is the exception.
 		 */
-		return lookup_tid(rel, t, lookup_visible_runs(rel, GetLatestSnapshot()), wb, tid, v) ||
-			lookup_tid(rel, t, lookup_visible_runs(rel, SnapshotAny), wb, tid, v);
+		return lookup_tid(rel, t, runlist_visible(rel, GetLatestSnapshot()), wb, tid, v) ||
+			lookup_tid(rel, t, runlist_visible(rel, SnapshotAny), wb, tid, v);
 	}
-	runs = lookup_visible_runs(rel, snapshot);
+	runs = runlist_visible(rel, snapshot);
 	if (!lookup_tid(rel, t, runs, wb, tid, v))
 	{
 		/*
@@ -582,7 +582,7 @@ fetch_visible(Relation rel, ItemPointer tid, Snapshot snapshot, PkVersion *v)
 		 * number (compaction keeps them).
 		 */
 		if (pk_tid_is_wbuf(tid) ||
-			!lookup_tid(rel, t, lookup_visible_runs(rel, GetLatestSnapshot()), wb, tid, v))
+			!lookup_tid(rel, t, runlist_visible(rel, GetLatestSnapshot()), wb, tid, v))
 			return false;
 		pk_row_key(t, v->tup, key);
 		hash = pk_key_hash(t, key);

@@ -101,7 +101,7 @@ cat_runs_changed(Oid relid, bool committed_only)
  * A number that moves with every change this backend makes to committed
  * runs' rows, of any table: a list a step of the transaction stored after
  * its own changes is the catalog's still while this has not moved since
- * (run_cache.c, own_version).
+ * (run_list.c, own_version).
  */
 uint64
 cat_runs_rewrite_mark(void)
@@ -112,7 +112,7 @@ cat_runs_rewrite_mark(void)
 /*
  * How many of this backend's transactions have ended (committed or not)
  * after rewriting some table's committed runs: a cache that keeps a list
- * across transactions without reading the catalog (run_cache.c's
+ * across transactions without reading the catalog (run_list.c's
  * estimates) drops it when this moves.
  */
 uint64

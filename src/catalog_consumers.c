@@ -12,12 +12,13 @@
 #include "catalog/indexing.h"
 #include "catalog/pg_collation.h"
 #include "utils/builtins.h"
+#include "utils/rel.h"
 #include "utils/fmgroids.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "catalog_consumers.h"
-#include "commit_log.h"
+#include "catalog.h"
 
 Oid
 cat_consumers_relid(void)

@@ -13,11 +13,12 @@
 #include "catalog/indexing.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/rel.h"
 #include "utils/fmgroids.h"
 #include "utils/snapmgr.h"
 
 #include "catalog_mat.h"
-#include "commit_log.h"
+#include "catalog.h"
 
 /* records a materialized aggregate of relid */
 void

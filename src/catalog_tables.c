@@ -59,7 +59,7 @@ cat_table_state_set_runs(TableState *st, List *runs)
 /*
  * The version of relid's tables row at hint, if snapshot sees that one
  * there (a copy), else NULL.  The hint is a TID another backend published
- * for the version it wrote (run_cache.c): checked, not trusted.  A snapshot
+ * for the version it wrote (run_list.c): checked, not trusted.  A snapshot
  * sees one version of the row at most, so a visible tuple of relid is it,
  * whatever happened to the page since (pruning, VACUUM FULL); the fetch
  * skips the index and the row's chain of earlier versions, which every
@@ -313,7 +313,7 @@ cat_table_state_peek(Oid relid)
  * Which version of relid's pkchangelog.tables row snapshot sees: the xid
  * that wrote it, and its contents.  Every commit and compaction that
  * changes the table's runs writes a new version under the commit lock, so
- * the version names the data runs the snapshot sees (run_cache.c).  False
+ * the version names the data runs the snapshot sees (run_list.c).  False
  * if the snapshot sees no row (the table has never committed a run).
  * hint (NULL: none): where a version was published (table_row_at).
  */
@@ -386,7 +386,7 @@ cat_table_state(Oid relid, const ItemPointerData *hint)
 
 /*
  * Writes of tables rows by this backend, numbered from 1: each table's
- * last one.  A cache that publishes the version a write made (run_cache.c,
+ * last one.  A cache that publishes the version a write made (run_list.c,
  * as the transaction's commit becomes visible) checks that no later write
  * of the transaction replaced it.
  */

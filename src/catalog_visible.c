@@ -4,7 +4,7 @@
  *	  Which runs an MVCC snapshot sees of a table, read from the catalog:
  *	  the data runs its tables row version names, those kept in snapshot
  *	  rows, a run by id wherever its row is, and the bytes a table's rows
- *	  take (run_cache.c caches the lists; this file reads them).
+ *	  take (run_list.c caches the lists; this file reads them).
  *
  *-------------------------------------------------------------------------
  */
@@ -12,13 +12,14 @@
 
 #include "access/table.h"
 #include "utils/builtins.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 
 #include "catalog_runs.h"
 #include "catalog_snapshots.h"
 #include "catalog_tables.h"
 #include "catalog_visible.h"
-#include "commit_log.h"
+#include "catalog.h"
 
 /*
  * A run's row as snapshot sees it (it must see one): the run's own row, or,

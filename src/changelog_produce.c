@@ -24,11 +24,9 @@
 
 #include "miscadmin.h"
 
-#include "catalog.h"
 #include "catalog_runs.h"
-#include "catalog_snapshots.h"
 #include "changelog_produce.h"
-#include "read_point.h"
+#include "lookup.h"
 #include "run_merge.h"
 #include "run_write.h"
 
@@ -192,7 +190,7 @@ lookup_before(Relation rel, PkTable *t, ProdPrepared *prep, List *added,
  * caller hands it to cat_snapshot_insert.  prep: what
  * prod_commit_prepare made of the commit before the commit lock, against
  * runs of which prev_runs has kept all (kept: no compaction since;
- * lookup_runs_added) and added the runs in added.
+ * runlist_added) and added the runs in added.
  */
 RunInfo *
 prod_commit(Relation rel, PkTable *t, WriteBuffer *wb, List *prev_runs,

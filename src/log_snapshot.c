@@ -13,7 +13,6 @@
 
 #include "access/xact.h"
 #include "catalog_runs.h"
-#include "catalog_snapshots.h"
 #include "miscadmin.h"
 #include "utils/timestamp.h"
 

@@ -53,8 +53,7 @@
 #include "maint_compaction.h"
 #include "log_snapshot.h"
 #include "mat.h"
-#include "read_point.h"
-#include "run_cache.h"
+#include "run_list.h"
 #include "run_merge.h"
 #include "run_read.h"
 #include "shmem_slots.h"
@@ -634,7 +633,7 @@ store_switched(Relation rel, const TableState *st, List *before, List *outputs)
 		runs = lappend(runs, r);
 	}
 	cat_runs_sort(runs);
-	runcache_store_commit(rel, st, runs);
+	runlist_store_commit(rel, st, runs);
 }
 
 /*
@@ -739,7 +738,7 @@ inputs_under_none(Relation rel, PkTable *t, List *inputs)
 static List *
 committed_sorted_runs(Relation rel, List **live)
 {
-	*live = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()));
+	*live = runlist_committed(runlist_visible(rel, GetLatestSnapshot()));
 	return sorted_runs(*live);
 }
 
@@ -836,9 +835,9 @@ merge_and_switch(Relation rel, List *live, List *inputs, int outlevel, bool bott
 
 	/* commit: inputs out, outputs in, one COMPACT snapshot */
 	(void) cat_commit_lock(relid);
-	st = cat_table_state(relid, runcache_published_row(rel, &hint) ? &hint : NULL);
+	st = cat_table_state(relid, runlist_published_row(rel, &hint) ? &hint : NULL);
 	/* the runs of that version, unless this transaction rewrote them already */
-	if (!runcache_data_runs(rel, GetLatestSnapshot(), true, &before))
+	if (!runlist_cached(rel, GetLatestSnapshot(), true, &before))
 		before = NIL;
 	snapshot_id = st.last_snapshot_id + 1;
 	/* catalog updates of thousands of runs: their memory goes run by run */

@@ -26,7 +26,7 @@
 #include "guc.h"
 #include "maint_worker.h"
 #include "mat.h"
-#include "run_cache_stats.h"
+#include "run_read_stats.h"
 #include "shmem.h"
 #include "sql_ddl.h"
 #include "sql_funcs.h"
@@ -85,7 +85,7 @@ _PG_init(void)
 	scan_init();				/* xact callback: scan state */
 	worker_init();				/* background workers */
 	pk_shmem_init();			/* shared memory of every part (shmem.c) */
-	cachestats_init();			/* xact callback: cache counters */
+	readstats_init();			/* xact callback: cache counters */
 	cat_lock_init();			/* resource owner callback: lock waiters */
 }
 

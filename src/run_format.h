@@ -399,7 +399,7 @@ typedef struct RunInfo
  * The key filter of a data run of at most RUN_KEY_FILTER_MAX_ROWS rows: a
  * 64-bit bloom filter of its keys' hashes, three bits a key, kept in its
  * RunInfo only (its writer makes it, and commits publish it with the run's
- * row, run_cache.c; a run read from the catalog has none).  A point lookup
+ * row, run_list.c; a run read from the catalog has none).  A point lookup
  * passes over the runs of other backends' small commits with it, without
  * loading their indexes.  False positives: about 1 in 10,000 keys for a
  * 1-row run, 1 in 20 for an 8-row one.  A run's keys set at least one bit,

@@ -4,7 +4,7 @@
  *	  Reads sorted runs: a run's block index and bloom filter (cached per
  *	  backend), its data blocks (CRC-checked, decompressed; cached for point
  *	  lookups in a bounded LRU block cache, counted per table by
- *	  run_cache_stats.c), cursors that walk or seek a run in key order, and
+ *	  run_read_stats.c), cursors that walk or seek a run in key order, and
  *	  point lookups by key or by row number.
  *
  * Runs are immutable and their blocks are reused only after the catalog
@@ -38,7 +38,7 @@
 #include "catalog.h"
 #include "guc.h"
 #include "relcache_hub.h"
-#include "run_cache_stats.h"
+#include "run_read_stats.h"
 #include "run_pack.h"
 #include "run_read.h"
 
@@ -175,7 +175,7 @@ index_cache_next_generation(void)
  * not read again.  Memory stays below two generations and what the live
  * runs' indexes take.  The hash table holds about the live runs: the run
  * list cache takes replaced runs' entries out as it sees them go
- * (run_cache_forget), whereas a generation of small commits' runs is tens
+ * (run_read_forget), whereas a generation of small commits' runs is tens
  * of thousands of entries.
  */
 static void
@@ -249,13 +249,13 @@ drop_cached_block(BlockCacheEntry *e)
  * run kept in its snapshot's row is named by the snapshot's id, which the
  * next commit takes again if this one aborts (or its prepared transaction
  * is rolled back), with other bytes; and a run compaction replaced
- * (run_cache.c).  Its blocks go too, as many as its index, if cached,
+ * (run_list.c).  Its blocks go too, as many as its index, if cached,
  * says it has (the first one otherwise: a block is cached only with its
  * run's index, but a generation of the index cache may have ended since),
  * unless a cursor still pins one (none does at transaction end).
  */
 void
-run_cache_forget(int64 run_id, Oid relfilenode)
+run_read_forget(int64 run_id, Oid relfilenode)
 {
 	IndexKey	ikey;
 	BlockKey	bkey;
@@ -292,7 +292,7 @@ run_cache_forget(int64 run_id, Oid relfilenode)
 
 /* the same for every run: more of them than the caller kept track of */
 void
-run_cache_forget_all(void)
+run_read_forget_all(void)
 {
 	HASH_SEQ_STATUS status;
 	BlockCacheEntry *e;
@@ -1026,13 +1026,13 @@ run_block_get(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
 	e = hash_search(block_cache, &key, HASH_FIND, NULL);
 	if (e)
 	{
-		cachestats_count(RelationGetRelid(rel), true);
+		readstats_count(RelationGetRelid(rel), true);
 		dlist_move_tail(&block_lru, &e->lru);
 		e->block->pins++;
 		block_pins++;
 		return e->block;
 	}
-	cachestats_count(RelationGetRelid(rel), false);
+	readstats_count(RelationGetRelid(rel), false);
 	b = decode_block(rel, run, idx, blockno, NULL, reader_cxt, NULL);
 	e = hash_search(block_cache, &key, HASH_ENTER, &found);
 	e->block = b;

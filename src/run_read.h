@@ -68,9 +68,9 @@ extern RunIndex *run_index_get(Relation rel, PkTable *t, const RunInfo *run);
 extern void run_block_release(RunBlock *b);
 extern void run_compact_key_range(Relation rel, PkTable *t, const RunInfo *run,
 								  char **min_key, char **max_key);
-extern void run_cache_forget(int64 run_id, Oid relfilenode);
+extern void run_read_forget(int64 run_id, Oid relfilenode);
 extern struct ZSTD_DCtx_s *run_zstd_dctx(void);
-extern void run_cache_forget_all(void);
+extern void run_read_forget_all(void);
 extern void run_cursor_open(RunCursor *c, Relation rel, PkTable *t,
 							const RunInfo *run, BufferAccessStrategy strategy);
 extern void run_cursor_open_once(RunCursor *c, Relation rel, PkTable *t,

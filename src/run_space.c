@@ -18,11 +18,11 @@
 #include "catalog.h"
 #include "catalog_runs.h"
 #include "catalog_tables.h"
-#include "catalog_visible.h"
 #include "catalog/storage.h"
 #include "catalog_lock.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
+#include "run_list.h"
 #include "run_space.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
@@ -363,7 +363,7 @@ space_rewrite(Relation rel, Relation dst, int *nruns, BlockNumber *npages)
 	MemoryContext runcxt;
 	MemoryContext old;
 
-	foreach(lc, cat_runs_visible(relid, GetLatestSnapshot(), false))
+	foreach(lc, runlist_catalog(relid, GetLatestSnapshot(), false))
 	{
 		RunInfo    *r = lfirst(lc);
 
@@ -421,7 +421,7 @@ space_rewrite(Relation rel, Relation dst, int *nruns, BlockNumber *npages)
 
 	/*
 	 * A new version of the table's catalog row, though its counters and
-	 * run list stay: run lists cached under a version (run_cache.c) hold
+	 * run list stay: run lists cached under a version (run_list.c) hold
 	 * the runs' places, which are in the old file.
 	 */
 	(void) cat_commit_lock(relid);

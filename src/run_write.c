@@ -31,7 +31,6 @@
 #include "access/xlog.h"
 #include "catalog.h"
 #include "catalog_runs.h"
-#include "catalog_snapshots.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "port/pg_crc32c.h"

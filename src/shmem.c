@@ -19,8 +19,8 @@
 #include "catalog_lock.h"
 #include "maint_compaction.h"
 #include "maint_worker.h"
-#include "run_cache.h"
-#include "run_cache_stats.h"
+#include "run_list.h"
+#include "run_read_stats.h"
 #include "run_space.h"
 #include "shmem.h"
 #include "write_buffer.h"
@@ -38,11 +38,11 @@ pk_shmem_request(void)
 	size = add_size(size, sizeof(int));	/* the LWLock tranche's id */
 	size = add_size(size, space_shmem_size());
 	size = add_size(size, wbuf_shmem_size());
-	size = add_size(size, runcache_shmem_size());
+	size = add_size(size, runlist_shmem_size());
 	size = add_size(size, cat_lock_shmem_size());
 	size = add_size(size, compact_shmem_size());
 	size = add_size(size, worker_shmem_size());
-	size = add_size(size, cachestats_shmem_size());
+	size = add_size(size, readstats_shmem_size());
 	RequestAddinShmemSpace(size);
 }
 
@@ -61,11 +61,11 @@ pk_shmem_startup(void)
 	LWLockRegisterTranche(*tranche, "pkchangelog");
 	space_shmem_init(*tranche);
 	wbuf_shmem_init();
-	runcache_shmem_init(*tranche);
+	runlist_shmem_init(*tranche);
 	cat_lock_shmem_init();
 	compact_shmem_init();
 	worker_shmem_init(*tranche);
-	cachestats_shmem_init(*tranche);
+	readstats_shmem_init(*tranche);
 	LWLockRelease(AddinShmemInitLock);
 }
 

@@ -51,7 +51,8 @@
 #include "maint_compaction.h"
 #include "maint_expire.h"
 #include "relcache_hub.h"
-#include "run_cache_stats.h"
+#include "run_list.h"
+#include "run_read_stats.h"
 #include "run_read.h"
 #include "sql_funcs.h"
 #include "table_desc.h"
@@ -289,7 +290,7 @@ pk_runs(PG_FUNCTION_ARGS)
 									   ALLOCSET_DEFAULT_SIZES);
 	batchcxt = AllocSetContextCreate(CurrentMemoryContext, "pk_runs batch",
 									 ALLOCSET_DEFAULT_SIZES);
-	runs = cat_runs_visible(relid, GetActiveSnapshot(), false);
+	runs = runlist_catalog(relid, GetActiveSnapshot(), false);
 	list_sort(runs, run_level_cmp);
 	next = list_head(runs);
 
@@ -861,7 +862,7 @@ pk_lookup_cache_stats(PG_FUNCTION_ARGS)
 	int64		hits;
 	int64		misses;
 
-	cachestats_get(PG_GETARG_OID(0), &hits, &misses);
+	readstats_get(PG_GETARG_OID(0), &hits, &misses);
 	return two_counts(fcinfo, hits, misses);
 }
 

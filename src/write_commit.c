@@ -49,8 +49,7 @@
 #include "maint_expire.h"
 #include "maint_worker.h"
 #include "mat.h"
-#include "read_point.h"
-#include "run_cache.h"
+#include "run_list.h"
 #include "run_read.h"
 #include "run_write.h"
 #include "write_buffer.h"
@@ -107,10 +106,10 @@ static void
 forget_runs_in_rows(bool committed)
 {
 	if (!committed && runs_in_rows_overflow)
-		run_cache_forget_all();
+		run_read_forget_all();
 	else if (!committed)
 		for (int i = 0; i < nruns_in_rows; i++)
-			run_cache_forget(runs_in_rows[i].run_id, runs_in_rows[i].relfilenode);
+			run_read_forget(runs_in_rows[i].run_id, runs_in_rows[i].relfilenode);
 	nruns_in_rows = 0;
 	runs_in_rows_overflow = false;
 }
@@ -121,8 +120,8 @@ committed_runs(Relation rel)
 {
 	List	   *runs;
 
-	if (!runcache_data_runs(rel, GetLatestSnapshot(), true, &runs))
-		runs = lookup_committed_runs(lookup_visible_runs(rel, GetLatestSnapshot()));
+	if (!runlist_cached(rel, GetLatestSnapshot(), true, &runs))
+		runs = runlist_committed(runlist_visible(rel, GetLatestSnapshot()));
 	return runs;
 }
 
@@ -214,7 +213,7 @@ commit_table(WriteBuffer *wb, bool preparing, List *before_read)
 	 * whose removals are written next)
 	 */
 	have_state = !truncated &&
-		runcache_committed_state(rel, GetLatestSnapshot(), &committed, &st);
+		runlist_committed_state(rel, GetLatestSnapshot(), &committed, &st);
 	if (!have_state)
 		committed = committed_runs(rel);
 	/* the rows a TRUNCATE of the transaction removed, first */
@@ -222,14 +221,14 @@ commit_table(WriteBuffer *wb, bool preparing, List *before_read)
 	pending = spill_runs(rel, wb);
 	/* what committed since the checks and lookups before the lock */
 	if (have_before)
-		kept = lookup_runs_added(before, committed, &added);
+		kept = runlist_added(before, committed, &added);
 	if (prechecked)
 		dml_check_conflicts_since(rel, wb, kept, added, committed, pending);
 	else
 		dml_check_conflicts(rel, wb, committed, pending);
 	if (!have_state)
 		st = cat_table_state(wb->relid,
-							 runcache_published_row(rel, &hint) ? &hint : NULL);
+							 runlist_published_row(rel, &hint) ? &hint : NULL);
 	snapshot_id = st.last_snapshot_id + 1;
 
 	/* the spilled runs come first */
@@ -323,7 +322,7 @@ commit_table(WriteBuffer *wb, bool preparing, List *before_read)
 		CommandCounterIncrement();
 	else
 		cat_table_state_update(wb->relid, &st);
-	runcache_store_commit(rel, &st, after);
+	runlist_store_commit(rel, &st, after);
 
 	/*
 	 * The snapshot's changes, read by the decoding records (wal_level =
@@ -387,7 +386,7 @@ compact_before_commit(WriteBuffer *wb)
 	if (rel == NULL)
 		return NIL;				/* dropped later in this transaction */
 	/* the committed runs, the spilled ones, and the run the buffer makes */
-	if (runcache_data_runs(rel, GetLatestSnapshot(), true, &committed) &&
+	if (runlist_cached(rel, GetLatestSnapshot(), true, &committed) &&
 		compact_due(rel, committed, list_length(spill_runs(rel, wb)),
 					wb->n > 0 ? Max(wb->bytes, 1) : 0) == COMPACT_STOP)
 	{
@@ -525,7 +524,7 @@ commit_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_COMMIT:
 			/* while the commit locks are held */
-			runcache_commit_visible();
+			runlist_commit_visible();
 			group_commit_finish();
 			for (int i = 0; i < nrequests; i++)
 				worker_request(requests[i]);
@@ -535,7 +534,7 @@ commit_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			group_commit_forget();
-			runcache_xact_end(event == XACT_EVENT_COMMIT);
+			runlist_xact_end(event == XACT_EVENT_COMMIT);
 			forget_runs_in_rows(event == XACT_EVENT_COMMIT);
 			expire_xact_end(event == XACT_EVENT_COMMIT);
 			nrequests = 0;
@@ -562,7 +561,7 @@ commit_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		spill_subxact_abort();
 		dml_subxact_abort();
 		expire_subxact_abort();
-		runcache_subxact_abort(mySubid);
+		runlist_subxact_abort(mySubid);
 	}
 }
 

@@ -51,7 +51,6 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "catalog.h"
 #include "catalog_runs.h"
 #include "run.h"
 #include "run_write.h"

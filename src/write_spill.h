@@ -9,7 +9,7 @@
 #ifndef PK_WRITE_SPILL_H
 #define PK_WRITE_SPILL_H
 
-#include "read_point.h"
+#include "lookup.h"
 #include "write_buffer.h"
 
 /* write_spill.c */

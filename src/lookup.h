@@ -1,13 +1,13 @@
 /*-------------------------------------------------------------------------
  *
- * read_point.h
+ * lookup.h
  *	  Point reads: the runs a snapshot sees, a key's newest version, and the
  *	  row a TID names.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PK_READ_POINT_H
-#define PK_READ_POINT_H
+#ifndef PK_LOOKUP_H
+#define PK_LOOKUP_H
 
 #include "storage/itemptr.h"
 #include "utils/snapshot.h"
@@ -25,10 +25,7 @@ typedef struct PkVersion
 	ItemPointerData tid;
 } PkVersion;
 
-/* read_point.c */
-extern List *lookup_visible_runs(Relation rel, Snapshot snapshot);
-extern List *lookup_committed_runs(List *runs);
-extern bool lookup_runs_added(List *before, List *committed, List **added);
+/* lookup.c */
 extern bool lookup_committed(Relation rel, PkTable *t, List *runs,
 							 const Datum *key, uint32 hash, PkVersion *v);
 extern bool lookup_buffered(WriteBuffer *wb, PkTable *t, const Datum *key,
@@ -36,4 +33,4 @@ extern bool lookup_buffered(WriteBuffer *wb, PkTable *t, const Datum *key,
 extern bool lookup_tid(Relation rel, PkTable *t, List *runs, WriteBuffer *wb,
 					   ItemPointer tid, PkVersion *v);
 
-#endif							/* PK_READ_POINT_H */
+#endif							/* PK_LOOKUP_H */

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * run_cache.c
+ * run_list.c
  *	  A per-backend cache of each table's data run list, so that reads do
  *	  not scan pkchangelog.runs, with the table's counters of the same
  *	  version (last snapshot id and sequence number, record and commit
@@ -59,7 +59,8 @@
 #include "catalog_runs.h"
 #include "catalog_tables.h"
 #include "catalog_visible.h"
-#include "run_cache.h"
+#include "run.h"
+#include "run_list.h"
 #include "run_read.h"
 #include "shmem_slots.h"
 
@@ -187,7 +188,7 @@ typedef struct RunRing
 static RunRing *run_rings = NULL;
 
 Size
-runcache_shmem_size(void)
+runlist_shmem_size(void)
 {
 	Size		size = mul_size(NRUNSLOTS, sizeof(RunListSlot));
 
@@ -196,7 +197,7 @@ runcache_shmem_size(void)
 }
 
 void
-runcache_shmem_init(int tranche)
+runlist_shmem_init(int tranche)
 {
 	run_lists = pk_shmem_lwlock_slots("pkchangelog published run lists", NRUNSLOTS,
 									  sizeof(RunListSlot), tranche);
@@ -258,7 +259,7 @@ publish_runs(const PublishedRuns *p)
  * latest for a snapshot that sees xid committed (catalog_lock.c).
  */
 void
-runcache_note_state_writer(Oid relid, TransactionId xid)
+runlist_note_state_writer(Oid relid, TransactionId xid)
 {
 	StateWriterSlot *w;
 
@@ -443,7 +444,7 @@ static HTAB *cache = NULL;
  * later transaction.  Past RETIRED_MAX_BYTES retired in one transaction,
  * full copies are handed out instead, so that a long transaction beside a
  * stream of commits and compactions keeps bounded memory.  xact_no counts
- * this backend's transactions (runcache_xact_end).
+ * this backend's transactions (runlist_xact_end).
  */
 #define RETIRED_MAX_BYTES (8 * 1024 * 1024)
 
@@ -456,7 +457,7 @@ static MemoryContext retired_cxt = NULL;	/* dropped entries' contexts */
  * The tables whose run lists this transaction's commit and compaction
  * steps stored, with the last version they wrote (the catalog's number of
  * that write, and the first snapshot id the transaction made for the
- * table), to publish once the commit is visible (runcache_commit_visible).
+ * table), to publish once the commit is visible (runlist_commit_visible).
  */
 #define MAX_PUBLISH 8
 static struct
@@ -600,7 +601,7 @@ free_retired(void)
  * run, which e no longer holds, goes: now, or once no copy is left.  If
  * replaced (a later version lacks it, not an earlier one stored after a
  * later: a statement's snapshot after the latest), its index and block
- * leave the read caches too (run_cache_forget).  The index would otherwise
+ * leave the read caches too (run_read_forget).  The index would otherwise
  * stay until a generation of the index cache ends: with small commits, a
  * run replaced per commit and per backend, tens of thousands of entries,
  * and every probe of the cache's hash table a cache miss.  The block would
@@ -611,7 +612,7 @@ static void
 retire_run(CacheEntry *e, RunInfo *run, bool replaced)
 {
 	if (replaced)
-		run_cache_forget(run->run_id, run->relfilenode);
+		run_read_forget(run->run_id, run->relfilenode);
 	if (RUN_LENT(run) != xact_no)
 	{
 		pfree(RUN_CHUNK(run));
@@ -633,7 +634,7 @@ retire_all(CacheEntry *e, bool delete)
 	ListCell   *lc;
 
 	foreach(lc, e->runs)
-		run_cache_forget(((RunInfo *) lfirst(lc))->run_id,
+		run_read_forget(((RunInfo *) lfirst(lc))->run_id,
 						 ((RunInfo *) lfirst(lc))->relfilenode);
 	if (e->lent_xact != xact_no)
 	{
@@ -926,13 +927,13 @@ lend(CacheEntry *e, List **runs, TableState *st)
 
 /*
  * The entry of rel that a commit or compaction step of this transaction
- * stored (runcache_store_commit), if it is still what the catalog says:
+ * stored (runlist_store_commit), if it is still what the catalog says:
  * the transaction has written neither the table's row nor committed runs'
  * rows since (a compaction at the stop trigger, then the commit step that
  * reads the runs it left).  The step holds the table's commit lock until
  * the transaction's commit, so no other commit can have come since.
  * NULL otherwise (not stored in this transaction, or the subtransaction
- * that stored it rolled back: runcache_subxact_abort forgot it).
+ * that stored it rolled back: runlist_subxact_abort forgot it).
  */
 static CacheEntry *
 own_version(Relation rel)
@@ -1076,7 +1077,7 @@ version_runs(Relation rel, Snapshot snapshot, bool committed_only,
 }
 
 bool
-runcache_data_runs(Relation rel, Snapshot snapshot, bool committed_only,
+runlist_cached(Relation rel, Snapshot snapshot, bool committed_only,
 				   List **runs)
 {
 	return version_runs(rel, snapshot, committed_only, runs, NULL);
@@ -1084,7 +1085,7 @@ runcache_data_runs(Relation rel, Snapshot snapshot, bool committed_only,
 
 /*
  * For a commit step, under the commit lock: the committed data runs, as
- * runcache_data_runs gives them, and the table's counters with them (what
+ * runlist_cached gives them, and the table's counters with them (what
  * cat_table_state would read: the same version, exact by the same
  * argument, data_runs not set).  False: read them from the catalog.  Once
  * the transaction has written the table's row itself, the version it sees
@@ -1093,7 +1094,7 @@ runcache_data_runs(Relation rel, Snapshot snapshot, bool committed_only,
  * writes the row keeping the counters but not the row's place).
  */
 bool
-runcache_committed_state(Relation rel, Snapshot snapshot, List **runs,
+runlist_committed_state(Relation rel, Snapshot snapshot, List **runs,
 						 TableState *st)
 {
 	*runs = NIL;
@@ -1115,7 +1116,7 @@ runcache_committed_state(Relation rel, Snapshot snapshot, List **runs,
  * otherwise plan without).
  */
 bool
-runcache_recent_runs(Relation rel, List **runs)
+runlist_recent_runs(Relation rel, List **runs)
 {
 	CacheEntry *e = NULL;
 
@@ -1139,7 +1140,7 @@ runcache_recent_runs(Relation rel, List **runs)
  * visible, unless a later write of the row replaced it.
  */
 void
-runcache_store_commit(Relation rel, const TableState *st, List *runs)
+runlist_store_commit(Relation rel, const TableState *st, List *runs)
 {
 	int64		snapshot_id = st->last_snapshot_id;
 	int			i;
@@ -1173,7 +1174,7 @@ runcache_store_commit(Relation rel, const TableState *st, List *runs)
  * compaction wrote, if it published).  False if none was published.
  */
 bool
-runcache_published_row(Relation rel, ItemPointerData *row)
+runlist_published_row(Relation rel, ItemPointerData *row)
 {
 	PublishedRuns pub;
 
@@ -1190,7 +1191,7 @@ runcache_published_row(Relation rel, ItemPointerData *row)
  * count), and publish them with its contents for the other backends.
  */
 void
-runcache_commit_visible(void)
+runlist_commit_visible(void)
 {
 	Snapshot	snap;
 	TransactionId xmin = MyProc->xmin;
@@ -1289,7 +1290,7 @@ runcache_commit_visible(void)
  * unless a later step stores one again.
  */
 void
-runcache_subxact_abort(SubTransactionId mySubid)
+runlist_subxact_abort(SubTransactionId mySubid)
 {
 	int			kept = 0;
 
@@ -1317,7 +1318,7 @@ runcache_subxact_abort(SubTransactionId mySubid)
  * takes again with other bytes.
  */
 void
-runcache_xact_end(bool committed)
+runlist_xact_end(bool committed)
 {
 	if (!committed && cache != NULL)
 	{
@@ -1337,3 +1338,84 @@ runcache_xact_end(bool committed)
 	xact_no++;
 }
 
+/*
+ * The data runs of rel's current storage that snapshot sees: from the
+ * cache when it can serve the snapshot, else from the catalog.  Catalog rows
+ * are read with snapshot itself when it is an MVCC snapshot or SnapshotAny
+ * (fetching a version by TID: every run still on disk); for the others
+ * (SnapshotDirty, SnapshotSelf) with the latest one, since runs only ever
+ * appear committed.
+ */
+List *
+runlist_visible(Relation rel, Snapshot snapshot)
+{
+	List	   *runs;
+	ListCell   *lc;
+
+	if (snapshot == NULL || (!IsMVCCSnapshot(snapshot) && snapshot != SnapshotAny))
+		snapshot = GetLatestSnapshot();
+	if (runlist_cached(rel, snapshot, false, &runs))
+		return runs;
+	/* the transaction's own changes, or no cacheable snapshot: the catalog */
+	foreach(lc, cat_runs_visible(RelationGetRelid(rel), snapshot, true))
+	{
+		RunInfo    *r = lfirst(lc);
+
+		if (r->kind == RUN_DATA && r->relfilenode == rel->rd_node.relNode)
+			runs = lappend(runs, r);
+	}
+	return runs;
+}
+
+/* the committed runs among runs, without the transaction's pending ones */
+List *
+runlist_committed(List *runs)
+{
+	List	   *committed = NIL;
+	ListCell   *lc;
+
+	foreach(lc, runs)
+		if (!run_is_pending(lfirst(lc)))
+			committed = lappend(committed, lfirst(lc));
+	return committed;
+}
+
+/*
+ * The runs of committed that before lacks, into *added; false if a run of
+ * before is not in committed any more (a compaction replaced it).
+ */
+bool
+runlist_added(List *before, List *committed, List **added)
+{
+	List	   *b = list_copy(before);
+	List	   *c = list_copy(committed);
+	int			i = 0;
+
+	cat_runs_sort(b);
+	cat_runs_sort(c);
+	*added = NIL;
+	for (int j = 0; j < list_length(c); j++)
+	{
+		RunInfo    *run = list_nth(c, j);
+
+		if (i < list_length(b) && ((RunInfo *) list_nth(b, i))->run_id < run->run_id)
+			return false;		/* gone */
+		if (i < list_length(b) && ((RunInfo *) list_nth(b, i))->run_id == run->run_id)
+			i++;
+		else
+			*added = lappend(*added, run);
+	}
+	return i == list_length(b);
+}
+
+/*
+ * Every run of relid that snapshot sees (data_only: its data runs), of any
+ * storage, read from the catalog: for what the cache does not hold, the
+ * runs of other kinds (changelog, delta, log) and of other storage, which
+ * pk_runs shows and space accounting and VACUUM FULL need.
+ */
+List *
+runlist_catalog(Oid relid, Snapshot snapshot, bool data_only)
+{
+	return cat_runs_visible(relid, snapshot, data_only);
+}

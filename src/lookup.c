@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * read_point.c
- *	  Point reads on a pkmerge table: which runs a snapshot sees, the newest
- *	  committed or buffered version of one key (bloom filter and block index
- *	  keep it to at most one block per run), and the row behind a TID.
+ * lookup.c
+ *	  Point reads on a pkmerge table: the newest committed or buffered
+ *	  version of one key (bloom filter and block index keep it to at most
+ *	  one block per run), and the row behind a TID.
  *
  *-------------------------------------------------------------------------
  */
@@ -11,84 +11,10 @@
 
 #include "utils/snapmgr.h"
 
-#include "catalog.h"
-#include "catalog_runs.h"
-#include "catalog_visible.h"
-#include "read_point.h"
+#include "lookup.h"
 #include "run.h"
-#include "run_cache.h"
 #include "run_read.h"
 #include "tid.h"
-
-/*
- * The data runs of rel's current storage that snapshot sees (through the
- * run list cache when it can serve the snapshot).  Catalog rows
- * are read with snapshot itself when it is an MVCC snapshot or SnapshotAny
- * (fetching a version by TID: every run still on disk); for the others
- * (SnapshotDirty, SnapshotSelf) with the latest one, since runs only ever
- * appear committed.
- */
-List *
-lookup_visible_runs(Relation rel, Snapshot snapshot)
-{
-	List	   *runs;
-	ListCell   *lc;
-
-	if (snapshot == NULL || (!IsMVCCSnapshot(snapshot) && snapshot != SnapshotAny))
-		snapshot = GetLatestSnapshot();
-	if (runcache_data_runs(rel, snapshot, false, &runs))
-		return runs;
-	/* the transaction's own changes, or no cacheable snapshot: the catalog */
-	foreach(lc, cat_runs_visible(RelationGetRelid(rel), snapshot, true))
-	{
-		RunInfo    *r = lfirst(lc);
-
-		if (r->kind == RUN_DATA && r->relfilenode == rel->rd_node.relNode)
-			runs = lappend(runs, r);
-	}
-	return runs;
-}
-
-/* the committed runs among runs, without the transaction's pending ones */
-List *
-lookup_committed_runs(List *runs)
-{
-	List	   *committed = NIL;
-	ListCell   *lc;
-
-	foreach(lc, runs)
-		if (!run_is_pending(lfirst(lc)))
-			committed = lappend(committed, lfirst(lc));
-	return committed;
-}
-
-/*
- * The runs of committed that before lacks, into *added; false if a run of
- * before is not in committed any more (a compaction replaced it).
- */
-bool
-lookup_runs_added(List *before, List *committed, List **added)
-{
-	List	   *b = list_copy(before);
-	List	   *c = list_copy(committed);
-	int			i = 0;
-
-	cat_runs_sort(b);
-	cat_runs_sort(c);
-	*added = NIL;
-	for (int j = 0; j < list_length(c); j++)
-	{
-		RunInfo    *run = list_nth(c, j);
-
-		if (i < list_length(b) && ((RunInfo *) list_nth(b, i))->run_id < run->run_id)
-			return false;		/* gone */
-		if (i < list_length(b) && ((RunInfo *) list_nth(b, i))->run_id == run->run_id)
-			i++;
-		else
-			*added = lappend(*added, run);
-	}
-	return i == list_length(b);
-}
 
 static void
 version_from_run(const RunInfo *run, RunRowHeader *rh, uint64 ordinal, PkVersion *v)
@@ -98,6 +24,18 @@ version_from_run(const RunInfo *run, RunRowHeader *rh, uint64 ordinal, PkVersion
 	v->seq = run_row_seq(run, rh);
 	v->cid = InvalidCommandId;
 	pk_tid_from_row(&v->tid, run->row_base + ordinal);
+}
+
+/* The buffered record at pos, newer than any committed version. */
+static void
+version_from_buffer(WriteBuffer *wb, int64 pos, PkVersion *v)
+{
+	WbEntry    *e = wbuf_entry(wb, pos);
+
+	v->tup = heap_copy_minimal_tuple(e->tup);
+	v->kind = e->kind;
+	v->seq = PG_UINT64_MAX;
+	v->cid = e->cid;
 }
 
 /*
@@ -170,18 +108,13 @@ lookup_buffered(WriteBuffer *wb, PkTable *t, const Datum *key, uint32 hash,
 				CommandId curcid, PkVersion *v)
 {
 	int64		pos;
-	WbEntry    *e;
 
 	if (wb == NULL)
 		return false;
 	pos = wbuf_lookup(wb, t, key, hash, curcid);
 	if (pos < 0)
 		return false;
-	e = wbuf_entry(wb, pos);
-	v->tup = heap_copy_minimal_tuple(e->tup);
-	v->kind = e->kind;
-	v->seq = PG_UINT64_MAX;
-	v->cid = e->cid;
+	version_from_buffer(wb, pos, v);
 	wbuf_tid(wb, (uint32) pos, &v->tid);
 	return true;
 }
@@ -202,15 +135,10 @@ lookup_tid(Relation rel, PkTable *t, List *runs, WriteBuffer *wb,
 	if (pk_tid_is_wbuf(tid))
 	{
 		int64		pos = wbuf_find_tid(wb, tid);
-		WbEntry    *e;
 
 		if (pos < 0)
 			return false;
-		e = wbuf_entry(wb, pos);
-		v->tup = heap_copy_minimal_tuple(e->tup);
-		v->kind = e->kind;
-		v->seq = PG_UINT64_MAX;
-		v->cid = e->cid;
+		version_from_buffer(wb, pos, v);
 		v->tid = *tid;
 		return true;
 	}

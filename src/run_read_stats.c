@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * run_cache_stats.c
+ * run_read_stats.c
  *	  Per-table counters of the point-lookup block cache (run_read.c),
  *	  summed over every backend of the server, the background worker
  *	  included, since server start: what pk_stats reports as
@@ -30,7 +30,7 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 
-#include "run_cache_stats.h"
+#include "run_read_stats.h"
 
 #define NSLOTS 4096
 #define PROBE 8
@@ -64,13 +64,13 @@ static int	nlocal = 0;
 static int	last = 0;			/* local[] entry counted last */
 
 Size
-cachestats_shmem_size(void)
+readstats_shmem_size(void)
 {
 	return sizeof(CacheStatsShared);
 }
 
 void
-cachestats_shmem_init(int tranche)
+readstats_shmem_init(int tranche)
 {
 	bool		found;
 
@@ -144,7 +144,7 @@ flush(void)
 }
 
 static void
-cachestats_xact_callback(XactEvent event, void *arg)
+readstats_xact_callback(XactEvent event, void *arg)
 {
 	/* also at abort: the lookups happened */
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
@@ -154,14 +154,14 @@ cachestats_xact_callback(XactEvent event, void *arg)
 }
 
 void
-cachestats_init(void)
+readstats_init(void)
 {
-	RegisterXactCallback(cachestats_xact_callback, NULL);
+	RegisterXactCallback(readstats_xact_callback, NULL);
 }
 
 /* a point lookup of relid found its block in the cache (hit) or not */
 void
-cachestats_count(Oid relid, bool hit)
+readstats_count(Oid relid, bool hit)
 {
 	LocalCount *c;
 
@@ -192,7 +192,7 @@ cachestats_count(Oid relid, bool hit)
  * not yet handed over (so a session sees its own lookups at once).
  */
 void
-cachestats_get(Oid relid, int64 *hits, int64 *misses)
+readstats_get(Oid relid, int64 *hits, int64 *misses)
 {
 	*hits = 0;
 	*misses = 0;
