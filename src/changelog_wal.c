@@ -58,11 +58,8 @@
  */
 #include "postgres.h"
 
-#include "access/bufmask.h"
 #include "access/htup_details.h"
 #include "access/xact.h"
-#include "access/xlog.h"
-#include "access/xlog_internal.h"
 #include "access/xloginsert.h"
 #include "access/xlogreader.h"
 #include "catalog/catalog.h"
@@ -81,13 +78,7 @@
 
 #include "changelog_read.h"
 #include "changelog_wal.h"
-#include "commit_log.h"
 #include "guc.h"
-#include "run_format.h"
-#include "run_wal.h"
-
-/* the record's one type */
-#define XLOG_PK_CHANGES		0x00
 
 /* a record holds rows up to about this many bytes */
 #define PK_WAL_BATCH		(64 * 1024)
@@ -334,48 +325,15 @@ changelog_wal_log_snapshot(Relation rel, const SnapshotInfo *si, List *runs,
 		UnregisterSnapshot(snapshot);
 }
 
-/* ---- redo, description ------------------------------------------------ */
-
 /*
- * The change records need nothing (the pages are restored by their own
- * records); the run pages' and the commit log's are applied to the pages.
+ * The description of a change record (the resource manager's rm_desc for
+ * XLOG_PK_CHANGES)
  */
-static void
-pk_rm_redo(XLogReaderState *record)
-{
-	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
-
-	if (info == XLOG_PK_RUN_PAGE)
-		run_wal_redo(record);
-	else if (info != XLOG_PK_CHANGES)
-		commit_log_redo(record);
-}
-
-static const char *
-pk_rm_identify(uint8 info)
-{
-	if ((info & ~XLR_INFO_MASK) == XLOG_PK_CHANGES)
-		return "CHANGES";
-	if ((info & ~XLR_INFO_MASK) == XLOG_PK_RUN_PAGE)
-		return "RUN_PAGE";
-	return commit_log_identify(info);
-}
-
-static void
-pk_rm_desc(StringInfo buf, XLogReaderState *record)
+void
+changelog_wal_desc(StringInfo buf, XLogReaderState *record)
 {
 	xl_pk_changes hdr;
 
-	if ((XLogRecGetInfo(record) & ~XLR_INFO_MASK) == XLOG_PK_RUN_PAGE)
-	{
-		run_wal_desc(buf, record);
-		return;
-	}
-	if ((XLogRecGetInfo(record) & ~XLR_INFO_MASK) != XLOG_PK_CHANGES)
-	{
-		commit_log_desc(buf, record);
-		return;
-	}
 	if (XLogRecGetDataLen(record) < sizeof(hdr))
 		return;
 	memcpy(&hdr, XLogRecGetData(record), sizeof(hdr));
@@ -449,8 +407,8 @@ typedef struct DecodedEntry
  * the identity entry's where one follows, unless the slot's plugin is
  * pkchangelog (see the file's header).
  */
-static void
-pk_rm_decode(LogicalDecodingContext *ctx, XLogRecordBuffer *buf)
+void
+changelog_wal_decode(LogicalDecodingContext *ctx, XLogRecordBuffer *buf)
 {
 	XLogReaderState *r = buf->record;
 	TransactionId xid = XLogRecGetXid(r);
@@ -551,31 +509,4 @@ pk_rm_decode(LogicalDecodingContext *ctx, XLogRecordBuffer *buf)
 		}
 	}
 	pfree(entries);
-}
-
-/*
- * wal_consistency_checking = 'pkchangelog': redo rebuilds the pages byte
- * for byte, but for the LSN and checksum the page image taken at logging
- * time predates.
- */
-static void
-pk_rm_mask(char *page, BlockNumber blkno)
-{
-	mask_page_lsn_and_checksum(page);
-}
-
-static RmgrData pk_rmgr = {
-	.rm_name = "pkchangelog",
-	.rm_redo = pk_rm_redo,
-	.rm_desc = pk_rm_desc,
-	.rm_identify = pk_rm_identify,
-	.rm_mask = pk_rm_mask,
-	.rm_decode = pk_rm_decode,
-};
-
-/* from _PG_init, after the GUCs: the id is pkchangelog.wal_rmgr_id */
-void
-changelog_wal_init(void)
-{
-	RegisterCustomRmgr((RmgrId) pk_wal_rmgr_id, &pk_rmgr);
 }

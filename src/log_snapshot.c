@@ -60,7 +60,7 @@ log_snapshot(Relation rel, TableState *st, int64 snapshot_id, CommitKind kind,
 	rec.duration_ms = duration_ms;
 	rec.data = data_run;
 	rec.changelog = changelog_run;
-	if (!commit_log_fits(&rec))
+	if (!log_format_fits(&rec))
 		return NULL;
 	if (st->log_run != 0)
 		done = commit_log_append(rel, (BlockNumber) st->log_block, false, &rec);

@@ -22,7 +22,6 @@
 #include "am_scan.h"
 #include "catalog.h"
 #include "catalog_lock.h"
-#include "changelog_wal.h"
 #include "guc.h"
 #include "maint_worker.h"
 #include "mat.h"
@@ -31,8 +30,9 @@
 #include "sql_ddl.h"
 #include "sql_funcs.h"
 #include "table_desc.h"
-#include "write_commit.h"
 #include "version.h"
+#include "wal_rmgr.h"
+#include "write_commit.h"
 #include "write_spill.h"
 
 PG_MODULE_MAGIC;
@@ -73,7 +73,7 @@ _PG_init(void)
 	 * ddl_init's acts at pre-commit of a VACUUM FULL, which writes no rows.
 	 */
 	pk_guc_init();				/* pkchangelog.* parameters */
-	changelog_wal_init();		/* WAL resource manager (wal_rmgr_id) */
+	wal_rmgr_register();		/* WAL resource manager (wal_rmgr_id) */
 	catalog_init();				/* xact callback: runs changed; relcache: OIDs */
 	pktable_init();				/* relcache callback: table descriptors */
 	spill_init();				/* ExecutorStart/End: readers of spills */

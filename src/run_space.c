@@ -400,7 +400,7 @@ space_rewrite(Relation rel, Relation dst, int *nruns, BlockNumber *npages)
 			LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 			/* a commit log page says which file it is a page of */
 			if (r->kind == RUN_LOG)
-				commit_log_page_moved((Page) copy.data, dst->rd_node.relNode);
+				log_format_page_moved((Page) copy.data, dst->rd_node.relNode);
 			START_CRIT_SECTION();
 			memcpy(BufferGetPage(buf), copy.data, BLCKSZ);
 			MarkBufferDirty(buf);
