@@ -23,7 +23,7 @@
 #include "pgstat.h"
 #include "run.h"
 #include "run_list.h"
-#include "run_read.h"
+#include "run_cursor.h"
 #include "run_write.h"
 #include "storage/predicate.h"
 #include "storage/proc.h"

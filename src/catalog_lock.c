@@ -58,7 +58,7 @@
 #include "catalog.h"
 #include "catalog_consumers.h"
 #include "catalog_lock.h"
-#include "run_list.h"
+#include "run_publish.h"
 
 /* how long a committer waits unqueued, and how long it sleeps at a time */
 #define COMMIT_QUEUE_AFTER_MS 20
@@ -195,7 +195,7 @@ cat_commit_lock(Oid relid)
 	if (res == LOCKACQUIRE_NOT_AVAIL)
 		(void) LockAcquire(&tag, ExclusiveLock, false, false);
 	/* what readers of the list the last holder published must not see */
-	runlist_note_state_writer(relid, GetTopTransactionId());
+	run_publish_note_writer(relid, GetTopTransactionId());
 	/* as LockDatabaseObject: see what the previous holder committed */
 	AcceptInvalidationMessages();
 	if (nheld < HELD_COMMIT_LOCKS)

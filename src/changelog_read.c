@@ -38,7 +38,7 @@
 #include "catalog_tables.h"
 #include "catalog_lock.h"
 #include "changelog_read.h"
-#include "run_read.h"
+#include "run_cursor.h"
 
 static const char *const rowkind_names[] = {"+I", "-U", "+U", "-D"};
 

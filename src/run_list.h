@@ -17,20 +17,17 @@
 #include "catalog.h"
 
 /* run_list.c */
-extern Size runlist_shmem_size(void);
-extern void runlist_shmem_init(int tranche);
-extern void runlist_note_state_writer(Oid relid, TransactionId xid);
 extern List *runlist_visible(Relation rel, Snapshot snapshot);
 extern List *runlist_committed(List *runs);
 extern bool runlist_added(List *before, List *committed, List **added);
 extern List *runlist_catalog(Oid relid, Snapshot snapshot, bool data_only);
 extern bool runlist_cached(Relation rel, Snapshot snapshot,
-							   bool committed_only, List **runs);
+						   bool committed_only, List **runs);
 extern bool runlist_committed_state(Relation rel, Snapshot snapshot,
-									 List **runs, TableState *st);
+									List **runs, TableState *st);
 extern bool runlist_recent_runs(Relation rel, List **runs);
 extern void runlist_store_commit(Relation rel, const TableState *st,
-								  List *runs);
+								 List *runs);
 extern bool runlist_published_row(Relation rel, ItemPointerData *row);
 extern void runlist_commit_visible(void);
 extern void runlist_subxact_abort(SubTransactionId mySubid);

@@ -14,7 +14,7 @@
 
 #include "run.h"
 #include "run_merge.h"
-#include "run_read.h"
+#include "run_cursor.h"
 #include "tid.h"
 
 typedef struct MergeSource

@@ -4,8 +4,8 @@
  *	  Reads sorted runs: a run's block index and bloom filter (cached per
  *	  backend), its data blocks (CRC-checked, decompressed; cached for point
  *	  lookups in a bounded LRU block cache, counted per table by
- *	  run_read_stats.c), cursors that walk or seek a run in key order, and
- *	  point lookups by key or by row number.
+ *	  run_read_stats.c), and point lookups by key or by row number.  Cursors
+ *	  in key order are run_cursor.c's, over the blocks read here.
  *
  * Runs are immutable and their blocks are reused only after the catalog
  * row of the run is gone, so cached copies never go stale while a snapshot
@@ -999,7 +999,7 @@ evict_blocks(Size need)
  * cache; otherwise (point lookups) it comes from and goes to the block
  * cache.  Release with run_block_release.
  */
-static RunBlock *
+RunBlock *
 run_block_get(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
 			  uint32 blockno, bool private, BufferAccessStrategy strategy,
 			  RunBlock *spare)
@@ -1072,6 +1072,22 @@ run_block_release(RunBlock *b)
 }
 
 /*
+ * A compact run's index for one pass over the run, made in
+ * CurrentMemoryContext instead of the index cache, whose current
+ * generation only a transaction's end lets go: a pass over a backlog of
+ * small commits' runs then does not hold an index per run until then.
+ * Making it costs about what a cache lookup saves: the run's one block is
+ * decoded, as a reader of the run decodes it anyway.
+ */
+RunIndex *
+run_index_once(Relation rel, PkTable *t, const RunInfo *run)
+{
+	Assert(RUN_IS_COMPACT(run));
+	reader_init();
+	return load_compact_index(rel, t, run, CurrentMemoryContext);
+}
+
+/*
  * The first and last keys of a compact run (its one block), as text: its
  * catalog row may lack them (a small commit's, run_write.c).
  */
@@ -1084,9 +1100,7 @@ run_compact_key_range(Relation rel, PkTable *t, const RunInfo *run,
 
 	Assert(RUN_IS_COMPACT(run));
 	/* read once, as pk_runs reads every small commit's: not cached */
-	reader_init();
-	b = run_block_get(rel, t, run, load_compact_index(rel, t, run, CurrentMemoryContext),
-					  0, true, NULL, NULL);
+	b = run_block_get(rel, t, run, run_index_once(rel, t, run), 0, true, NULL, NULL);
 	pk_row_key(t, RUN_ROW_TUPLE((RunRowHeader *) (b->raw + b->offsets[0])), keys);
 	*min_key = pk_key_text(t, keys);
 	pk_row_key(t, RUN_ROW_TUPLE((RunRowHeader *) (b->raw + b->offsets[b->nrows - 1])),
@@ -1101,7 +1115,7 @@ run_compact_key_range(Relation rel, PkTable *t, const RunInfo *run,
  * prefix must be strict: rows equal in the prefix may start in the block
  * before the first block that begins with it.
  */
-static uint32
+uint32
 run_index_find_block(PkTable *t, RunIndex *idx, const Datum *key, int nprefix,
 					 bool strict)
 {
@@ -1123,8 +1137,8 @@ run_index_find_block(PkTable *t, RunIndex *idx, const Datum *key, int nprefix,
 }
 
 /* first row of a block whose key prefix is >= key (nrows if none) */
-static uint32
-block_lower_bound(PkTable *t, RunBlock *b, const Datum *key, int nprefix)
+uint32
+run_block_lower_bound(PkTable *t, RunBlock *b, const Datum *key, int nprefix)
 {
 	uint32		lo = 0,
 				hi = b->nrows;
@@ -1142,150 +1156,6 @@ block_lower_bound(PkTable *t, RunBlock *b, const Datum *key, int nprefix)
 			hi = mid;
 	}
 	return lo;
-}
-
-/*
- * Load block c->blockno, or the first non-empty one after it, for a
- * cursor; done when none is left.  The writer makes no empty block, but a
- * block of no rows is skipped rather than positioned in.  Cursors read
- * private blocks:
- * a scan reads each block once, so caching it would only evict the blocks
- * point lookups keep coming back to.
- */
-static void
-cursor_load(RunCursor *c)
-{
-	/* a private block's memory is reused for the next one */
-	RunBlock   *spare = c->block && c->block->pins < 0 ? c->block : NULL;
-
-	if (spare == NULL)
-		run_block_release(c->block);
-	c->block = NULL;
-	c->rowno = 0;
-	while (c->blockno < c->index->nblocks)
-	{
-		c->block = run_block_get(c->rel, c->table, c->run, c->index, c->blockno,
-								 true, c->strategy, spare);
-		spare = NULL;
-		if (c->block->nrows > 0)
-			return;
-		if (c->block->pins < 0)
-			spare = c->block;
-		else
-			run_block_release(c->block);
-		c->block = NULL;
-		c->blockno++;
-	}
-	run_block_release(spare);
-	c->done = true;
-}
-
-/*
- * Open a cursor on a run without reading a data block: the merge iterator
- * opens a cursor per run and then either starts each at its first row or
- * seeks each to a key, and reading block 0 first would waste a read per
- * run for every seek.
- */
-static void
-cursor_init(RunCursor *c, Relation rel, PkTable *t, const RunInfo *run,
-			BufferAccessStrategy strategy, RunIndex *index)
-{
-	memset(c, 0, sizeof(RunCursor));
-	c->rel = rel;
-	c->table = t;
-	c->run = run;
-	c->strategy = strategy;
-	c->index = index;
-	c->blockno = 0;
-	c->unloaded = true;
-}
-
-void
-run_cursor_open(RunCursor *c, Relation rel, PkTable *t, const RunInfo *run,
-				BufferAccessStrategy strategy)
-{
-	cursor_init(c, rel, t, run, strategy, run_index_get(rel, t, run));
-}
-
-/*
- * The same, for one pass over the run (the change stream reads each run
- * once): a compact run's index is made in CurrentMemoryContext instead of
- * the index cache, whose current generation only a transaction's end lets
- * go, so that a pass over a backlog of small commits' runs does not hold
- * an index per run until then.  Making it costs about what a cache lookup
- * saves: the run's one block is decoded, as the cursor decodes it anyway.
- */
-void
-run_cursor_open_once(RunCursor *c, Relation rel, PkTable *t, const RunInfo *run)
-{
-	if (!RUN_IS_COMPACT(run))
-	{
-		run_cursor_open(c, rel, t, run, NULL);
-		return;
-	}
-	reader_init();
-	cursor_init(c, rel, t, run, NULL, load_compact_index(rel, t, run, CurrentMemoryContext));
-}
-
-/* position at the run's first row (cursors open without reading a block) */
-void
-run_cursor_start(RunCursor *c)
-{
-	c->unloaded = false;
-	c->blockno = 0;
-	cursor_load(c);
-}
-
-/* advance to the next row in key order, across blocks; done at the end */
-void
-run_cursor_next(RunCursor *c)
-{
-	if (c->done)
-		return;
-	if (++c->rowno < c->block->nrows)
-		return;
-	c->blockno++;
-	cursor_load(c);
-}
-
-/*
- * Position at the first row whose first nprefix key columns are >= key.
- */
-void
-run_cursor_seek(RunCursor *c, const Datum *key, int nprefix)
-{
-	uint32		blockno;
-
-	if (c->index->nblocks == 0)
-	{
-		c->done = true;
-		return;
-	}
-	blockno = run_index_find_block(c->table, c->index, key, nprefix, true);
-	c->done = false;
-	c->unloaded = false;
-	if (c->block == NULL || c->blockno != blockno)
-	{
-		c->blockno = blockno;
-		cursor_load(c);
-		if (c->done)
-			return;
-	}
-	c->rowno = block_lower_bound(c->table, c->block, key, nprefix);
-	if (c->rowno >= c->block->nrows)
-	{
-		c->blockno++;
-		cursor_load(c);
-	}
-}
-
-/* release the cursor's block; the cursor reads as done afterwards */
-void
-run_cursor_close(RunCursor *c)
-{
-	run_block_release(c->block);
-	c->block = NULL;
-	c->done = true;
 }
 
 /*
@@ -1312,7 +1182,7 @@ run_lookup(Relation rel, PkTable *t, const RunInfo *run, const Datum *key,
 	if (pk_key_cmp(t, &idx->first_keys[blockno * t->nkeys], key) > 0)
 		return false;
 	b = run_block_get(rel, t, run, idx, blockno, false, NULL, NULL);
-	row = block_lower_bound(t, b, key, t->nkeys);
+	row = run_block_lower_bound(t, b, key, t->nkeys);
 	if (row < b->nrows)
 	{
 		Datum		rowkey[INDEX_MAX_KEYS];

@@ -47,48 +47,27 @@ typedef struct RunBlock
 	Size		stored_cap;
 } RunBlock;
 
-/* a position in a run, moved in key order */
-typedef struct RunCursor
-{
-	Relation	rel;
-	PkTable    *table;
-	const RunInfo *run;
-	RunIndex   *index;
-	BufferAccessStrategy strategy;
-	uint32		blockno;		/* current data block */
-	RunBlock   *block;
-	uint32		rowno;			/* row within block */
-	bool		done;
-	bool		unloaded;		/* opened, not yet started or sought */
-} RunCursor;
-
 extern char *run_stream_read(Relation rel, const RunInfo *run, uint32 max_len,
 							 uint32 *len);
 extern RunIndex *run_index_get(Relation rel, PkTable *t, const RunInfo *run);
+extern RunIndex *run_index_once(Relation rel, PkTable *t, const RunInfo *run);
+extern uint32 run_index_find_block(PkTable *t, RunIndex *idx, const Datum *key,
+								   int nprefix, bool strict);
+extern RunBlock *run_block_get(Relation rel, PkTable *t, const RunInfo *run,
+							   RunIndex *idx, uint32 blockno, bool private,
+							   BufferAccessStrategy strategy, RunBlock *spare);
+extern uint32 run_block_lower_bound(PkTable *t, RunBlock *b, const Datum *key,
+									int nprefix);
 extern void run_block_release(RunBlock *b);
 extern void run_compact_key_range(Relation rel, PkTable *t, const RunInfo *run,
 								  char **min_key, char **max_key);
 extern void run_read_forget(int64 run_id, Oid relfilenode);
 extern struct ZSTD_DCtx_s *run_zstd_dctx(void);
 extern void run_read_forget_all(void);
-extern void run_cursor_open(RunCursor *c, Relation rel, PkTable *t,
-							const RunInfo *run, BufferAccessStrategy strategy);
-extern void run_cursor_open_once(RunCursor *c, Relation rel, PkTable *t,
-								 const RunInfo *run);
-extern void run_cursor_seek(RunCursor *c, const Datum *key, int nprefix);
-extern void run_cursor_start(RunCursor *c);
-extern void run_cursor_next(RunCursor *c);
-extern void run_cursor_close(RunCursor *c);
 extern bool run_lookup(Relation rel, PkTable *t, const RunInfo *run,
 					   const Datum *key, uint32 hash, RunRowHeader **hdr,
 					   uint64 *ordinal, RunBlock **pinned);
 extern RunRowHeader *run_row_at(Relation rel, PkTable *t, const RunInfo *run,
 								uint64 ordinal, RunBlock **pinned);
-
-static inline RunRowHeader *
-run_cursor_row(RunCursor *c)
-{
-	return (RunRowHeader *) (c->block->raw + c->block->offsets[c->rowno]);
-}
 
 #endif							/* PK_RUN_READ_H */

@@ -19,7 +19,7 @@
 #include "catalog_lock.h"
 #include "maint_compaction.h"
 #include "maint_worker.h"
-#include "run_list.h"
+#include "run_publish.h"
 #include "run_read_stats.h"
 #include "run_space.h"
 #include "shmem.h"
@@ -38,7 +38,7 @@ pk_shmem_request(void)
 	size = add_size(size, sizeof(int));	/* the LWLock tranche's id */
 	size = add_size(size, space_shmem_size());
 	size = add_size(size, wbuf_shmem_size());
-	size = add_size(size, runlist_shmem_size());
+	size = add_size(size, run_publish_shmem_size());
 	size = add_size(size, cat_lock_shmem_size());
 	size = add_size(size, compact_shmem_size());
 	size = add_size(size, worker_shmem_size());
@@ -61,7 +61,7 @@ pk_shmem_startup(void)
 	LWLockRegisterTranche(*tranche, "pkchangelog");
 	space_shmem_init(*tranche);
 	wbuf_shmem_init();
-	runlist_shmem_init(*tranche);
+	run_publish_shmem_init(*tranche);
 	cat_lock_shmem_init();
 	compact_shmem_init();
 	worker_shmem_init(*tranche);
