@@ -5,14 +5,36 @@
 # Design
 # ------
 # Tables.  A run creates, in a fresh database whose default collation is
-# ICU en-US, eight pkmerge tables t0..t7, two per changelog producer
-# (none, input, lookup, full-compaction), each of four key shapes twice:
+# ICU en-US and which has the collation ci (provider icu, locale
+# und-u-ks-level2, deterministic = false: case-insensitive,
+# accent-sensitive), eight pkmerge tables t0..t7, two per changelog
+# producer (t<i>: none, input, lookup, full-compaction for i % 4), of six
+# key shapes: t0..t5 take the six in an order drawn from the seed, t6 and
+# t7 two drawn from it, so every seed has every shape and every producer:
 #   int   (k int, g, v text, n numeric)
 #   comp  (g, b int, a text COLLATE "C", v text, PRIMARY KEY (a, b)): key
 #         columns neither first nor in declaration order
 #   text  (s text in the default collation: ICU, where 'a' < 'B' < 'b')
 #   num   (v, k numeric, g): 1.5, 1.50 and 1.500 are one key
-# with options drawn from the seed: write_buffer_size 1MB (large
+#   ci    (v, g, s text COLLATE ci): 'a', 'A' are one key, as are the
+#         three cases of the digraph dz (U+01C4..U+01C6) and 'w7', 'W7';
+#         e and e-acute, sharp s and 'ss' are not; moved by upper(),
+#         lower(), initcap(), || '_'
+#   float (k float8, v, g): 0 and -0 are one key, NaN is one key above
+#         every other, and the infinities, 1e-300, 5e-324, multiples of
+#         0.25;
+#         moved by k + 1, -k, k * -1 (0 to -0), k + 0 (-0 to 0)
+# The last three have keys equal but not identical: a write that replaces
+# a row replaces its key's value too (INSERT, COPY, MERGE, UPDATE of the
+# key to an equal value: the generator writes such pairs often), and the
+# contents checks compare the key's exact text (k::text, so -0 is not 0);
+# the generator's and the checks' notion of distinct keys treats equal keys
+# as one (numeric scale dropped, ci keys case-folded, -0 = 0, NaN = NaN),
+# and pkmerge holding two rows of one key is a divergence.  pk_changes
+# gives rows as jsonb, whose numbers are numeric (a float8 -0 is 0 there,
+# NaN and the infinities strings): the stream checks compare records and
+# table rows both through jsonb.
+# Options are drawn from the seed: write_buffer_size 1MB (large
 # transactions spill), changelog_row_deduplicate, small compaction
 # triggers, target_run_size 64kB, no compression, a retention of 30
 # snapshots.  g has a DEFAULT and a CHECK; every non-key column takes
@@ -46,7 +68,8 @@
 # key moves written as a data-modifying CTE (DELETE ... RETURNING feeding
 # an INSERT), DELETE (by key, range, USING, all rows), MERGE with every
 # action (also from the other table of the same shape: pkmerge reads
-# pkmerge, heap reads heap), COPY FROM STDIN, TRUNCATE (also inside
+# pkmerge, heap reads heap; num, ci, float: WHEN MATCHED UPDATE SET of the
+# key to the source's equal value too), COPY FROM STDIN, TRUNCATE (also inside
 # savepoints), pk_compact(t) and pk_compact(t, true) inside transactions,
 # cursors (DECLARE ... ORDER BY key, ASC or DESC) fetched piecewise while
 # the transaction goes on writing the table, prepared statements (point
@@ -55,9 +78,10 @@
 # constant one) and DROP COLUMN, also inside transactions that wrote the
 # table, and statements that fail on purpose inside savepoints: division
 # by zero in a SET, a MERGE matching a row twice (21000), an ON CONFLICT
-# proposing one key twice (21000), a NULL key (23502), a CHECK violation
-# (23514), a COPY line that does not parse, ADD COLUMN serial or with a
-# volatile default (which pkmerge refuses, 0A000).
+# proposing one key twice (21000; ci, float: also spelt otherwise), a
+# NULL key (23502), a CHECK violation (23514), a COPY line that does not
+# parse, ADD COLUMN serial or with a volatile default (which pkmerge
+# refuses, 0A000).
 #
 # Same logical operation, same outcome.  PkFuzz::Engine runs each
 # operation on the heap twin first, inside a savepoint: where heap raises
@@ -161,7 +185,7 @@ sub checker_sql
 sub setup_sql
 {
 	my ($tables, $used, $checker) = @_;
-	my @sql = ('CREATE EXTENSION pkchangelog');
+	my @sql = ('CREATE EXTENSION pkchangelog', $PkFuzz::Gen::CI_COLLATION);
 	push @sql, $checker if $checker;
 	push @sql, PkFuzz::Gen::create_sql($tables->[$_]) for @$used;
 	return @sql;

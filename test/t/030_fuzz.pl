@@ -1,7 +1,9 @@
 # 030_fuzz.pl: the randomized differential test of test/fuzz (design at the
 # top of test/fuzz/PkFuzz.pm) with a fixed seed and a fixed number of
 # transactions (about two minutes here): random transactions of every kind
-# of write against pkmerge tables of every producer and their heap twins;
+# of write against pkmerge tables of every producer and every key shape
+# (keys equal but not identical too: numeric scales, a nondeterministic
+# ICU collation, float8 0 and -0) and their heap twins;
 # after each one the contents and a few queries must agree, every few the
 # change streams must replay to the tables, and the server log must show
 # no crash; now and then the server is shut down in immediate mode and

@@ -509,14 +509,19 @@ sub run_pair_pkfirst
 
 # ---------------------------------------------------------------- checks
 
-# canonical key of a result row's first columns
+# canonical key of a result row's first columns: keys equal under the
+# key's operator class are one (numeric 1.5 and 1.50, float8 0 and -0 or
+# the jsonb 0 of either, NaN and NaN, 'a' and 'A' under ci); the row's
+# exact text is compared apart
 sub norm_key
 {
 	my ($t, $row) = @_;
 	my $i = 0;
 	return join("\x{1f}", map {
 		my $v = $row->[ $i++ ];
-		!defined $v ? "\x{0}null" : $t->{type}{$_} eq 'num' ? PkFuzz::Gen::num_norm($v) : $v
+		my $ty = $t->{type}{$_};
+		!defined $v ? "\x{0}null" : $ty eq 'num' ? PkFuzz::Gen::num_norm($v)
+		  : $ty eq 'float' ? PkFuzz::Gen::float_norm($v) : $ty eq 'ci' ? PkFuzz::Gen::ci_norm($v) : $v
 	} @{ $t->{key} });
 }
 
@@ -582,6 +587,8 @@ sub queries
 		comp => 'b.a = x.a AND b.b = x.b + 1',
 		text => "b.s = x.s || 'b'",
 		num  => 'b.k = x.k + 0.5',
+		ci   => "b.s = x.s || 'B'",
+		float => 'b.k = -x.k + 0.25',
 	);
 	if ($e->{in_txn})
 	{
@@ -607,11 +614,23 @@ sub check_pair
 	$hm{ norm_key($t, $_) } = $_ for @$h;
 	my $nk = @{ $t->{key} };
 	my @diff;
+	if (keys %pm != @$p)
+	{
+		# two rows of keys equal but not identical (1.5 and 1.50, 0 and -0,
+		# 'a' and 'A' under ci): the upsert did not replace the row
+		my %n;
+		$n{ norm_key($t, $_) }++ for @$p;
+		push @diff, map { show_key($_) . ': pkmerge holds ' . $n{$_} . ' rows of this key' } grep { $n{$_} > 1 } sort keys %n;
+	}
 	for my $k (sort(keys %{ { %pm, %hm } }))
 	{
 		my ($a, $b) = ($pm{$k}, $hm{$k});
 		next if $a && $b && $a->[$nk] eq $b->[$nk];
-		push @diff, show_key($k) . ': pkmerge ' . ($a ? $a->[ $nk + 1 ] : 'no row') . ', heap ' . ($b ? $b->[ $nk + 1 ] : 'no row');
+		# the key's exact text where it differs (0 and -0, 'a' and 'A')
+		my $kt = sub { my ($x) = @_; my $s = join(', ', map { $_ // 'NULL' } @$x[ 0 .. $nk - 1 ]); "key ($s) " };
+		my $shown = ($a && $b && $kt->($a) ne $kt->($b));
+		push @diff, show_key($k) . ': pkmerge ' . ($a ? ($shown ? $kt->($a) : '') . $a->[ $nk + 1 ] : 'no row')
+		  . ', heap ' . ($b ? ($shown ? $kt->($b) : '') . $b->[ $nk + 1 ] : 'no row');
 	}
 	if (@diff)
 	{

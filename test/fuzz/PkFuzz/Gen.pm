@@ -3,19 +3,31 @@
 # once for its heap twin.  Generation depends on the seed only, never on
 # what the server answered, so a seed always gives the same transactions
 # and any subset of them can be replayed (see PkFuzz.pm for the design).
+# Six key shapes: int, comp (two columns, one COLLATE "C"), text (ICU
+# en-US), num (numeric scales), ci (text under the nondeterministic,
+# case-insensitive ICU collation ci) and float (float8: 0 and -0, NaN,
+# infinities); the last three have keys equal but not identical, which
+# key_id treats as one key (the tables compare their exact text).
 package PkFuzz::Gen;
 
 use strict;
 use warnings;
+use feature 'unicode_strings';
 use Digest::MD5 qw(md5_hex);
 use PkFuzz::Rng;
 
 our @PRODUCERS = ('none', 'input', 'lookup', 'full-compaction');
-our @SHAPES    = ('int', 'comp', 'text', 'num');
+our @SHAPES    = ('int', 'comp', 'text', 'num', 'ci', 'float');
+
+# the nondeterministic collation of the ci shape's key: case-insensitive
+# ('a' = 'A', U+01C5 = U+01C6), accent-sensitive (e-acute <> 'e'), sharp
+# s <> 'ss'
+our $CI_COLLATION = "CREATE COLLATION ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false)";
 
 # Table shapes: columns in declaration order (the key is not always first
 # nor in declaration order), each with its value type: int, text (the
-# database's default collation, ICU en-US), ctext (COLLATE "C"), num.
+# database's default collation, ICU en-US), ctext (COLLATE "C"), num,
+# ci (text COLLATE ci), float (float8).
 my %SHAPE = (
 	int => {
 		cols => [ [ k => 'int' ], [ g => 'int' ], [ v => 'text' ], [ n => 'num' ] ],
@@ -33,9 +45,17 @@ my %SHAPE = (
 		cols => [ [ v => 'text' ], [ k => 'num' ], [ g => 'int' ] ],
 		key  => ['k'],
 	},
+	ci => {
+		cols => [ [ v => 'text' ], [ g => 'int' ], [ s => 'ci' ] ],
+		key  => ['s'],
+	},
+	float => {
+		cols => [ [ k => 'float' ], [ v => 'text' ], [ g => 'int' ] ],
+		key  => ['k'],
+	},
 );
 
-my %SQLTYPE = (int => 'int', text => 'text', ctext => 'text', num => 'numeric');
+my %SQLTYPE = (int => 'int', text => 'text', ctext => 'text', num => 'numeric', ci => 'text', float => 'float8');
 
 # text keys: case, accents and multi-letter orderings that ICU and "C" sort
 # differently, the empty string, spaces and punctuation
@@ -43,6 +63,22 @@ my @TEXT_KEYS = ('a', 'A', 'b', 'B', 'c', 'C', "\x{e9}", 'e', 'E', 'f', 'g',
 	"\x{e4}", 'z', 'Z', 'ab', 'aB', 'Ab', "\x{df}", 'ss', "r\x{e9}sum\x{e9}",
 	'resume', 'x1', 'x10', 'x2', "\x{c6}", 'ae', ' a', 'a b', '', 'a-b', 'a_b');
 my @COMP_A = ('a', 'b', 'B', 'c', '', 'ab');
+# ci keys: case variants of one key (one key under ci, as many rows under
+# the default collation), accents that stay distinct at level 2 (e-acute
+# and 'e'), sharp s (its upper() is 'SS', one key with 'ss'), the
+# titlecase digraph U+01C5 (one key with U+01C4, U+01C6), spaces and
+# punctuation, and the
+# bulk keys' forms 'w' || i and 'W' || i.  Only values whose equality
+# under ci is Perl's lc equality (checked once against ICU): no control
+# characters (ignorable at level 2), no dotted capital I.
+my @CI_KEYS = ('a', 'A', 'b', 'B', 'ab', 'aB', 'Ab', 'AB', 'x1', 'X1', 'x10', 'X10', "\x{e9}", "\x{c9}", 'e', 'E',
+	"\x{df}", 'ss', 'SS', 'Ss', "\x{1e9e}", "\x{e6}", "\x{c6}", 'ae', 'AE', "\x{1c6}", "\x{1c5}", "\x{1c4}",
+	"r\x{e9}sum\x{e9}", "R\x{c9}SUM\x{c9}", 'resume', 'Resume', "\x{f1}", "\x{d1}", 'n', 'a b', 'A B', 'a_b', '',
+	'w1', 'W1', 'w10', 'W10', 'w150', 'W150');
+# float keys other than multiples of 0.25: both zeros, NaN (one key,
+# above every other), the infinities, tiny values
+my @FLOAT_SPECIAL = ('0', '-0', '0', '-0', '-0.0', 'NaN', 'NaN', 'Infinity', '-Infinity', '1e-300', '-1e-300',
+	'5e-324');
 my @SPECIAL_TEXT = ('', ' ', "tab\there", "new\nline", 'back\\slash', "quote'q",
 	"\x{fc}n\x{ef}c\x{f8}d\x{e9}", '\\N', 'NULL');
 
@@ -67,21 +103,23 @@ sub new
 
 # ---------------------------------------------------------------- tables
 
-# Eight pkmerge tables, two per producer, each shape twice, options drawn
-# from the seed; each with a heap twin whose primary key is DEFERRABLE (a
-# statement that moves keys over each other is checked at its end, as the
-# contract wants pkmerge to act on the set of rows it matched).
+# Eight pkmerge tables, two per producer (t<i>: producer i % 4): t0..t5
+# take the six shapes in an order drawn from the seed, t6 and t7 two
+# shapes drawn from it; options drawn from the seed too; each with a heap
+# twin whose primary key is DEFERRABLE (a statement that moves keys over
+# each other is checked at its end, as the contract wants pkmerge to act
+# on the set of rows it matched).
 sub make_tables
 {
 	my ($g) = @_;
 	my $r = $g->{rng};
-	my $rot = $r->below(4);
-	my $off = $r->between(1, 3);
+	my @shapes = $r->shuffle(@SHAPES);
+	push @shapes, $r->pick(\@SHAPES), $r->pick(\@SHAPES);
 	my @t;
 	for my $i (0 .. 7)
 	{
 		my $prod = $PRODUCERS[ $i % 4 ];
-		my $shape = $SHAPES[ ($i + $rot + ($i >= 4 ? $off : 0)) % 4 ];
+		my $shape = $shapes[$i];
 		my $sh = $SHAPE{$shape};
 		my %opt = (changelog_producer => $prod);
 		$opt{write_buffer_size} = '1MB' if $r->chance(0.5);
@@ -125,6 +163,7 @@ sub col_ddl
 	my ($c) = @_;
 	my $d = "$c->{name} $SQLTYPE{$c->{type}}";
 	$d .= ' COLLATE "C"' if $c->{type} eq 'ctext';
+	$d .= ' COLLATE ci' if $c->{type} eq 'ci';
 	$d .= ' DEFAULT 7 CHECK (g > -1000000)' if $c->{name} eq 'g';
 	return $d;
 }
@@ -156,7 +195,7 @@ sub describe
 #
 # A value is undef (NULL) or [tag, ...]: ['i', int], ['s', string],
 # ['b', start, n] (n md5 hex digests from start on: 32n bytes that do not
-# compress), ['n', numeric literal].
+# compress), ['n', numeric literal], ['f', float8 literal].
 
 sub num_lit
 {
@@ -178,6 +217,54 @@ sub num_norm
 	return ($neg ? '-' : '') . $s;
 }
 
+# canonical text of a float8 (its text or its jsonb rendering): 0 and -0
+# are one key, as are all NaNs
+sub float_norm
+{
+	my ($s) = @_;
+	return 'NaN' if $s =~ /^\s*[-+]?nan\s*$/i;
+	return ($1 // '') . 'Infinity' if $s =~ /^\s*(-)?\+?inf(inity)?\s*$/i;
+	my $x = 0 + $s;
+	return '0' if $x == 0;
+	return sprintf('%.17g', $x);
+}
+
+# canonical text of a key under ci: case-folded (see @CI_KEYS)
+sub ci_norm
+{
+	my ($s) = @_;
+	utf8::upgrade($s);
+	return lc $s;
+}
+
+# a float8 key: a multiple of 0.25 in one of a few spellings, or a
+# special value
+sub float_lit
+{
+	my ($r) = @_;
+	return $r->pick(\@FLOAT_SPECIAL) if $r->chance(0.25);
+	my $q = $r->chance(0.9) ? $r->between(-8, 160) : $r->between(161, 600);
+	my $x = $q / 4;
+	return $r->pick([ "$x", sprintf('%.2f', $x), sprintf('%.3e', $x) ]);
+}
+
+# a key equal to $v under the key's operator class, often spelt
+# otherwise: another case of a ci key, the other zero
+sub key_twin
+{
+	my ($g, $t, $v) = @_;
+	my $r = $g->{rng};
+	my ($tag, $x) = @$v;
+	if ($tag eq 'f')
+	{
+		return [ 'f', $r->pick([ '0', '-0', '-0.0', '0e5' ]) ] if float_norm($x) eq '0';
+		return [ 'f', $r->pick([ $x, float_norm($x) ]) ];
+	}
+	my @same = grep { ci_norm($_) eq ci_norm($x) } @CI_KEYS;
+	push @same, map { my $y = $x; $y =~ s/^[wW]/$_/; $y } ('w', 'W') if $x =~ /^[wW]\d/;
+	return [ 's', @same ? $r->pick(\@same) : $x ];
+}
+
 sub gen_key_val
 {
 	my ($g, $t, $col) = @_;
@@ -193,6 +280,8 @@ sub gen_key_val
 		return [ 'i', $x < 85 ? $r->between(0, 40) : $x < 95 ? $r->between(41, 150) : $r->between(-8, -1) ];
 	}
 	return [ 's', $r->pick(\@COMP_A) ] if $ty eq 'ctext';
+	return [ 's', $r->chance(0.85) ? $r->pick(\@CI_KEYS) : $r->pick([ 'w', 'W' ]) . $r->between(0, 300) ] if $ty eq 'ci';
+	return [ 'f', float_lit($r) ] if $ty eq 'float';
 	if ($ty eq 'text')
 	{
 		return [ 's', $r->chance(0.85) ? $r->pick(\@TEXT_KEYS) : 'w' . $r->between(0, 300) ];
@@ -247,6 +336,7 @@ sub sql_val
 	my ($tag, @a) = @$v;
 	return "$a[0]::int" if $tag eq 'i';
 	return "$a[0]::numeric" if $tag eq 'n';
+	return quote_lit($a[0]) . '::float8' if $tag eq 'f';
 	return quote_lit($a[0]) . '::text' if $tag eq 's';
 	my $last = $a[0] + $a[1] - 1;
 	return "(SELECT string_agg(md5(j::text), '') FROM generate_series($a[0], $last) gs(j))";
@@ -273,7 +363,9 @@ sub key_id
 	my ($t, $row) = @_;
 	return join("\x1f", map {
 		my $v = $row->{$_};
-		!defined $v ? "\x00null" : $v->[0] eq 'n' ? num_norm($v->[1]) : $v->[1]
+		my $ty = $t->{type}{$_};
+		!defined $v ? "\x00null" : $v->[0] eq 'n' ? num_norm($v->[1]) : $v->[0] eq 'f' ? float_norm($v->[1])
+		  : $ty eq 'ci' ? ci_norm($v->[1]) : $v->[1]
 	} @{ $t->{key} });
 }
 
@@ -316,7 +408,8 @@ sub key_on
 sub key_text
 {
 	my ($t) = @_;
-	return join(', ', map { $t->{type}{$_} eq 'int' || $t->{type}{$_} eq 'num' ? "x.${_}::text" : "x.$_" } @{ $t->{key} });
+	# the exact text: -0 and 0, 10 and 10.00 told apart
+	return join(', ', map { $t->{type}{$_} =~ /^(int|num|float)$/ ? "x.${_}::text" : "x.$_" } @{ $t->{key} });
 }
 
 sub key_order
@@ -378,6 +471,9 @@ sub key_pred
 		my $hi = $lo + $r->between(0, 120);
 		return "x.b BETWEEN $lo AND $hi" if $t->{shape} eq 'comp';
 		return "x.s >= 'w$lo' AND x.s < 'w$hi'" if $t->{shape} eq 'text';
+		return "x.s >= '" . $r->pick([ 'w', 'W' ]) . "$lo' AND x.s < '" . $r->pick([ 'w', 'W' ]) . "$hi'"
+		  if $t->{shape} eq 'ci';
+		return 'x.k BETWEEN ' . ($lo / 4) . ' AND ' . ($hi / 4) if $t->{shape} eq 'float' && $r->chance(0.5);
 		return "x.k BETWEEN $lo AND $hi";
 	}
 	if ($kind eq 'range')
@@ -389,9 +485,15 @@ sub key_pred
 			  ? 'x.a = ' . $lit->('a') . " AND x.b BETWEEN $lo AND " . ($lo + $r->between(0, 6))
 			  : '(x.a, x.b) BETWEEN (' . $lit->('a') . ", $lo) AND (" . $lit->('a') . ', ' . ($lo + 5) . ')';
 		}
-		if ($t->{shape} eq 'text')
+		if ($t->{shape} eq 'text' || $t->{shape} eq 'ci')
 		{
 			return "x.s >= " . $lit->('s') . " AND x.s < " . $lit->('s');
+		}
+		if ($t->{shape} eq 'float')
+		{
+			return 'x.k BETWEEN ' . $lit->('k') . ' AND ' . $lit->('k') if $r->chance(0.3);
+			my $lo = $r->between(-8, 150) / 4;
+			return "x.k BETWEEN $lo AND " . ($lo + $r->between(0, 30) / 4);
 		}
 		if ($t->{shape} eq 'int')
 		{
@@ -461,6 +563,20 @@ sub key_move
 	{
 		return $r->pick([ "s = x.s || '_'", 's = upper(x.s)', 's = lower(x.s)', "s = 'z' || x.s",
 				's = substr(x.s, 2)', "s = x.s || ''" ]);
+	}
+	if ($s eq 'ci')
+	{
+		# most keep the key (an equal value in another case) or move it
+		# onto a key equal to another row's
+		return $r->pick([ 's = upper(x.s)', 's = lower(x.s)', 's = initcap(x.s)', "s = x.s || '_'", "s = 'Z' || x.s",
+				's = substr(x.s, 2)', "s = x.s || ''", 's = upper(x.s)', 's = lower(x.s)',
+				"s = CASE WHEN x.s = lower(x.s) COLLATE \"C\" THEN upper(x.s) ELSE lower(x.s) END" ]);
+	}
+	if ($s eq 'float')
+	{
+		# -x.k and x.k * -1 turn 0 into -0 and back, x.k + 0 -0 into 0
+		return $r->pick([ 'k = x.k + 1', 'k = x.k - 1', 'k = -x.k', 'k = x.k * -1', 'k = x.k * 1.0', 'k = x.k + 0',
+				'k = x.k + 0.25', 'k = x.k * 2', 'k = x.k - 0.5', 'k = -x.k' ]);
 	}
 	return $r->pick([ 'k = x.k + 0.5', 'k = x.k - 1', 'k = x.k + 1.00', 'k = x.k * 1.0',
 			'k = round(x.k)', 'k = -x.k', 'k = x.k + 0.25' ]);
@@ -535,6 +651,8 @@ sub op_cte_move
 		comp => $r->chance(0.5) ? { b => 'd.b + 1' } : { a => "d.a || 'm'" },
 		text => { s => "d.s || '_'" },
 		num  => { k => 'd.k + ' . $r->pick([ '0.5', '1.0', '-0.25' ]) },
+		ci   => { s => $r->pick([ 'upper(d.s)', 'lower(d.s)', "d.s || '_'" ]) },
+		float => { k => $r->pick([ 'd.k + 1', '-d.k', 'd.k * -1', 'd.k + 0.25' ]) },
 	);
 	my $m = $move{ $t->{shape} };
 	my $cols = all_cols($t);
@@ -562,6 +680,8 @@ sub bulk_source
 	if ($s eq 'int')     { $e{k} = 'i'; }
 	elsif ($s eq 'comp') { $e{a} = "chr(97 + i % 3)"; $e{b} = 'i'; }
 	elsif ($s eq 'text') { $e{s} = "'w' || i"; }
+	elsif ($s eq 'ci')   { $e{s} = $r->pick([ "'w' || i", "'W' || i", "CASE WHEN i % 2 = 0 THEN 'W' ELSE 'w' END || i" ]); }
+	elsif ($s eq 'float') { $e{k} = $r->pick([ '(i * 0.25)::float8', '-(i::float8)', 'i::float8 * -0.5', 'i::float8' ]); }
 	else { $e{k} = $r->chance(0.5) ? 'i * 0.5' : '(i * 0.25)::numeric(12,3)'; }
 	my $cols = all_cols($t);
 	return ($cols, 'SELECT ' . join(', ', map { $e{$_} } @$cols) . " FROM generate_series($lo, $hi) i");
@@ -639,6 +759,17 @@ sub op_keyupdate
 	my ($g, $t, $ctx) = @_;
 	my $r = $g->{rng};
 	$ctx->{del}{ $t->{idx} } = 1;
+	if (($t->{shape} eq 'ci' || $t->{shape} eq 'float') && $r->chance(0.25))
+	{
+		# the key to an equal value spelt otherwise: 'a' to 'A', 0 to -0
+		my $k = $t->{key}[0];
+		my $old = gen_key_val($g, $t, $k);
+		my $new = key_twin($g, $t, $old);
+		my $set = "$k = " . sql_val($t->{type}{$k}, $new);
+		$set .= ', g = coalesce(x.g, 0) + 100' if $r->chance(0.3);
+		return pair($t, 'keyupdate', "UPDATE %T AS x SET $set WHERE x.$k = " . sql_val($t->{type}{$k}, $old)
+			  . returning($g, $t));
+	}
 	if ($r->chance(0.4) || $g->{avoid}{shift})
 	{
 		my $new = join(', ', map { "$_ = " . sql_val($t->{type}{$_}, gen_key_val($g, $t, $_)) } @{ $t->{key} });
@@ -701,7 +832,10 @@ sub op_merge
 	push @when, $r->pick(\@matched) if $r->chance(0.3);
 	my $final = $r->weighted({ update => 5, delete => 2, none => 2,
 			keyupd => ($g->{avoid}{keyupdate} || $g->{avoid}{shift}) ? 0 : 1 });
-	push @when, 'WHEN MATCHED THEN UPDATE SET ' . join(', ', map { "$_ = s.$_" } @{ $t->{nonkey} }) if $final eq 'update';
+	# for keys equal but not identical, now and then the key too: the
+	# source's equal value replaces the target's
+	my @upd = ($t->{shape} =~ /^(num|ci|float)$/ && $r->chance(0.4)) ? @{ $t->{key} } : ();
+	push @when, 'WHEN MATCHED THEN UPDATE SET ' . join(', ', map { "$_ = s.$_" } @upd, @{ $t->{nonkey} }) if $final eq 'update';
 	push @when, 'WHEN MATCHED THEN DELETE' if $final eq 'delete';
 	push @when, 'WHEN MATCHED THEN UPDATE SET ' . key_move($g, $t) if $final eq 'keyupd';
 	push @when, 'WHEN NOT MATCHED AND s.g IS DISTINCT FROM 0 THEN INSERT (' . join(', ', @$cols) . ') VALUES ('
@@ -788,6 +922,9 @@ sub op_fail
 		my @rows = gen_rows($g, $t, $r->between(1, 3), $cols);
 		my %dup = %{ $rows[0] };
 		$dup{g} = [ 'i', 99 ];
+		# ci, float: now and then the key spelt otherwise ('B' after 'b')
+		$dup{ $t->{key}[0] } = key_twin($g, $t, $dup{ $t->{key}[0] })
+		  if $t->{shape} =~ /^(ci|float)$/ && $r->chance(0.5);
 		my $vals = values_sql($t, $cols, $r->shuffle(@rows, \%dup));
 		return pair($t, 'fail_onc', 'INSERT INTO %T AS x (' . join(', ', @$cols) . ") $vals ON CONFLICT ($keys) DO UPDATE SET g = EXCLUDED.g",
 			heap_upsert($t, $cols, $vals, 'update', 'g = s.g'), xstate => { 23505 => '21000' });
@@ -796,7 +933,7 @@ sub op_fail
 	my $cols = all_cols($t);
 	my @rows = gen_rows($g, $t, $r->between(1, 5), $cols);
 	my @lines = map { my $row = $_; join("\t", map { copy_val($row->{$_}) } @$cols) } @rows;
-	my @bad = map { $t->{type}{$_} =~ /int|num/ ? 'notanumber' : 'x' } @$cols;
+	my @bad = map { $t->{type}{$_} =~ /int|num|float/ ? 'notanumber' : 'x' } @$cols;
 	push @lines, join("\t", @bad);
 	my $collist = join(', ', @$cols);
 	return pair($t, 'fail_copy', "COPY %T ($collist) FROM STDIN", "COPY %T ($collist) FROM STDIN",
