@@ -102,10 +102,11 @@ $(CURDIR)/src:
 $(OBJS): src/version.h
 src/version.h: $(pk_srcdir)/pkchangelog.control $(addprefix $(pk_srcdir)/,$(DATA)) | $(CURDIR)/src
 	@{ echo '/* made by the Makefile from pkchangelog.control and sql/; not in git */'; \
+	   echo '#ifndef PK_VERSION_H'; echo '#define PK_VERSION_H'; \
 	   echo '#define PKCHANGELOG_VERSION "$(PK_DEFAULT_VERSION)"'; \
 	   printf '#define PKCHANGELOG_CATALOG_VERSIONS'; \
 	   for v in $$(echo $(notdir $(DATA)) | tr ' ' '\n' | sed 's/^pkchangelog--//; s/\.sql$$//; s/--/\n/' | sort -uV); do \
-	     printf ' "%s",' "$$v"; done | sed 's/,$$//'; echo; } > $@
+	     printf ' "%s",' "$$v"; done | sed 's/,$$//'; echo; echo '#endif'; } > $@
 
 $(shlib): pkchangelog.exports
 pkchangelog.exports: $(pk_sources)

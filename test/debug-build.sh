@@ -49,83 +49,16 @@ done
 
 # Configure options: assertions, symbols, an optimization level that keeps
 # stacks readable, and memory contexts that tell valgrind what they free.
-pg_configure_opts=(--enable-cassert --enable-debug --enable-tap-tests
-	--without-icu --without-llvm --with-zstd
-	"CFLAGS=-O1 -g -fno-omit-frame-pointer" "CPPFLAGS=-DUSE_VALGRIND")
-
-# Unpacks Debian's postgresql-15 source package under $1 and prints the tree.
-# The archive's deb-src lines are derived from its deb lines in a private
-# apt state, so the system's apt configuration is left alone.
-pg_download()
-{
-	local dir=$1 list opts ver
-	mkdir -p "$dir/lists/partial"
-	if [ -f /etc/apt/sources.list.d/debian.sources ]; then
-		list=$dir/deb-src.sources
-		sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources >"$list"
-	else
-		list=$dir/deb-src.list
-		sed -n 's/^deb /deb-src /p' /etc/apt/sources.list >"$list"
-	fi
-	opts=(-o Dir::Etc::SourceParts=/dev/null -o Dir::Etc::SourceList="$list"
-		-o Dir::State::Lists="$dir/lists")
-	apt-get -q "${opts[@]}" update >"$dir/update.log" 2>&1 ||
-		{ cat "$dir/update.log" >&2; return 1; }
-	# the newest version whose source the archive really has (a security
-	# pocket may list versions it publishes no sources for)
-	ver=$(cd "$dir" && apt-cache "${opts[@]}" showsrc postgresql-15 2>/dev/null |
-		sed -n 's/^Version: //p' | sort -rV | while read -r v; do
-			if apt-get -q "${opts[@]}" source --download-only "postgresql-15=$v" >"$dir/source.log" 2>&1; then
-				echo "$v"; break
-			fi
-		done)
-	[ -n "$ver" ] || { echo "could not download postgresql-15's source (see $dir/source.log)" >&2; return 1; }
-	(cd "$dir" && tar xjf postgresql-15_*.orig.tar.bz2) || return 1
-	echo "Debian source package postgresql-15 $ver" >"$dir/version"
-	ls -d "$dir"/postgresql-15.* | head -n 1
-}
-
-pg_build()
-{
-	local build=${TMPDIR:-/tmp}/pkchangelog-pg-debug-build src=${PG_DEBUG_SRC:-}
-	local jobs
-	jobs=$(nproc 2>/dev/null || echo 2)
-	[ "$jobs" -gt 2 ] || jobs=2
-	if [ "$(id -u)" -eq 0 ]; then
-		echo "installing build dependencies (apt-get)"
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-			gcc make bison flex perl libreadline-dev zlib1g-dev libzstd-dev \
-			libipc-run-perl valgrind >/dev/null || return 1
-	fi
-	mkdir -p "$build"
-	if [ -z "$src" ]; then
-		echo "downloading Debian's postgresql-15 source package into $build/src"
-		src=$(pg_download "$build/src") || return 1
-	fi
-	echo "building $(basename "$src") into $prefix (about 10 minutes; log in $build/obj)"
-	rm -rf "$build/obj"
-	mkdir -p "$build/obj"
-	(cd "$build/obj" &&
-		"$src/configure" --prefix="$prefix" "${pg_configure_opts[@]}" >configure.log 2>&1 &&
-		make -C src/backend -s generated-headers >make.log 2>&1 &&
-		make -j"$jobs" -s >>make.log 2>&1 &&
-		make -s install >install.log 2>&1 &&
-		make -C src/test/isolation -s install >>install.log 2>&1 &&
-		make -C contrib/test_decoding -s install >>install.log 2>&1 &&
-		make -C contrib/pg_walinspect -s install >>install.log 2>&1) ||
-		{ echo "PostgreSQL build failed: see $build/obj/*.log" >&2; return 1; }
-	# memcheck needs PostgreSQL's suppressions; keep them with the build
-	cp "$src/src/tools/valgrind.supp" "$("$prefix/bin/pg_config" --sharedir)/valgrind.supp"
-}
-
-if [ -x "$prefix/bin/pg_config" ]; then
-	case "$("$prefix/bin/pg_config" --configure)" in
-		*--enable-cassert*) echo "reusing the assert build in $prefix: $("$prefix/bin/pg_config" --version)";;
-		*) echo "$prefix holds a PostgreSQL built without --enable-cassert: choose another PG_DEBUG_PREFIX" >&2; exit 1;;
-	esac
-else
-	pg_build || exit 1
+# test/pg-build.sh builds Debian's postgresql-15 source package (or
+# PG_DEBUG_SRC) into $prefix, or reuses the build there.
+if [ -x "$prefix/bin/pg_config" ] && ! "$prefix/bin/pg_config" --configure | grep -q -- --enable-cassert; then
+	echo "$prefix holds a PostgreSQL built without --enable-cassert: choose another PG_DEBUG_PREFIX" >&2
+	exit 1
 fi
+PK_PG_SRC=${PG_DEBUG_SRC:-} PK_PG_CONFIGURE="--enable-cassert --enable-debug --without-llvm" \
+	CFLAGS="-O1 -g -fno-omit-frame-pointer" CPPFLAGS="-DUSE_VALGRIND" \
+	bash "$top/test/pg-build.sh" 15 "$prefix" >/dev/null || exit 1
+echo "the assert build in $prefix: $("$prefix/bin/pg_config" --version)"
 
 PG_CONFIG=$prefix/bin/pg_config
 . "$top/test/common.sh"
