@@ -2,40 +2,21 @@
  *
  * catalog_lock.c
  *	  The per-table locks that order changes of a pkmerge table's catalog
- *	  rows: the commit lock (snapshot ids and sequence numbers in commit
- *	  order), the compaction lock (one compaction at a time), the level-0
- *	  lock (held with the compaction lock, but by a compaction only until
- *	  it has picked its inputs; then by a writer that merges the level-0
- *	  runs committed since, beside it), the space lock (a run's blocks chosen and reserved atomically)
- *	  and a consumer's lock (one pk_consume of a consumer at a time).
+ *	  rows: this file owns the locks and how they are waited for, their
+ *	  callers what each one guards.
  *
- * Each is a heavyweight lock on an object of the database whose class is
- * one of the catalog tables and whose id is the table's relid, so the
- * deadlock detector sees them and they go with the transaction (the space
- * lock, held briefly, is released by its caller).  Lock order, where a
- * transaction takes several: compaction lock, level-0 lock, then commit
- * lock (a writer that merges without the compaction lock takes only the
- * level-0 lock, and never waits for it or the compaction lock); the space
- * lock is held only around choosing and reserving a run's blocks.
+ *	  commit lock      snapshot ids and sequence numbers in commit order
+ *	  compaction lock  one compaction or expiration of a table at a time
+ *	  level-0 lock     who picks level-0 runs to merge (cat_level0_lock)
+ *	  space lock       a run's blocks chosen and reserved together
+ *	  consumer lock    one pk_consume of a consumer at a time
  *
- * The commit lock is contended by every committer of a table and held for
- * tens of microseconds, so it is not queued for at first: a heavyweight
- * lock released with a waiter queued is granted to that waiter, which holds
- * it asleep until the kernel runs it (on a busy machine hundreds of
- * microseconds, in which no committer of the table gets on).  A committer
- * that finds it taken sleeps on a condition variable of the table instead
- * and tries again when a holder's release (or, at transaction end, the
- * release of its locks) wakes it, so that whichever committer runs when the
- * lock comes free takes it, as with an LWLock.  Before its first sleep it
- * yields the CPU COMMIT_YIELDS times, trying again after each: with more
- * committers than cores the holder is often preempted, and a yield most
- * often runs it (or another process with work) for less than a sleep and a
- * wake-up cost.  After COMMIT_QUEUE_AFTER_MS of sleeping it queues as
- * usual: the deadlock detector then sees the wait (the commit step can
- * wait for other heavyweight locks while holding the commit lock),
- * lock_timeout applies, and once a waiter is queued nobody takes the lock
- * before it.  Releases that wake no one (a prepared
- * transaction's, at COMMIT PREPARED) are covered by the sleep's timeout.
+ *	  Each is a heavyweight lock on an object whose class is a catalog
+ *	  table and whose id is the table's relid, so the deadlock detector
+ *	  sees it and it goes with the transaction (the space lock, held
+ *	  briefly, is released by its caller).  Where a transaction waits for
+ *	  several: compaction lock, level-0 lock, then commit lock; the space
+ *	  lock last.  A writer only tries the first two, never waiting.
  *
  *-------------------------------------------------------------------------
  */
@@ -147,10 +128,27 @@ cat_lock_init(void)
 }
 
 /*
- * Lock held from a table's commit until transaction end: snapshot ids,
+ * Lock held from a table's commit step until transaction end, or until the
+ * commit is visible (write_commit.c releases it then): snapshot ids,
  * sequence numbers, the lookup producer and conflict checks all see the
- * previous commit complete.  A heavyweight lock, so the deadlock detector
- * sees it; taken as the header says.
+ * previous commit complete.
+ *
+ * Every committer of a table contends for it, and holds it for tens of
+ * microseconds, so it is not queued for at first: a heavyweight lock
+ * released with a waiter queued is granted to that waiter, which holds it
+ * asleep until the kernel runs it (on a busy machine hundreds of
+ * microseconds, in which no committer of the table gets on).  A committer
+ * that finds it taken yields the CPU up to COMMIT_YIELDS times, trying
+ * again after each (with more committers than cores the holder is often
+ * preempted, and a yield most often runs it for less than a sleep and a
+ * wake-up cost), then sleeps on the table's condition variable and tries
+ * again when a holder's release (early, or at its transaction end) wakes
+ * it: whichever committer runs when the lock comes free takes it, as with
+ * an LWLock.  After COMMIT_QUEUE_AFTER_MS it queues as usual, so that the
+ * deadlock detector sees the wait (the commit step can wait for other
+ * heavyweight locks while holding this one), lock_timeout applies, and
+ * nobody takes the lock before it.  Releases that wake no one (a prepared
+ * transaction's, at COMMIT PREPARED) are covered by the sleep's timeout.
  */
 LOCKTAG
 cat_commit_lock(Oid relid)
@@ -192,6 +190,7 @@ cat_commit_lock(Oid relid)
 	}
 	if (waited)
 		ConditionVariableCancelSleep();
+	/* queued: others' conditional requests now fail, so none overtakes us */
 	if (res == LOCKACQUIRE_NOT_AVAIL)
 		(void) LockAcquire(&tag, ExclusiveLock, false, false);
 	/* what readers of the list the last holder published must not see */
@@ -267,9 +266,13 @@ cat_compaction_trylock(Oid relid)
 }
 
 /*
- * The level-0 lock (see the header comment), held to transaction end unless
- * cat_level0_unlock releases it; returns whether this call took it (false:
- * the transaction held it already).
+ * The level-0 lock, held to transaction end unless cat_level0_unlock
+ * releases it; returns whether this call took it (false: the transaction
+ * held it already).  A compaction takes it with the compaction lock but
+ * holds it only until it has picked its inputs; then a writer at the stop
+ * trigger may take it to merge the level-0 runs committed since, beside
+ * that compaction.  Expiration holds it throughout, as such a merge reads
+ * the snapshots' rows it removes.
  */
 bool
 cat_level0_lock(Oid relid)

@@ -8,21 +8,14 @@
  *	    public.orders -U order_id[bigint]:1001 store_id[bigint]:10 amount[numeric]:100.00
  *	    public.orders +U order_id[bigint]:1001 store_id[bigint]:10 amount[numeric]:80.00
  *
- * pkmerge tables decode as their producer made the stream
- * (changelog_wal.c): an UPDATE with its old row is a -U then its +U.  Heap
- * tables decode into the same model from what their WAL holds: an UPDATE
- * whose old row is complete (REPLICA IDENTITY FULL) is -U +U; one whose old
- * row is the key only (the key changed) is -D of the key and +I; one
- * without an old row is a +U marked as missing its -U.  A DELETE carries
- * the old row, for a heap table without REPLICA IDENTITY FULL its key
- * columns only.  The extension's own catalog tables are left out.
+ *	  This file owns the rendering only.  pkmerge tables' changes come, as
+ *	  their producer made the stream and with complete rows, from
+ *	  changelog_wal.c's decoding; heap tables' from core's, in the same
+ *	  RowKinds as far as their WAL tells (out_change).  The extension's own
+ *	  catalog tables are left out.
  *
- * On a slot made with two_phase, a prepared transaction is output at
- * PREPARE (BEGIN ... PREPARE TRANSACTION 'gid'), and its COMMIT PREPARED
- * or ROLLBACK PREPARED 'gid' when that comes.
- *
- * Options: format ('text' or 'json'), include-xids (default on),
- * include-timestamp (default off), skip-empty-xacts (default off).
+ *	  Options: format ('text' or 'json'), include-xids (default on),
+ *	  include-timestamp (default off), skip-empty-xacts (default off).
  *
  *-------------------------------------------------------------------------
  */
@@ -507,6 +500,16 @@ write_record(LogicalDecodingContext *ctx, Relation rel, RelOut *ro, OutKind kind
 	OutputPluginWrite(ctx, true);
 }
 
+/*
+ * One decoded change as RowKinds.  A pkmerge table's UPDATE with its old
+ * row is a -U then its +U, as its producer made the stream
+ * (changelog_wal.c).  A heap table's from what its WAL holds: an UPDATE
+ * whose old row is complete (REPLICA IDENTITY FULL) is -U +U; one whose
+ * old row is the key only (the key changed) is -D of the key and +I; one
+ * without an old row is a +U marked as missing its -U.  A DELETE carries
+ * the old row, for a heap table without REPLICA IDENTITY FULL its key
+ * columns only.
+ */
 static void
 out_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, Relation rel,
 		   ReorderBufferChange *change)

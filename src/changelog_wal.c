@@ -1,58 +1,22 @@
 /*-------------------------------------------------------------------------
  *
  * changelog_wal.c
- *	  The change stream in WAL, for logical decoding (DESIGN §9).  Run
- *	  pages are WAL-logged as page images, which no decoder can read, so
- *	  when wal_level is logical every snapshot that produces changes also
- *	  writes them through this custom WAL resource manager, inside the
- *	  producing transaction and before its commit record.  The decode
- *	  callback queues them into the reorder buffer as ordinary row changes
- *	  of the pkmerge relation, which every output plugin then receives:
+ *	  The change stream in WAL, for logical decoding (DESIGN §9): a
+ *	  snapshot's changes written as records of the library's resource
+ *	  manager, and decoded as row changes of the pkmerge relation, which
+ *	  every output plugin then receives.
  *
- *	  +I          INSERT of the row
- *	  -U then +U  UPDATE carrying the old row and the new one
- *	  +U alone    UPDATE without an old row
- *	  -D          DELETE carrying the old row (for producer none, the key)
- *	  -U alone    DELETE of the old row (input: a retraction with no +U)
+ *	  This file owns the change records: their format, when they are
+ *	  written, and their decoding.  The changes are read back from the runs
+ *	  the snapshot wrote (changelog_read.c), so the decoded stream is
+ *	  pk_changes' stream.  Run pages and the commit log have records of
+ *	  their own (run_wal.c, commit_log_wal.c), which wal_rmgr.c dispatches;
+ *	  redo skips a change record, as the pages holding its rows are
+ *	  restored by theirs.
  *
- * A TRUNCATE needs no record here: PostgreSQL logs one for every logically
- * logged relation (ExecuteTruncateGuts), pkmerge tables included, and
- * decodes it as a TRUNCATE change.  So the records of an OVERWRITE
- * snapshot leave out what stands for the TRUNCATE in pk_changes (none and
- * input: the TRUNCATE record; lookup and full-compaction: the -D of every
- * removed row).
- *
- * Only a logical replication slot of the table's database can read the
- * records, and only one that exists when they are written: a slot created
- * later logs the transactions running while it is being created (this
- * one, whose commit step has its xid) and outputs none of them, becoming
- * consistent only once they have all ended (snapbuild.c; since 15.8 a
- * slot being created never starts from a serialized snapshot, which could
- * have made it consistent at once).  So a commit step that finds no such
- * slot writes none: a server at wal_level = logical that nobody decodes
- * pays nothing for them.
- *
- * Records are read back from the runs the snapshot wrote (changelog_scan),
- * so the decoded stream is pk_changes' stream, and are batched: one record
- * holds rows up to about PK_WAL_BATCH bytes, a -U and its +U always in the
- * same record.
- *
- * The pkchangelog output plugin always receives the complete rows: the
- * stream is its contract.  Every other plugin receives the old row as the
- * table's replica identity gives it, as heap's own records would: FULL
- * (what a pkmerge table gets with a producer other than none) the whole
- * row; DEFAULT or USING INDEX its identity columns, the others NULL, and
- * for an UPDATE only when an identity column's stored value changed;
- * NOTHING none.  So a table whose identity is not FULL writes, after each
- * -D and -U, an entry holding that old row (PK_WAL_IDENTITY, empty for
- * none), which the decoder gives to other plugins in place of the row.  Redo does nothing for them: the pages are restored by
- * their own records.  The same resource manager carries the commit log's
- * records (commit_log.c) and the run pages' (run_wal.c), which redo
- * applies and decoding skips.
- *
- * A decoded row carries its snapshot id in the tuple header's xmin and
- * xmax, which a decoded tuple does not otherwise use; the pkchangelog
- * output plugin reads it back (changelog_wal_snapshot_of).
+ *	  A snapshot's records are written by the transaction that produced
+ *	  it, before its commit record, so they decode as that transaction's
+ *	  changes; a -U and its +U always share a record.
  *
  *-------------------------------------------------------------------------
  */
@@ -161,9 +125,13 @@ identity_column_same(TupleDesc desc, HeapTuple a, HeapTuple b, int attnum)
 
 /*
  * The identity entry of the -D or -U before (after: the +U that follows a
- * -U, or NULL): for DEFAULT and INDEX the identity columns of before, the
- * others NULL, or nothing when after keeps every identity column's stored
- * value (heap logs no old key then); for NOTHING nothing.
+ * -U, or NULL).  The pkchangelog output plugin always receives complete
+ * rows, its contract; every other plugin receives the old row as the
+ * table's replica identity gives it, as heap's own records would.  FULL
+ * (what a pkmerge table gets with a producer other than none) needs no
+ * entry: the row is whole.  DEFAULT and INDEX get the identity columns of
+ * before, the others NULL, or nothing when after keeps every identity
+ * column's stored value (heap logs no old key then); NOTHING nothing.
  */
 static void
 batch_identity(WalBatch *b, MinimalTuple before, MinimalTuple after)
@@ -226,7 +194,14 @@ batch_add(void *arg, const SnapshotInfo *si, int kind, MinimalTuple tup)
 {
 	WalBatch   *b = arg;
 
-	/* TRUNCATE: core's own record says it (see the file's header) */
+	/*
+	 * A TRUNCATE needs no record here: PostgreSQL logs one for every
+	 * logically logged relation (ExecuteTruncateGuts), pkmerge tables
+	 * included, and decodes it as a TRUNCATE change.  So an OVERWRITE
+	 * snapshot leaves out what stands for the TRUNCATE in pk_changes: the
+	 * TRUNCATE record (none, input), or the -D of every removed row
+	 * (lookup, full-compaction).
+	 */
 	if (kind == PK_CHANGE_TRUNCATE ||
 		(si->kind == COMMIT_OVERWRITE && kind == PK_DELETE &&
 		 !changelog_truncate_is_record(si)))
@@ -262,10 +237,15 @@ batch_add(void *arg, const SnapshotInfo *si, int kind, MinimalTuple tup)
 #define PK_SLOT_CREATION_FIXED	150008
 
 /*
- * May a logical replication slot decode the current transaction's records
- * (see the file's header)?  Asked with the transaction's xid assigned, so
- * that a slot created after the answer sees it running.  Before 15.8 a
- * slot being created could become consistent at once: always.
+ * May a logical replication slot decode the current transaction's records?
+ * Only a slot of the table's database can, and only one that exists when
+ * they are written: a slot created later logs the transactions running
+ * while it is being created (this one, once it has its xid) and outputs
+ * none of them, becoming consistent only once they have all ended
+ * (snapbuild.c).  So with no such slot no record is written, and a server
+ * at wal_level = logical that nobody decodes pays nothing for them.
+ * Before 15.8 a slot being created could start from a serialized snapshot
+ * and become consistent at once: then the answer is always yes.
  */
 static bool
 decodable_now(void)
@@ -278,6 +258,7 @@ decodable_now(void)
 		server_version = atoi(GetConfigOption("server_version_num", false, false));
 	if (server_version < PK_SLOT_CREATION_FIXED)
 		return true;
+	/* the xid first: a slot created after the count sees us running */
 	(void) GetTopTransactionId();
 	return ReplicationSlotsCountDBSlots(MyDatabaseId, &nslots, &nactive);
 }
@@ -302,7 +283,10 @@ changelog_wal_log_snapshot(Relation rel, const SnapshotInfo *si, List *runs,
 		return;
 	if (!have_runs)
 	{
-		/* the snapshot's catalog rows, written by this very command */
+		/*
+		 * The snapshot's catalog rows were written by this very command:
+		 * the latest snapshot, taken after the increment, sees them.
+		 */
 		CommandCounterIncrement();
 		snapshot = RegisterSnapshot(GetLatestSnapshot());
 	}
@@ -365,6 +349,11 @@ decoded_tuple(ReorderBuffer *rb, const char *data, uint32 len, int64 snapshot_id
 	return tb;
 }
 
+/*
+ * The snapshot id of a decoded row, which decoded_tuple keeps in the
+ * header's xmin and xmax (a decoded tuple does not otherwise use them);
+ * for the pkchangelog output plugin.
+ */
 int64
 changelog_wal_snapshot_of(HeapTuple tuple)
 {
@@ -384,6 +373,7 @@ queue_change(LogicalDecodingContext *ctx, XLogRecordBuffer *buf,
 	change->action = action;
 	change->origin_id = XLogRecGetOrigin(buf->record);
 	change->data.tp.relnode = hdr->node;
+	/* the change owns its tuples now: the reorder buffer frees them */
 	change->data.tp.oldtuple = oldtuple;
 	change->data.tp.newtuple = newtuple;
 	change->data.tp.clear_toast_afterwards = true;
@@ -399,13 +389,19 @@ typedef struct DecodedEntry
 } DecodedEntry;
 
 /*
- * Queues a record's rows as row changes of its table, as heap_decode does
- * for heap records: only once the snapshot builder has a full snapshot and
- * wants this transaction's changes, not when fast-forwarding, only for the
- * slot's database, and not for an origin the plugin filters out.  A -U
- * and the +U after it are an UPDATE, a -U alone a DELETE; the old row is
- * the identity entry's where one follows, unless the slot's plugin is
- * pkchangelog (see the file's header).
+ * Queues a record's rows as row changes of its table:
+ *
+ *	  +I          INSERT of the row
+ *	  -U then +U  UPDATE carrying the old row and the new one
+ *	  +U alone    UPDATE without an old row
+ *	  -D          DELETE carrying the old row (for producer none, the key)
+ *	  -U alone    DELETE of the old row (input: a retraction with no +U)
+ *
+ * The old row is the identity entry's where one follows (batch_identity),
+ * unless the slot's plugin is pkchangelog.  As heap_decode does for heap
+ * records: only once the snapshot builder has a full snapshot and wants
+ * this transaction's changes, not when fast-forwarding, only for the
+ * slot's database, and not for an origin the plugin filters out.
  */
 void
 changelog_wal_decode(LogicalDecodingContext *ctx, XLogRecordBuffer *buf)
@@ -476,6 +472,7 @@ changelog_wal_decode(LogicalDecodingContext *ctx, XLogRecordBuffer *buf)
 			i++;
 			if (!complete_rows)
 			{
+				/* the identity's row stands in: the whole row goes back */
 				if (old)
 					ReorderBufferReturnTupleBuf(ctx->reorder, old);
 				old = entries[i].tuple;

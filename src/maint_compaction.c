@@ -2,32 +2,21 @@
  *
  * maint_compaction.c
  *	  Universal compaction, as Paimon's UniversalCompaction: pick the sorted
- *	  runs to merge (size amplification, then size ratio, then run count),
- *	  merge them into an output level, splitting output runs at
- *	  target_run_size, dropping tombstones when the output is the bottom
- *	  level, and commit the result as a COMPACT snapshot (with the changelog
- *	  of the full-compaction producer when the output is the bottom level).
+ *	  runs to merge, merge them into an output level (split at
+ *	  target_run_size, tombstones dropped at the bottom level), and switch
+ *	  inputs for outputs in one COMPACT snapshot, with the full-compaction
+ *	  producer's changelog when the output is the bottom level.
  *
- * Sorted runs: every L0 run is one; every level above holds one sorted run
- * made of one or more runs with disjoint key ranges.  Compaction keeps
- * each row's sequence number, so the newest version of a key wins exactly
- * as before, and readers whose MVCC snapshot predates the compaction keep
- * reading the input runs.
+ *	  This file owns whether one is due, the pick and the switch; the
+ *	  merge is run_merge.c's, the runs run_write.c's, the changelog
+ *	  changelog_produce.c's, and the callers run it (at the stop trigger,
+ *	  the worker, pk_compact).
  *
- * Small runs (the runs of small commits beside a large table) are where
- * this departs from Paimon, whose writers flush large files: a level-0 run
- * compaction_small_run_ratio times smaller than the table's largest sorted
- * run is left out of Paimon's pick, which neither counts nor weighs it
- * (towards the stop trigger only, those beyond their tier's quota, the
- * worker's cue, count SMALL_RUNS_PER_SORTED_RUN to a sorted run), and such
- * runs are merged among themselves, into level 0, in tiers by their rows:
- * sixteen runs of fewer than sixteen rows, then twelve of each size up
- * (16-191 rows, 192-2303, ...), before anything merges them into a larger
- * run.  So a 1-row commit does not make the next compaction rewrite a
- * level of thousands of rows, however many levels hold runs, and a row is
- * rewritten about once per twelvefold growth of the run holding it.
- * doc/DECISIONS.md has the figures; test/bench/compaction_sim.py models
- * the picker.
+ *	  Every L0 run is a sorted run, every level above one sorted run of
+ *	  runs with disjoint key ranges.  Rows keep their sequence numbers, so
+ *	  a key's newest version wins in the outputs as in the inputs, which
+ *	  readers whose MVCC snapshot predates the switch keep reading.  The
+ *	  merge runs beside commits; only the switch takes the commit lock.
  *
  *-------------------------------------------------------------------------
  */
@@ -148,12 +137,25 @@ typedef struct SortedRun
 } SortedRun;
 
 /*
- * Small runs' tiers (see the header comment): tier 0 holds the runs of
- * fewer than SMALL_RUNS_MAX rows and merges when SMALL_RUNS_MAX of them are
- * there; tier k above it the runs of SMALL_RUNS_MAX * SMALL_RUN_FANIN^(k-1)
- * rows or more (up to the next tier's), which merge when SMALL_RUN_FANIN
- * of them are there (tier_count).  Runs beyond their tier's quota count
- * SMALL_RUNS_PER_SORTED_RUN to a sorted run towards the stop trigger.
+ * Small runs (the runs of small commits beside a large table) are where
+ * this departs from Paimon, whose writers flush large files: a level-0 run
+ * compaction_small_run_ratio times smaller than the table's largest sorted
+ * run is left out of Paimon's pick, which neither counts nor weighs it,
+ * and such runs are merged among themselves, into level 0, in tiers by
+ * their rows, before anything merges them into a larger run.  So a 1-row
+ * commit does not make the next compaction rewrite a level of thousands
+ * of rows, however many levels hold runs, and a row is rewritten about
+ * once per twelvefold growth of the run holding it.  doc/DECISIONS.md has
+ * the figures; test/bench/compaction_sim.py models the picker.
+ *
+ * Tier 0 holds the runs of fewer than SMALL_RUNS_MAX rows and merges when
+ * SMALL_RUNS_MAX of them are there; tier k above it the runs of
+ * SMALL_RUNS_MAX * SMALL_RUN_FANIN^(k-1) rows or more (up to the next
+ * tier's), which merge when SMALL_RUN_FANIN of them are there
+ * (tier_count): sixteen runs of fewer than sixteen rows, then twelve of
+ * each size up (16-191 rows, 192-2303, ...).  Towards the stop trigger
+ * only, runs beyond their tier's quota (the worker's cue) count
+ * SMALL_RUNS_PER_SORTED_RUN to a sorted run.
  */
 #define SMALL_RUNS_MAX				16
 #define SMALL_RUN_FANIN				12
@@ -615,7 +617,7 @@ find_run(List *runs, int64 id)
  * other backends'), so that they need not read the outputs' rows from the
  * catalog.  The list is that of the version the commit lock found (before)
  * less the inputs, plus the outputs; if a run is unknown (before is not
- * cached), the readers take the catalog as before.
+ * cached), nothing is handed over and readers read the catalog.
  */
 static void
 store_switched(Relation rel, const TableState *st, List *before, List *outputs)
@@ -679,10 +681,8 @@ known_not_under_none(const PkTable *t, const RunInfo *r)
  * producer later invalidates t): under another producer than none, they
  * need not be read.  A merge of small runs takes dozens of recent
  * commits' runs, whose snapshots are near each other: they are read in
- * one pass over the span (one lookup each read the commit log from its
- * page on: 9% of a backend's time under 1-row commits, whose writers merge
- * small runs at the stop trigger); runs far apart are looked up one by
- * one.
+ * one pass over the span, as a lookup each would read the commit log from
+ * its page on; runs far apart are looked up one by one.
  */
 static bool *
 inputs_under_none(Relation rel, PkTable *t, List *inputs)
@@ -833,7 +833,12 @@ merge_and_switch(Relation rel, List *live, List *inputs, int outlevel, bool bott
 	/* which inputs' snapshots were made under none, before the lock */
 	under_none = inputs_under_none(rel, t, inputs);
 
-	/* commit: inputs out, outputs in, one COMPACT snapshot */
+	/*
+	 * commit: inputs out, outputs in, one COMPACT snapshot.  Last in the
+	 * lock order (the compaction or level-0 lock is held); under it the
+	 * table's row is read as the last commit left it, with the runs
+	 * committed since the pick, which the switch keeps.
+	 */
 	(void) cat_commit_lock(relid);
 	st = cat_table_state(relid, runlist_published_row(rel, &hint) ? &hint : NULL);
 	/* the runs of that version, unless this transaction rewrote them already */
@@ -982,6 +987,7 @@ compact_locked(Relation rel, bool full, bool as_record, bool level0_taken)
 
 		foreach(lc, inputs)
 			max_seq = Max(max_seq, ((RunInfo *) lfirst(lc))->max_seq);
+		/* the slot before the lock goes: the next holder must find it */
 		set_merging(relid, GetTopTransactionId(), max_seq);
 		cat_level0_unlock(relid);
 	}
@@ -1004,6 +1010,7 @@ compact_table(Relation rel, bool full, bool as_record)
 	Oid			relid = RelationGetRelid(rel);
 	bool		level0_taken;
 
+	/* in the lock order (catalog_lock.c); the commit lock at the switch */
 	cat_compaction_lock(relid);
 	level0_taken = cat_level0_lock(relid);
 	return compact_locked(rel, full, as_record, level0_taken);

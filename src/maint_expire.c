@@ -4,32 +4,18 @@
  *	  Snapshot expiration (DESIGN §7): the oldest snapshots beyond the
  *	  retention options go, with their changelog and delta runs.
  *
- * A snapshot is kept while it is among the newest *_num_retained_min, and
- * expired when more than *_num_retained_max newer ones exist or it is older
- * than *_time_retained.  A snapshot and its changelog expire together, under
- * the longer of the snapshot and changelog retentions (the changelog ones
- * default to the snapshot ones).  Expiration goes from the oldest snapshot
- * and stops at the first one kept, so retained ids stay dense.  Nor does it
- * pass the oldest snapshot a consumer (pk_consume) has yet to read, unless
- * the consumer has consumed nothing for consumer_expiration_time.
+ *	  This file decides which snapshots are due, and remembers per table
+ *	  and backend where the next search starts; removing a snapshot's rows
+ *	  and runs is catalog_snapshots.c's.  Its callers (the commit step
+ *	  every 64th commit, the background worker, pk_expire_snapshots) bound
+ *	  the work of one transaction with max_snapshots.
  *
- * Memory stays bounded whatever the backlog: snapshots are read a batch at
- * a time and each is expired in a memory context reset after it, reading
- * only its own catalog rows.  Callers bound the work of one transaction
- * with max_snapshots (the background worker commits a batch at a time), so
- * a long backlog drains over several transactions and an interrupted
- * expiration resumes from the oldest snapshot left.
- *
- * The expired snapshots' index entries stay until the catalog is vacuumed,
- * and a search from the first snapshot would step over all of them each
- * time: thousands a second under 1-row commits, and every 64th commit
- * expires.  So each backend remembers, per table, up to where every
- * snapshot is gone for good (expired by a committed transaction), and
- * searches from there.  It remembers the oldest snapshot too when that
- * was found kept, with its commit time: until the retention passes it
- * (by age or by the number of newer ones), nothing is due, and the search
- * is not made at all (expiration holds the commit lock of a writer that
- * runs it, which every other writer of the table waits for).
+ *	  Expiration goes from the oldest snapshot and stops at the first one
+ *	  kept, so retained ids stay dense, and never passes the oldest
+ *	  snapshot a consumer has yet to read.  It runs under the table's
+ *	  compaction and level-0 locks, so one expiration or compaction of a
+ *	  table runs at a time while commits go on; it takes the commit lock
+ *	  only to settle the table's row.
  *
  *-------------------------------------------------------------------------
  */
@@ -52,14 +38,23 @@
 /*
  * Snapshots read from the catalog at a time; the first read takes one, as
  * the oldest is mostly kept (expiration runs every 64th commit, and a
- * batch of the commit log's records took a good part of the commit then)
+ * batch of the commit log's records would take a good part of that commit)
  */
 #define EXPIRE_READ_BATCH 64
 
 /*
- * Where this backend's next expiration of a table searches from: every
- * snapshot up to `gone` has been expired by a committed transaction (ids
- * only grow, and an expired snapshot never comes back).  pending: up to
+ * Where this backend's next expiration of a table searches from.  The
+ * expired snapshots' index entries stay until the catalog is vacuumed, and
+ * a search from the first snapshot would step over all of them each time
+ * (thousands a second under 1-row commits), so each backend remembers, per
+ * table, up to where every snapshot is gone for good, and searches from
+ * there; and the oldest snapshot, when that was found kept, with its
+ * commit time: until the retention passes it, nothing is due and no search
+ * is made (a writer expires under its commit lock, which every other
+ * writer of the table waits for).
+ *
+ * Every snapshot up to `gone` has been expired by a committed transaction
+ * (ids only grow, and an expired snapshot never comes back).  pending: up to
  * where this transaction expired, for `gone` at its commit (forgotten if
  * a subtransaction rolls back: which one expired is not known).  A
  * relcache invalidation of the table (its drop among others) forgets it,
@@ -143,6 +138,19 @@ expire_subxact_abort(void)
  * max_snapshots of them (-1: no limit).  Returns how many were expired.
  * last_snapshot_id: the table's last snapshot id, if the caller knows it
  * (a commit under its commit lock; 0: read it).
+ *
+ * A snapshot is kept while it is among the newest *_num_retained_min, and
+ * expired when more than *_num_retained_max newer ones exist or it is
+ * older than *_time_retained.  A snapshot and its changelog expire
+ * together, under the longer of the snapshot and changelog retentions
+ * (the changelog ones default to the snapshot ones).  No snapshot a
+ * consumer (pk_consume) has yet to read goes, unless the consumer has
+ * consumed nothing for consumer_expiration_time.
+ *
+ * Memory stays bounded whatever the backlog: snapshots are read a batch at
+ * a time and each is expired in a memory context reset after it, reading
+ * only its own catalog rows.  An interrupted expiration resumes from the
+ * oldest snapshot left.
  */
 int64
 expire_snapshots(Relation rel, int64 max_snapshots, int64 last_snapshot_id)
@@ -182,7 +190,9 @@ expire_snapshots(Relation rel, int64 max_snapshots, int64 last_snapshot_id)
 
 	/*
 	 * One maintainer of a table at a time; commits go on meanwhile, but no
-	 * writer's merge of level-0 runs, which reads their snapshots' rows
+	 * writer's merge of level-0 runs, which reads their snapshots' rows.  A
+	 * commit that expires holds both already (write_commit.c tries them
+	 * under its commit lock): these calls then find them held.
 	 */
 	cat_compaction_lock(relid);
 	(void) cat_level0_lock(relid);
@@ -215,6 +225,10 @@ expire_snapshots(Relation rel, int64 max_snapshots, int64 last_snapshot_id)
 		MemoryContextReset(batchcxt);
 		itemcxt = AllocSetContextCreate(batchcxt, "pkmerge expiration snapshot",
 										ALLOCSET_DEFAULT_SIZES);
+		/*
+		 * The latest snapshot: under the compaction lock every earlier
+		 * expiration has ended, and this one must see what those removed
+		 */
 		snaps = cat_snapshots_oldest(relid, from, upto, limit, GetLatestSnapshot());
 		done = list_length(snaps) < limit;
 
@@ -251,8 +265,8 @@ expire_snapshots(Relation rel, int64 max_snapshots, int64 last_snapshot_id)
 			 * it: the row takes them before any of those goes (under the
 			 * commit lock, to the end of the transaction).  Not before:
 			 * while the oldest snapshot is kept (the first hour of a
-			 * table's commits, by default), every 64th commit wrote the
-			 * row for nothing.
+			 * table's commits, by default), every 64th commit would write
+			 * the row for nothing.
 			 */
 			if (si->snapshot_id > st.row_snapshot_id)
 			{

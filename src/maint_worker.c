@@ -3,31 +3,20 @@
  * maint_worker.c
  *	  Background workers: a launcher, registered at server start, keeps one
  *	  worker per database running; each worker, where the extension is
- *	  installed, goes over the pkmerge tables every
- *	  pkchangelog.worker_naptime and, for each, compacts when it has
- *	  num_sorted_run_compaction_trigger sorted runs, runs the full
- *	  compaction of the full-compaction producer every
- *	  full_compaction_delta_commits commits, expires snapshots, and (as
- *	  VACUUM does) finds the space of runs gone for new runs to reuse and
- *	  gives the file's unused end back, at most every RECLAIM_MS per table.
+ *	  installed, goes over the pkmerge tables every worker_naptime, and
+ *	  between rounds serves writers' requests for compactions.
  *
- * Each table's compaction is a transaction of its own, and its expiration
- * a series of them, a batch of snapshots each, so that memory and lost
- * work stay bounded whatever the backlog; a table some other session holds
- * a conflicting lock on is skipped until the next round, and an error on
- * one table is logged and does not stop the others.  The worker connects
- * as the bootstrap superuser but works on a table as its owner, inside a
- * security-restricted operation (as autovacuum's ANALYZE does), since key
- * comparisons may run the owner's code.  Other sessions' temporary tables
- * are out of its reach and left to their sessions.
+ *	  This file owns when, where and as whom maintenance runs, and the
+ *	  shared table of databases and requests; what a compaction, an
+ *	  expiration or a reclaim of space does is maint_compaction.c's,
+ *	  maint_expire.c's and run_space.c's.
  *
- * Writers need not wait for the naptime: a commit that leaves a table at
- * the compaction trigger asks for its compaction (worker_request), which
- * wakes the database's worker, or the launcher to start one.  After
- * serving requests a worker waits pkchangelog.worker_request_delay, so
- * that those that come meanwhile are served together.  A worker stays for
- * more requests until a naptime (at most a second) passes without any,
- * then exits.
+ *	  Each step on a table is a transaction of its own, run as the table's
+ *	  owner in a security-restricted operation (key comparisons may run the
+ *	  owner's code), so that memory and lost work stay bounded and an error
+ *	  on one table does not stop the others.  No session is waited for
+ *	  long: a table locked by another waits for the next round, and a
+ *	  compaction gives up on a commit lock after COMPACT_LOCK_TIMEOUT.
  *
  *-------------------------------------------------------------------------
  */
@@ -614,7 +603,9 @@ maintain_step(Oid relid, MaintainStep step)
 	/*
 	 * Not ours (the OID of a dropped table reused), another session's
 	 * temporary table (a writer's request can name one), one whose option
-	 * worker_enabled is off, or a compaction running.
+	 * worker_enabled is off, or a compaction running.  The compaction lock,
+	 * taken without waiting, is held to the end of this step's transaction,
+	 * so no other compaction or expiration of the table runs beside it.
 	 */
 	if (!pk_is_pkmerge(rel) || rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP ||
 		!pk_table(rel)->opts.worker_enabled ||
@@ -646,6 +637,7 @@ maintain_step(Oid relid, MaintainStep step)
 		TransactionId version = InvalidTransactionId;
 		TableState	st;
 
+		/* a version unlike the last look's: a commit or compaction since */
 		(void) cat_table_version(relid, GetActiveSnapshot(), NULL, &version, &st);
 		if (slot->pending || version != slot->version)
 		{
@@ -720,8 +712,12 @@ maintain_in_xact(Oid relid, MaintainStep step, MemoryContext round)
 }
 
 /*
- * Maintain the tables: compaction, then (unless only compaction was asked
- * for) expiration in batches of WORKER_EXPIRE_BATCH snapshots, each
+ * Maintain the tables: compaction when due (compact_due; the
+ * full-compaction producer's full compaction every
+ * full_compaction_delta_commits commits), the space of runs gone found for
+ * new runs to reuse and the file's unused end given back (as VACUUM does,
+ * at most every RECLAIM_MS per table), then (unless only compaction was
+ * asked for) expiration in batches of WORKER_EXPIRE_BATCH snapshots, each
  * committed on its own, so that a backlog drains in transactions of
  * bounded size and an interrupted worker loses one batch at most.  A table
  * gets at most WORKER_EXPIRE_MS of batches per round; the next round goes
@@ -849,7 +845,7 @@ serve_requests(Oid db, MemoryContext round)
 
 		/*
 		 * Requests that come meanwhile wait for the next round together:
-		 * compacting each small run as soon as one is due made many small
+		 * compacting each table as soon as it is due would make many small
 		 * compactions (a transaction and catalog rows each) beside the
 		 * writers.  Not woken by them (no latch in the wait).
 		 */
@@ -881,6 +877,7 @@ pk_worker_main(Datum arg)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
+	/* as the bootstrap superuser; each table's work runs as its owner */
 	BackgroundWorkerInitializeConnectionByOid(db, InvalidOid, 0);
 
 	/* the last reclaims of the database's tables, as earlier workers left them */

@@ -1,39 +1,22 @@
 /*-------------------------------------------------------------------------
  *
  * mat_apply.c
- *	  Keeps materialized aggregates equal to their queries.  Each snapshot
+ *	  Keeps materialized aggregates equal to their queries: each snapshot
  *	  that produces changes of a source (a commit for input and lookup, a
- *	  full compaction for full-compaction) is read back from its runs with
- *	  the reader pk_changes uses (changelog_scan_snapshot: a small commit
- *	  hands over the runs it wrote), in the producing transaction: +I/+U
- *	  add, -U/-D retract.  The records are netted per
- *	  group in memory first (a hash table on the GROUP BY values), so each
- *	  group row is written once per snapshot, and a group the snapshot
- *	  left as it was (an update of columns the query does not read) is not
- *	  written at all.
+ *	  full compaction for full-compaction) is applied to the source's
+ *	  aggregates in the producing transaction: +I/+U add, -U/-D retract.
  *
- * A group row keeps, besides the query's columns, its row count
- * (__pk_count: a group that reaches 0 disappears) and per sum and avg the
- * count of non-NULL inputs (a sum of none is NULL) and avg's running sum
- * (avg is that sum divided by the count, exact).  min and max keep a
- * value-count table per column: per group and value, how many rows have
- * it, with a unique btree on (group, value), so retracting the current
- * extreme reads the next one from the index instead of the source.
+ *	  This file owns netting the changes and writing the group rows and
+ *	  value counts, and the per-backend cache of each source's aggregates.
+ *	  The changes are read with pk_changes' reader (changelog_read.c); the
+ *	  queries' shape is mat_query.c's, the tables mat_sql.c's.
  *
- * The rows are written by SQL through SPI (so the aggregate table's
- * indexes, constraints and triggers work as for any write), as the
- * aggregate table's owner under SECURITY_RESTRICTED_OPERATION with
- * search_path pg_catalog, pg_temp: writers of the source need no right on
- * the aggregate, and the background worker never runs an owner's trigger
- * as superuser.  The query's expressions are evaluated in C on each
- * record, as that owner too.  Statements run with the latest snapshot
- * (under the source's commit lock every earlier commit is complete), so a
- * REPEATABLE READ writer does not fail on rows the previous commit
- * updated.
- *
- * Per backend, the aggregates of each source are cached (definitions and
- * prepared statements), dropped by relcache invalidation of the source,
- * an aggregate table or a value-count table.
+ *	  The records are netted per group in memory first, so each group row
+ *	  is written once per snapshot, and not at all when the snapshot left
+ *	  the group as it was.  Rows are written by SQL through SPI, as the
+ *	  aggregate table's owner under SECURITY_RESTRICTED_OPERATION, with the
+ *	  latest snapshot: maintenance runs under the source's commit lock, so
+ *	  every earlier commit of the source is complete.
  *
  *-------------------------------------------------------------------------
  */
@@ -221,7 +204,16 @@ sum_sql(MatEntry *e, const char *col, int j)
 					quote_identifier(nn), e->p_nn[j], t, e->p_sum[j], t, e->p_sum[j]);
 }
 
-/* the UPDATE of a group row, for the groups that are NULL in mask */
+/*
+ * The UPDATE of a group row, for the groups that are NULL in mask.  A
+ * group row keeps, besides the query's columns, its row count
+ * (__pk_count: a group that reaches 0 disappears) and per sum and avg the
+ * count of non-NULL inputs (a sum of none is NULL) and avg's running sum
+ * (avg is that sum divided by the count, exact).  min and max keep a
+ * value-count table per column: per group and value, how many rows have
+ * it, with a unique btree on (group, value), so retracting the current
+ * extreme reads the next one from the index instead of the source.
+ */
 static SPIPlanPtr
 update_plan(MatEntry *e, uint32 mask)
 {
@@ -475,7 +467,12 @@ mat_init(void)
 	hub_register_relcache(mat_relcache_callback, (Datum) 0);
 }
 
-/* the aggregates of source rel, from the cache or the catalog */
+/*
+ * The aggregates of source rel, from the cache or the catalog.  Cached per
+ * backend: definitions and prepared statements, dropped by relcache
+ * invalidation of the source, an aggregate table or a value-count table
+ * (mat_relcache_callback).
+ */
 static List *
 mat_entries(Relation rel)
 {
@@ -511,6 +508,7 @@ mat_entries(Relation rel)
 	s->cxt = AllocSetContextCreate(CacheMemoryContext, "pkmerge materialized aggregates",
 								   ALLOCSET_SMALL_SIZES);
 	old = MemoryContextSwitchTo(s->cxt);
+	/* latest: an aggregate made after this transaction's snapshot counts */
 	rows = cat_mat_list(relid, GetLatestSnapshot());
 	foreach(lc, rows)
 	{
@@ -754,7 +752,7 @@ run_add(MatRun *r, ExprContext *econtext, int sign)
 
 /* ---- writing the groups -------------------------------------------- */
 
-/* does d leave its group as it was? */
+/* does d leave its group as it was (an update of columns not read)? */
 static bool
 delta_is_noop(MatRun *r, MatDelta *d)
 {
@@ -802,6 +800,12 @@ returned(int64 *count, ItemPointer tid)
 	return found;
 }
 
+/*
+ * Runs a statement with the latest snapshot: under the source's commit lock
+ * (or, for mat_populate, with writers kept out) every earlier commit is
+ * complete, and a REPEATABLE READ writer must not fail on the group rows
+ * the previous commit updated, which its transaction snapshot does not see.
+ */
 static void
 exec(SPIPlanPtr plan, Datum *values, const char *nulls, int expect)
 {
@@ -974,7 +978,10 @@ typedef struct MatScan
 	ExprContext *econtext;
 } MatScan;
 
-/* the aggregates' owners evaluate their expressions */
+/*
+ * The aggregates' owners evaluate their expressions, in C on each record,
+ * in a security-restricted operation, as apply_runs writes the rows.
+ */
 static void
 scan_row(MatScan *ms, int sign)
 {
@@ -1013,7 +1020,13 @@ scan_change(void *arg, const SnapshotInfo *si, int kind, MinimalTuple tup)
 	scan_row(ms, PK_KIND_IS_ADD(kind) ? 1 : -1);
 }
 
-/* applies the runs, each as its aggregate's owner */
+/*
+ * Applies the runs through SQL, so that the aggregate tables' indexes,
+ * constraints and triggers work as for any write; each as its aggregate's
+ * owner in a security-restricted operation (search_path: safe_search_path):
+ * writers of the source need no right on the aggregate, and the background
+ * worker never runs an owner's trigger as superuser.
+ */
 static void
 apply_runs(List *runs)
 {

@@ -4,25 +4,17 @@
  *	  Packed rows of tight streams (run_format.h, RUN_MAGIC_PACKED): a
  *	  row's MinimalTuple without the bytes its descriptor can tell again.
  *
- * A tight stream's row is its tuple from t_infomask2 on.  Packed, it is:
- * varints t_infomask2 and t_infomask (t_hoff is the one
- * heap_form_minimal_tuple gives them), the null bitmap if the tuple has
- * one, a varint mask, then the attributes' values without the alignment
- * padding between them.  A fixed-width by-value attribute of 2, 4 or 8
- * bytes (an integer, a date, a timestamp, a float) is a zigzag varint of
- * its value when that is shorter, which the mask's bit for it (one per
- * such non-null attribute, in order; the 64th and later ones are kept as
- * they are) leaves clear; its bytes as they are when not (a float's bits
- * make a long varint).  A row of the bench's table (two bigint columns, a
- * numeric and a text) takes 47 bytes instead of 63.
+ *	  This file owns the packed row's bytes and nothing else: whether a
+ *	  stream is tight or packed is run_write.c's choice, reading one
+ *	  run_read.c's; no buffer, catalog or WAL is touched here.
  *
- * Only the attributes' width, by-value flag and alignment are read from
- * the descriptor: a dropped column keeps them in pg_attribute, a tuple
- * written before an ADD COLUMN has fewer attributes than the descriptor
- * (its t_infomask2 says how many), and a column's type cannot be changed
- * (ALTER COLUMN TYPE is refused).  A row is packed only if unpacking it
- * gives its bytes back exactly (run_pack_row checks), so a tuple formed
- * any other way leaves its stream tight.
+ *	  Only the attributes' width, by-value flag and alignment are read
+ *	  from the descriptor: a dropped column keeps them in pg_attribute, a
+ *	  tuple written before an ADD COLUMN has fewer attributes than the
+ *	  descriptor (its t_infomask2 says how many), and a column's type
+ *	  cannot be changed (ALTER COLUMN TYPE is refused).  A row is packed
+ *	  only if unpacking it gives its bytes back exactly (run_pack_row
+ *	  checks), so a tuple formed any other way leaves its stream tight.
  *
  *-------------------------------------------------------------------------
  */
@@ -252,6 +244,16 @@ run_unpack_row(TupleDesc desc, const char *packed, uint32 len, char *out, uint32
  * Pack the tuple of len bytes at tuple (from t_infomask2 on) into out
  * (RUN_PACK_MAX(len) bytes); returns the packed row's length, or 0 if the
  * tuple does not unpack to itself exactly.
+ *
+ * Packed, a row is: varints t_infomask2 and t_infomask (t_hoff is the one
+ * heap_form_minimal_tuple gives them), the null bitmap if the tuple has
+ * one, a varint mask, then the attributes' values without the alignment
+ * padding between them.  A fixed-width by-value attribute of 2, 4 or 8
+ * bytes (an integer, a date, a timestamp, a float) is a zigzag varint of
+ * its value when that is shorter, which the mask's bit for it (one per
+ * such non-null attribute, in order; the 64th and later ones are kept as
+ * they are) leaves clear; its bytes as they are when not (a float's bits
+ * make a long varint).
  */
 uint32
 run_pack_row(TupleDesc desc, const char *tuple, uint32 len, char *out)

@@ -7,20 +7,11 @@
  *	  Redo initializes the page and copies or decompresses the payload
  *	  into it, so the page replays byte for byte.
  *
- * The payload is already zstd-compressed, at the table's compression_level
- * (-1 by default: literals stored without Huffman coding, for faster
- * decompression on reads); compressing it again at level 1 entropy-codes
- * those literals: about 17% fewer bytes for the bench's rows, for about a
- * tenth more time in a full compaction.  That is the trade wal_compression
- * chooses for page images, off by default, so it chooses it here too.  A
- * payload that does not shrink is stored as it is.
- *
- * The writer (run_write.c, which does the compressing) builds the page and
- * its record's data in memory before it locks the buffer and enters the
- * critical section, where only the WAL insertion happens; redo
- * decompresses with run_read.c's context.  The record registers the
- * buffer REGBUF_WILL_INIT: no page image is taken after a checkpoint
- * either.
+ *	  This file owns the record and its redo and description; the writer
+ *	  (run_write.c) builds the page and the record's data, compressing
+ *	  it, before it locks the buffer and enters the critical section, where
+ *	  only the WAL insertion happens.  Redo decompresses with run_read.c's
+ *	  context.
  *
  *-------------------------------------------------------------------------
  */
@@ -59,6 +50,7 @@ run_wal_log_page(Buffer buffer, RunPageWal *pw)
 	xlrec.compressed = pw->compressed;
 	XLogBeginInsert();
 	XLogRegisterData((char *) &xlrec, SizeOfPkRunPage);
+	/* redo rebuilds the whole page: no image, after a checkpoint either */
 	XLogRegisterBuffer(0, buffer, REGBUF_WILL_INIT);
 	if (pw->stored_len > 0)
 		XLogRegisterBufData(0, pw->data.data, pw->stored_len);

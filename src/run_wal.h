@@ -13,7 +13,7 @@
 #include "lib/stringinfo.h"
 #include "storage/bufmgr.h"
 
-/* the record's type, under changelog_wal.c's resource manager */
+/* the record's type, under the library's resource manager (wal_rmgr.c) */
 #define XLOG_PK_RUN_PAGE		0x30
 
 /*

@@ -4,23 +4,19 @@
  *	  Writes one sorted run: rows arrive in key order, are packed into
  *	  zstd-compressed data blocks with CRC32C, followed by the block index
  *	  and a bloom filter; the stream is then laid over freshly allocated
- *	  pages, each WAL-logged by run_wal.c, or, when it is small, kept in
- *	  the run's catalog row.
+ *	  pages, each WAL-logged, or, when it is small, kept in the run's
+ *	  catalog row.  See run_format.h for the layout.
  *
- * The run's place (and so its pages) can only be chosen once its size is
- * known, so the stream is built first: in memory up to
- * pkchangelog.run_memory_limit, in a temporary file beyond (as are the
- * block index and the keys' hashes that the bloom filter is made of), and
- * copied into the pages at the end.  A run of any size is thus written in
- * bounded memory; what stays in memory is one data block, and at the end
- * the bloom filter (10 bits per key, at most 512 MB).
+ *	  This file owns a run's bytes and their writing; where the blocks go
+ *	  is run_space.c's, the pages' WAL records run_wal.c's, and what the
+ *	  run means for the table (a data run, a changelog) the caller's.
  *
- * run_writer_finish reserves the run's blocks together with its
- * pkchangelog.runs row (space_reserve, under the space lock), so another
- * writer never picks the same blocks; the row becomes visible to others
- * with the writing transaction's commit, and what it means for the table
- * (a data run in the tables row, a snapshot's changelog) is the caller's
- * business.  See run_format.h for the layout.
+ *	  A run of any size is written in bounded memory: its place can only
+ *	  be chosen once its size is known, so the stream is built first (in a
+ *	  temporary file past pkchangelog.run_memory_limit), then copied into
+ *	  its pages.  Its catalog row, inserted when the blocks are chosen,
+ *	  reserves them at once and becomes visible with the writing
+ *	  transaction's commit, by when the pages are written.
  *
  *-------------------------------------------------------------------------
  */
@@ -49,7 +45,10 @@
  * A byte stream kept in memory up to pkchangelog.run_memory_limit, then
  * (all of it) in a temporary file; appended to, then read once from the
  * start.  The file is closed when the run is finished, or by the resource
- * owner when an error ends the transaction first.
+ * owner when an error ends the transaction first.  A writer has three:
+ * the stream, the block index and the keys' hashes (for the bloom filter).
+ * Past their limits, what stays in memory is one data block and, at the
+ * end, the bloom filter (10 bits per key, at most 512 MB).
  */
 typedef struct Spool
 {
@@ -489,8 +488,11 @@ run_writer_stream_size(RunWriter *w)
  * pw: the WAL record's data for a page whose payload is len bytes at
  * payload (run_wal.c): with wal_compression on (any method), compressed
  * again at RUN_WAL_ZSTD_LEVEL, as PostgreSQL then compresses its page
- * images; as it is when off, or if that does not shrink it.  Outside a
- * critical section: compressing may allocate.
+ * images; as it is when off, or if that does not shrink it.  The payload's
+ * blocks are zstd at the table's compression_level, by default -1, which
+ * stores literals without Huffman coding for faster reads; level 1
+ * entropy-codes them, the trade of CPU for WAL bytes that wal_compression
+ * chooses.  Outside a critical section: compressing may allocate.
  */
 static void
 page_wal_data(RunPageWal *pw, const char *payload, Size len)
@@ -518,8 +520,9 @@ page_wal_data(RunPageWal *pw, const char *payload, Size len)
 /*
  * Write the stream's pages, the run header at its start.  Each page is
  * WAL-logged (run_wal.c) while its buffer is locked, so the page and its
- * WAL record cannot disagree; the run becomes reachable only when the
- * caller inserts its catalog row, which is WAL-logged after these pages.
+ * WAL record cannot disagree.  The run's catalog row, inserted just before
+ * to reserve the blocks, becomes visible only with the transaction's
+ * commit record, which comes after these pages' records in WAL.
  */
 static void
 write_pages(Relation rel, BlockNumber start, uint32 npages, Spool *stream,
@@ -549,9 +552,13 @@ write_pages(Relation rel, BlockNumber start, uint32 npages, Spool *stream,
 			memcpy(payload.data, hdr, sizeof(RunHeader));
 		if (needs_wal)
 			page_wal_data(wal, payload.data, n);
-		/* space_reserve extended the file over the run's blocks */
+		/*
+		 * space_reserve extended the file over the run's blocks, and its row
+		 * keeps any other writer off them: the zeroed page is ours alone
+		 */
 		buffer = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_ZERO_AND_LOCK, NULL);
 		page = BufferGetPage(buffer);
+		/* the change and its record as one: an error in between PANICs */
 		START_CRIT_SECTION();
 		PageInit(page, BLCKSZ, 0);
 		memcpy((char *) page + SizeOfPageHeaderData, payload.data, n);
@@ -835,6 +842,7 @@ run_writer_finish(RunWriter *w, int64 created_snapshot)
 	}
 	else
 	{
+		/* the row first, under the space lock: the blocks are then ours */
 		space_reserve(w->rel, run);
 		write_pages(w->rel, run->start_block, npages, &w->stream, &hdr);
 	}

@@ -7,25 +7,16 @@
  *	  catalog of one with it.  PostgreSQL 15 cannot leave a schema out of
  *	  a FOR ALL TABLES publication (which Debezium creates by default), so:
  *
- *	  - the catalog's tables are never decoded: each is marked as logical
- *	    decoding marks the transient tables of a rewrite (pg_class.relrewrite
- *	    set, here to the table's own OID), whose changes the reorder buffer
- *	    passes over for every output plugin (reorderbuffer.c), unless a
- *	    plugin asks for rewrites (test_decoding's include-rewrites).  The
- *	    mark is written in place, as VACUUM writes relpages, so that the
- *	    historic snapshots of decoding see it for changes already in WAL;
- *	    CREATE EXTENSION, ALTER EXTENSION and every new FOR ALL TABLES
- *	    publication set it on the tables that lack it (after pg_upgrade,
- *	    which creates the tables anew, the publications' restore does);
- *	  - the initial copy of a subscription's tables, which lists them from
- *	    the publication, reads none of the catalog's rows: a replication
- *	    connection's COPY of a catalog table copies no row;
+ *	  - the catalog's tables are never decoded (publication_hide_catalog);
+ *	  - a subscription's initial copy of them copies no row
+ *		(publication_copy_check);
  *	  - a publication of the catalog's tables or schema by name is refused.
  *
- * Called from the object access hook (sql_ddl.c) when a publication, a
- * publication's table or schema, or the extension is created: every way
- * there, whatever statement took it; and from the utility hook for CREATE
- * and ALTER EXTENSION and for COPY.
+ *	  This file owns those checks, and nothing of pkmerge tables, whose
+ *	  changes decode as their own rows.  sql_ddl.c's hooks call it: object
+ *	  access when a publication, a publication's table or schema, or the
+ *	  extension is created (every way there, whatever statement took it),
+ *	  utility for CREATE and ALTER EXTENSION and for COPY.
  *
  *-------------------------------------------------------------------------
  */
@@ -116,7 +107,11 @@ refuse_schema(Oid nspid)
 				 errhint("Publish the schemas that hold the pkmerge tables.")));
 }
 
-/* relrewrite = relid, in place, unless set (see the file's header) */
+/*
+ * relrewrite = relid, in place, unless set.  Written in place, as VACUUM
+ * writes relpages, and not as a new row version: the historic snapshots of
+ * decoding then see it for changes already in WAL too.
+ */
 static void
 mark_not_decoded(Relation pgclass, Oid relid)
 {
@@ -136,7 +131,14 @@ mark_not_decoded(Relation pgclass, Oid relid)
 
 /*
  * Marks every table of the extension's catalog, and its TOAST table, so
- * that logical decoding passes over their changes (see the file's header).
+ * that logical decoding passes over their changes: as logical decoding
+ * marks the transient tables of a rewrite (pg_class.relrewrite set, here
+ * to the table's own OID), whose changes the reorder buffer passes over
+ * for every output plugin (reorderbuffer.c), unless a plugin asks for
+ * rewrites (test_decoding's include-rewrites).  CREATE EXTENSION, ALTER
+ * EXTENSION and every new FOR ALL TABLES publication set it on the tables
+ * that lack it (after pg_upgrade, which creates the tables anew, the
+ * publications' restore does).
  */
 void
 publication_hide_catalog(void)
@@ -205,7 +207,8 @@ publication_copy_check(CopyStmt *stmt)
 
 /*
  * The tables and schemas CREATE PUBLICATION gave the new publication
- * (added before its own hook runs, without hooks of their own).
+ * (added before its own hook runs, without hooks of their own): read with
+ * SnapshotSelf, as this command's rows are not yet visible to MVCC.
  */
 static void
 refuse_members(Oid pubid)

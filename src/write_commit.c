@@ -1,25 +1,22 @@
 /*-------------------------------------------------------------------------
  *
  * write_commit.c
- *	  The commit path.  At XACT_EVENT_PRE_COMMIT each table the transaction
- *	  wrote, in relid order (so committers take the commit locks in one
- *	  order), gets: a compaction first if the commit would reach the stop
- *	  trigger; the lost-update checks against the runs committed so far;
- *	  then, under its commit lock, the same checks against the runs
- *	  committed since, its buffer folded to one
- *	  version per key, an L0 run holding them, an APPEND (or, after a
- *	  TRUNCATE, OVERWRITE) snapshot, and the table's row naming its data
- *	  runs.  Savepoint events are passed to the write buffer.  After the
- *	  commit, tables it left due for a compaction are handed to the
- *	  background worker.  PREPARE TRANSACTION (XACT_EVENT_PRE_PREPARE)
- *	  runs the same step, without the compaction first: the prepared
- *	  transaction holds the commit locks until COMMIT or ROLLBACK PREPARED.
- *	  Group commit: a COMMIT releases its commit locks once its commit
- *	  record is written, and then waits for the flush.
+ *	  The commit step: at pre-commit (or PREPARE TRANSACTION) each pkmerge
+ *	  table the transaction wrote becomes one snapshot: its buffer folded
+ *	  to one version per key in an L0 run, an APPEND (after a TRUNCATE,
+ *	  OVERWRITE) snapshot, and the table's row naming its data runs.
  *
- * Ordering: the run's pages are written and WAL-logged before its catalog
- * row; both become visible with the transaction's commit record.  A crash
- * before it leaves pages no committed row points to, which run_space.c reuses.
+ *	  This file owns the order of that step and how long the commit locks
+ *	  are held (group commit); each part is another file's (write_buffer.c,
+ *	  write_spill.c, run_write.c, changelog_produce.c, catalog_*.c,
+ *	  log_snapshot.c, maint_*.c).
+ *
+ *	  Tables commit in relid order, so committers take the commit locks in
+ *	  one order.  Under a table's commit lock every earlier commit of the
+ *	  table is visible; what needs no earlier commit is done before the
+ *	  lock.  A run's pages are WAL-logged before the commit record, with
+ *	  which its catalog rows become visible: a crash before it leaves pages
+ *	  no committed row points to, which run_space.c reuses.
  *
  *-------------------------------------------------------------------------
  */
@@ -210,7 +207,9 @@ commit_table(WriteBuffer *wb, bool preparing, List *before_read)
 	/*
 	 * The runs as the previous commit left them, with the table's counters
 	 * if the run cache has them (not after a TRUNCATE of the transaction,
-	 * whose removals are written next)
+	 * whose removals are written next).  The latest snapshot, not the
+	 * transaction's: taken after the lock, it sees every earlier commit of
+	 * the table, as a holder releases the lock only once visible.
 	 */
 	have_state = !truncated &&
 		runlist_committed_state(rel, GetLatestSnapshot(), &committed, &st);
@@ -356,7 +355,9 @@ commit_table(WriteBuffer *wb, bool preparing, List *before_read)
 	 * lock: at most 256 snapshots, more than 64 commits and their
 	 * compactions add, so a backlog drains without stalling one commit.
 	 * Not in a transaction being prepared, which would hold the compaction
-	 * lock until COMMIT PREPARED.
+	 * lock until COMMIT PREPARED.  Both locks are only tried: they come
+	 * before the commit lock in the lock order, so waiting for them here
+	 * could deadlock with a compaction waiting for ours.
 	 */
 	if (snapshot_id % 64 == 0 && !preparing && cat_compaction_trylock(wb->relid) &&
 		cat_level0_trylock(wb->relid, NULL))
@@ -546,6 +547,7 @@ commit_xact_callback(XactEvent event, void *arg)
 	}
 }
 
+/* savepoint events, for the parts that keep per-transaction state */
 static void
 commit_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 						SubTransactionId parentSubid, void *arg)

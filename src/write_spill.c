@@ -4,39 +4,18 @@
  *	  Spilling: a write buffer that outgrows its table's write_buffer_size
  *	  writes part of itself out as an L0 run of the still running
  *	  transaction (a pending run), and the commit renumbers pending runs
- *	  into their place in the table's sequence order.
+ *	  into their place in the table's sequence order (spill_finalize).
  *
- * What may go.  A pending run's catalog row is visible, through MVCC, to
- * every command after the one that inserted it, and to no earlier one.
- * The entries spilled must look the same: none may be visible to a command
- * still running.  So a spill takes the longest suffix of the log whose
- * entries
- *	  - were written by the current subtransaction (ROLLBACK TO then drops
- *		the run's row with the rest of the subtransaction),
- *	  - are invisible to every running executor (cid >= its curcid; the
- *		executor hooks below keep the curcids of those running),
- *	  - come after the last TRUNCATE, and after what the sorted views that
- *		scans hold reach,
- *	  - do not belong to an INSERT ... ON CONFLICT still running, which
- *		checks its own proposed rows against each other, or a statement
- *		that moves keys (wbuf_fold orders its records), nor to a command
- *		nested in one,
- * and only when the suffix is worth a run (half the buffer size).
+ *	  This file owns which entries may go and when, the pending runs, and
+ *	  the executor hooks that tell which commands still run; the buffer is
+ *	  write_buffer.c's, writing a run run_write.c's.
  *
- * Order.  Readers let the buffer win over runs, and pending runs are
- * numbered above committed ones (run.h): a key some entry before the
- * suffix holds must therefore stay whole in the buffer, so its entries in
- * the suffix are kept.  Each spilled key goes out once, as its newest
- * version; the input producer's records go out as a changelog run in
- * the order written.
- *
- * TIDs.  AFTER ROW triggers name rows by TID until their statement ends, and
- * deferred ones until commit: tables with AFTER ROW triggers spill only
- * between statements, tables with deferrable ones never.
- *
- * Reads.  A read-modify-write leaves what it read (PkRead) for the commit's
- * lost-update check; a spilled key keeps it in its row's sequence field,
- * which pending runs do not use (run_row_seq reads the catalog's).
+ *	  A spilled entry must read as it did in the buffer.  A pending run's
+ *	  catalog row is visible, through MVCC, to every command after the one
+ *	  that inserted it and to no earlier one, so no entry a running command
+ *	  can see may go (try_spill).  Readers let the buffer win over runs, and
+ *	  pending runs are numbered above committed ones (run.h), so a key that
+ *	  an entry left in the buffer holds stays whole there (keys_held_before).
  *
  *-------------------------------------------------------------------------
  */
@@ -115,7 +94,10 @@ spill_executor_end(QueryDesc *queryDesc)
 	spill_at_statement_end();
 }
 
-/* every command before this one is visible to every running executor */
+/*
+ * The first command whose writes no running executor sees: an executor
+ * sees the commands before its snapshot's curcid.
+ */
 static CommandId
 running_floor(void)
 {
@@ -175,7 +157,12 @@ has_after_row_triggers(Relation rel, bool deferrable_only)
 	return false;
 }
 
-/* the read a key's records left, as its spilled row carries it */
+/*
+ * The read a key's records left, as its spilled row carries it.  A
+ * read-modify-write leaves what it read (PkRead) for the commit's
+ * lost-update check; a spilled key keeps it in its row's sequence field,
+ * which pending runs do not use (run_row_seq reads the catalog's).
+ */
 static uint64
 encode_read(const PkRead *read)
 {
@@ -235,6 +222,8 @@ keys_held_before(WriteBuffer *wb, PkTable *t, uint32 from,
 
 /*
  * Write [from, n) out, but for the keys kept, and take it out of the log.
+ * Each spilled key goes out once, as its newest version; the input
+ * producer's records go out as a changelog run, in the order written.
  * False if every key was kept.
  */
 static bool
@@ -273,10 +262,12 @@ spill_range(Relation rel, PkTable *t, WriteBuffer *wb, uint32 from)
 	if (run_writer_nrows(w) == 0)
 		return false;			/* every key is held before the suffix */
 
+	/* a pending number, above every committed one, until spill_finalize */
 	seq = PK_PENDING_SEQ + ++wb->nspills;
 	run_writer_set_seq(w, seq);
 	old = MemoryContextSwitchTo(wb->cxt);
 	sp = palloc(sizeof(WbSpill));
+	/* its row is this subtransaction's: ROLLBACK TO removes it */
 	sp->run = run_writer_finish(w, 0);
 	sp->changelog = NULL;
 	sp->max_cid = max_cid;
@@ -309,7 +300,20 @@ spill_range(Relation rel, PkTable *t, WriteBuffer *wb, uint32 from)
 	return true;
 }
 
-/* spill what may go (see the header comment), if it is worth a run */
+/*
+ * Spill the longest suffix of the log whose entries
+ *	  - were written by the current subtransaction (ROLLBACK TO then drops
+ *		the run's row with the rest of the subtransaction),
+ *	  - are invisible to every running executor (cid >= its curcid: the
+ *		executor hooks above keep the curcids of those running),
+ *	  - come after the last TRUNCATE, and after what the sorted views that
+ *		scans hold reach (wbuf_pinned_extent),
+ *	  - do not belong to an INSERT ... ON CONFLICT still running, which
+ *		checks its own proposed rows against each other, or a statement
+ *		that moves keys (wbuf_fold orders its records), nor to a command
+ *		nested in one (nospill_cid),
+ * and only when the suffix is worth a run (half the buffer size).
+ */
 static void
 try_spill(Relation rel, PkTable *t, WriteBuffer *wb)
 {
@@ -340,7 +344,11 @@ try_spill(Relation rel, PkTable *t, WriteBuffer *wb)
 
 /*
  * After a write: spill when the buffer is over its size, unless AFTER ROW
- * triggers may still name its rows by TID.
+ * triggers may still name its rows by TID.  A spilled row's TID comes from
+ * its run's blocks, and AFTER ROW triggers name rows by TID until their
+ * statement ends (deferred ones until commit): tables with AFTER ROW
+ * triggers spill only between statements (spill_at_statement_end), tables
+ * with deferrable ones never.
  */
 void
 spill_after_write(Relation rel, PkTable *t, WriteBuffer *wb)
