@@ -3,7 +3,9 @@
 #   make            build pkchangelog.so (warnings are errors)
 #   make install    install into the PostgreSQL found by $(PG_CONFIG)
 #   make test       install packages if needed, build, install, run every test
-#                   on temporary servers (test/run-tests.sh)
+#                   on temporary servers (test/run-tests.sh); PG=18 against
+#                   PostgreSQL 18, built once from Debian's source package
+#                   (test/pg-build.sh; so do make demo and make bench)
 #   make installcheck  run the tests against the running server found by
 #                   PGHOST/PGPORT, configured as the README's "Installing" says
 #   make demo       build, install, run test/demo/*.sql on a throwaway cluster
@@ -133,7 +135,7 @@ freeze-baseline:
 	cp sql/pkchangelog--0.1.sql test/upgrade/
 
 test: deps
-	@PG_CONFIG="$(PG_CONFIG)" bash test/run-tests.sh
+	@PG="$(PG)" PG_CONFIG="$(PG_CONFIG)" bash test/run-tests.sh
 
 # The version as a Semantic Version (META.json, debian/changelog): the
 # control file's default_version with its patch level
@@ -150,10 +152,10 @@ deb:
 	@DEB_OUT="$(CURDIR)" bash $(pk_srcdir)/test/build-deb.sh
 
 demo: deps
-	@PG_CONFIG="$(PG_CONFIG)" bash test/demo.sh
+	@PG="$(PG)" PG_CONFIG="$(PG_CONFIG)" bash test/demo.sh
 
 bench: deps
-	@PG_CONFIG="$(PG_CONFIG)" bash test/bench.sh
+	@PG="$(PG)" PG_CONFIG="$(PG_CONFIG)" bash test/bench.sh
 
 # Builds (or reuses) an assert-enabled PostgreSQL 15 in $(PG_DEBUG_PREFIX)
 # and installs into it, whatever PG_CONFIG says.

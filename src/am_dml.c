@@ -35,6 +35,7 @@
 
 #include "am_dml.h"
 #include "lookup.h"
+#include "pg_compat.h"
 #include "run_merge.h"
 #include "write_spill.h"
 
@@ -82,7 +83,7 @@ latest_runs(Relation rel, CommandId cid, PkRead *read)
 	ListCell   *lc;
 	MemoryContext old;
 
-	if (latest.cxt && latest.lxid == MyProc->lxid &&
+	if (latest.cxt && latest.lxid == ProcLocalTransactionId(MyProc) &&
 		latest.relid == RelationGetRelid(rel) && latest.cid == cid)
 	{
 		read->read_seq = latest.max_seq + 1;
@@ -106,7 +107,7 @@ latest_runs(Relation rel, CommandId cid, PkRead *read)
 		latest.max_seq = Max(latest.max_seq, (uint64) ((RunInfo *) lfirst(lc))->max_seq);
 		latest.max_snapshot = Max(latest.max_snapshot, ((RunInfo *) lfirst(lc))->created_snapshot);
 	}
-	latest.lxid = MyProc->lxid;
+	latest.lxid = ProcLocalTransactionId(MyProc);
 	latest.relid = RelationGetRelid(rel);
 	latest.cid = cid;
 	read->read_seq = latest.max_seq + 1;
@@ -216,7 +217,7 @@ dml_slot_row(Relation rel, TupleTableSlot *slot)
 		}
 		values[i] = PointerGetDatum(detoast_external_attr((struct varlena *) DatumGetPointer(v)));
 	}
-	tup = heap_form_minimal_tuple(desc, values ? values : slot->tts_values, slot->tts_isnull);
+	tup = heap_form_minimal_tuple(desc, values ? values : slot->tts_values, slot->tts_isnull, 0);
 	if (values)
 	{
 		for (int i = 0; i < desc->natts; i++)
@@ -495,7 +496,7 @@ dml_update(Relation rel, ItemPointer otid, TupleTableSlot *slot, CommandId cid,
 		append(rel, t, PK_INSERT, tup, cid, rls ? &newread : NULL, true,
 			   &slot->tts_tid);
 	}
-	pgstat_count_heap_update(rel, false);
+	pgstat_count_heap_update(rel, false, false);
 	slot->tts_tableOid = RelationGetRelid(rel);
 	return TM_Ok;
 }

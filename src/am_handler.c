@@ -34,6 +34,7 @@
 #include "catalog.h"
 #include "maint_compaction.h"
 #include "lookup.h"
+#include "pg_compat.h"
 #include "sql_ddl.h"
 #include "tid.h"
 
@@ -178,11 +179,11 @@ static TM_Result
 pk_tuple_update(Relation rel, ItemPointer otid, TupleTableSlot *slot,
 				CommandId cid, Snapshot snapshot, Snapshot crosscheck,
 				bool wait, TM_FailureData *tmfd, LockTupleMode *lockmode,
-				bool *update_indexes)
+				TU_UpdateIndexes *update_indexes)
 {
 	*lockmode = LockTupleExclusive;
 	/* pkmerge_key has no entries to maintain */
-	*update_indexes = false;
+	*update_indexes = TU_None;
 	return dml_update(rel, otid, slot, cid, snapshot, tmfd);
 }
 
@@ -195,13 +196,13 @@ pk_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 }
 
 /*
- * New storage: CREATE TABLE (newrnode is the relation's own) or TRUNCATE
+ * New storage: CREATE TABLE (newlocator is the relation's own) or TRUNCATE
  * of an existing table (a new one), whose runs then go with the old one.
  */
 static void
-pk_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
-							 char persistence, TransactionId *freezeXid,
-							 MultiXactId *minmulti)
+pk_relation_set_new_filelocator(Relation rel, const RelFileLocator *newlocator,
+								char persistence, TransactionId *freezeXid,
+								MultiXactId *minmulti)
 {
 	SMgrRelation srel;
 
@@ -209,17 +210,17 @@ pk_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
 	*freezeXid = InvalidTransactionId;
 	*minmulti = InvalidMultiXactId;
 
-	srel = RelationCreateStorage(*newrnode, persistence, true);
+	srel = RelationCreateStorage(*newlocator, persistence, true);
 	if (persistence == RELPERSISTENCE_UNLOGGED)
 	{
 		/* as heap: the init fork must survive a checkpoint moving redo past it */
 		smgrcreate(srel, INIT_FORKNUM, false);
-		log_smgrcreate(newrnode, INIT_FORKNUM);
+		log_smgrcreate(newlocator, INIT_FORKNUM);
 		smgrimmedsync(srel, INIT_FORKNUM);
 	}
 	smgrclose(srel);
 
-	if (newrnode->relNode != rel->rd_node.relNode)
+	if (LocatorFileNumber(*newlocator) != RelationFileNumber(rel))
 		dml_truncate(rel);
 }
 
@@ -237,7 +238,7 @@ pk_relation_nontransactional_truncate(Relation rel)
  * create the table anew in the tablespace and copy its rows.
  */
 static void
-pk_relation_copy_data(Relation rel, const RelFileNode *newrnode)
+pk_relation_copy_data(Relation rel, const RelFileLocator *newlocator)
 {
 	not_supported(rel, "ALTER TABLE ... SET TABLESPACE", NULL);
 }
@@ -263,7 +264,7 @@ vacuum_count_rows(Relation rel, BlockNumber *pages)
 	{
 		RunInfo    *r = lfirst(lc);
 
-		if (r->relfilenode != rel->rd_node.relNode)
+		if (r->relfilenode != RelationFileNumber(rel))
 			continue;
 		n += r->record_count;
 		*pages += r->nblocks;
@@ -335,6 +336,7 @@ pk_relation_vacuum(Relation rel, struct VacuumParams *params,
 	BlockNumber used;
 	BlockNumber data_pages;
 	double		records;
+	TimestampTz starttime = GetCurrentTimestamp();
 
 	/* VERBOSE reports on the table, not on the catalog's pages */
 	catparams.options &= ~VACOPT_VERBOSE;
@@ -349,7 +351,7 @@ pk_relation_vacuum(Relation rel, struct VacuumParams *params,
 	 * written again before compaction counts again).
 	 */
 	pgstat_report_vacuum(RelationGetRelid(rel), rel->rd_rel->relisshared,
-						 (PgStat_Counter) records, 0);
+						 (PgStat_Counter) records, 0, starttime);
 	ereport((params->options & VACOPT_VERBOSE) ? INFO : DEBUG2,
 			(errmsg("pkmerge table \"%s\": file truncated from %u to %u pages",
 					RelationGetRelationName(rel), before, after),
@@ -415,6 +417,9 @@ pk_scan_sample_next_tuple(TableScanDesc scan, struct SampleScanState *scanstate,
 	return false;
 }
 
+/* ANALYZE's next sampled block (am_scan.c), however the server hands it over */
+COMPAT_ANALYZE_NEXT_BLOCK(analyze_next_block, scan_analyze_block)
+
 static const TableAmRoutine pkmerge_methods = {
 	.type = T_TableAmRoutine,
 
@@ -448,12 +453,12 @@ static const TableAmRoutine pkmerge_methods = {
 	.tuple_update = pk_tuple_update,
 	.tuple_lock = pk_tuple_lock,
 
-	.relation_set_new_filenode = pk_relation_set_new_filenode,
+	.relation_set_new_filelocator = pk_relation_set_new_filelocator,
 	.relation_nontransactional_truncate = pk_relation_nontransactional_truncate,
 	.relation_copy_data = pk_relation_copy_data,
 	.relation_copy_for_cluster = pk_relation_copy_for_cluster,
 	.relation_vacuum = pk_relation_vacuum,
-	.scan_analyze_next_block = scan_analyze_next_block,
+	.scan_analyze_next_block = analyze_next_block,
 	.scan_analyze_next_tuple = scan_analyze_next_tuple,
 	.index_build_range_scan = pk_index_build_range_scan,
 	.index_validate_scan = pk_index_validate_scan,
@@ -464,7 +469,6 @@ static const TableAmRoutine pkmerge_methods = {
 	.relation_estimate_size = pk_relation_estimate_size,
 
 	/* no bitmap scans: pkmerge_key has no amgetbitmap */
-	.scan_bitmap_next_block = NULL,
 	.scan_bitmap_next_tuple = NULL,
 	.scan_sample_next_block = pk_scan_sample_next_block,
 	.scan_sample_next_tuple = pk_scan_sample_next_tuple,

@@ -34,6 +34,7 @@
 
 #include "am_scan.h"
 #include "lookup.h"
+#include "pg_compat.h"
 #include "run_list.h"
 #include "run_merge.h"
 
@@ -469,7 +470,7 @@ key_gettuple(IndexScanDesc scan, ScanDirection dir)
 			}
 			old = MemoryContextSwitchTo(so->cxt);
 			so->tids[so->nrows] = scan->xs_heaptid;
-			so->tups[so->nrows++] = heap_copy_minimal_tuple(scan_handoff_tuple());
+			so->tups[so->nrows++] = heap_copy_minimal_tuple(scan_handoff_tuple(), 0);
 			MemoryContextSwitchTo(old);
 		}
 		so->collected = true;

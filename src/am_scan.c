@@ -33,6 +33,7 @@
 
 #include "am_scan.h"
 #include "lookup.h"
+#include "pg_compat.h"
 #include "run_list.h"
 #include "run_merge.h"
 #include "run_read.h"
@@ -117,7 +118,7 @@ scan_begin(Relation rel, Snapshot snapshot, int nkeys, struct ScanKeyData *key,
 		scan->idle = scan->pscan->leader_only && IsParallelWorker();
 		/* the leader scans alone, unless it does not take part */
 		if (scan->idle && (!parallel_leader_participation ||
-						   force_parallel_mode != FORCE_PARALLEL_OFF))
+						   debug_parallel_query != DEBUG_PARALLEL_OFF))
 			scan_check_worker(rel);
 	}
 	scan->base.rs_rd = rel;
@@ -369,8 +370,7 @@ scan_count_rows(Relation rel, BlockNumber *pages, bool estimate)
 }
 
 bool
-scan_analyze_next_block(TableScanDesc sscan, BlockNumber blockno,
-						BufferAccessStrategy bstrategy)
+scan_analyze_block(TableScanDesc sscan, BlockNumber blockno)
 {
 	PkScanDesc *scan = (PkScanDesc *) sscan;
 
@@ -440,7 +440,7 @@ scan_parallel_initialize(Relation rel, ParallelTableScanDesc pscan)
 	PkParallelScanData *p = (PkParallelScanData *) pscan;
 	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), false);
 
-	p->base.phs_relid = RelationGetRelid(rel);
+	ParallelScanSetRelation(&p->base, rel);
 	p->base.phs_syncscan = false;
 	p->leader_only = wb != NULL && wb->n > 0;
 	pg_atomic_init_u32(&p->next_chunk, 0);
@@ -493,7 +493,7 @@ fetch_handoff(Relation rel, ItemPointer tid, TupleTableSlot *slot)
 	if (handoff.tup == NULL || handoff.relid != RelationGetRelid(rel) ||
 		!ItemPointerEquals(&handoff.tid, tid))
 		return false;
-	ExecStoreMinimalTuple(heap_copy_minimal_tuple(handoff.tup), slot, true);
+	ExecStoreMinimalTuple(heap_copy_minimal_tuple(handoff.tup, 0), slot, true);
 	slot->tts_tableOid = RelationGetRelid(rel);
 	slot->tts_tid = *tid;
 	return true;

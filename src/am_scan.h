@@ -22,8 +22,7 @@ extern void scan_rescan(TableScanDesc sscan, struct ScanKeyData *key,
 						bool allow_pagemode);
 extern bool scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
 							 TupleTableSlot *slot);
-extern bool scan_analyze_next_block(TableScanDesc sscan, BlockNumber blockno,
-									BufferAccessStrategy bstrategy);
+extern bool scan_analyze_block(TableScanDesc sscan, BlockNumber blockno);
 extern bool scan_analyze_next_tuple(TableScanDesc sscan, TransactionId OldestXmin,
 									double *liverows, double *deadrows,
 									TupleTableSlot *slot);

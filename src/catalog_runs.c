@@ -20,6 +20,7 @@
 #include "utils/fmgroids.h"
 
 #include "catalog_runs.h"
+#include "pg_compat.h"
 
 /*
  * Scan positioned on the version of a run's row that snapshot sees (*tup
@@ -518,7 +519,6 @@ cat_prune_runs(Oid relid)
 	for (int i = 0; i < nblocks; i++)
 	{
 		Buffer		buf;
-		int			nnewlpdead;
 
 		if (i > 0 && blocks[i] == blocks[i - 1])
 			continue;
@@ -526,8 +526,7 @@ cat_prune_runs(Oid relid)
 		buf = ReadBuffer(crel, blocks[i]);
 		if (ConditionalLockBufferForCleanup(buf))
 		{
-			(void) heap_page_prune(crel, buf, InvalidTransactionId, vistest,
-								   InvalidTransactionId, 0, &nnewlpdead, NULL);
+			compat_prune_page(crel, buf, vistest);
 			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 		}
 		else

@@ -26,6 +26,7 @@
 #include "catalog_snapshots.h"
 #include "catalog_tables.h"
 #include "commit_log.h"
+#include "pg_compat.h"
 #include "tid.h"
 
 static RunInfo *logged_data_run(Oid relid, int64 snapshot_id, Snapshot snapshot);
@@ -44,7 +45,7 @@ current_relfilenode(Oid relid)
 
 	if (!RelationIsValid(rel))
 		return InvalidOid;
-	relfilenode = rel->rd_node.relNode;
+	relfilenode = RelationFileNumber(rel);
 	RelationClose(rel);
 	return relfilenode;
 }
@@ -169,7 +170,7 @@ row_is_log_of(Relation crel, HeapTuple tup, Relation rel, Snapshot snapshot)
 			   cat_run_kinds[RUN_LOG]) != 0)
 		return false;
 	if (DatumGetObjectId(heap_getattr(tup, Anum_runs_relfilenode,
-									  RelationGetDescr(crel), &isnull)) == rel->rd_node.relNode)
+									  RelationGetDescr(crel), &isnull)) == RelationFileNumber(rel))
 		return true;
 	if (IsMVCCSnapshot(snapshot))
 		ereport(ERROR,

@@ -14,11 +14,13 @@
 #include "access/heapam.h"
 #include "catalog/indexing.h"
 #include "storage/bufmgr.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 
 #include "catalog_tables.h"
 #include "commit_log.h"
+#include "pg_compat.h"
 
 /* the data_runs column: an int8[] of run ids */
 static Datum
@@ -201,7 +203,7 @@ fold_logged(Oid relid, Snapshot snapshot, const TableState *st, List *folded)
 	}
 	page.run_id = st->log_run;
 	page.kind = RUN_LOG;
-	page.relfilenode = rel->rd_node.relNode;
+	page.relfilenode = RelationFileNumber(rel);
 	page.start_block = (BlockNumber) st->log_block;
 	page.nblocks = 1;
 	foreach(lc, commit_log_read_folds(rel, &page, st->row_snapshot_id, st, snapshot))

@@ -35,6 +35,7 @@
 
 #include "catalog.h"
 #include "changelog_wal.h"
+#include "pg_compat.h"
 #include "relcache_hub.h"
 #include "table_desc.h"
 
@@ -528,8 +529,8 @@ out_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, Relation rel,
 	if (!st->begin_written)
 		write_begin(ctx, txn, false);
 	full = ro->pkmerge || rel->rd_rel->relreplident == REPLICA_IDENTITY_FULL;
-	newtup = change->data.tp.newtuple ? &change->data.tp.newtuple->tuple : NULL;
-	oldtup = change->data.tp.oldtuple ? &change->data.tp.oldtuple->tuple : NULL;
+	newtup = ChangeNewTuple(change);
+	oldtup = ChangeOldTuple(change);
 	if (ro->pkmerge)
 		snapshot = changelog_wal_snapshot_of(newtup ? newtup : oldtup);
 

@@ -38,6 +38,7 @@
 #include "catalog_tables.h"
 #include "catalog_lock.h"
 #include "changelog_read.h"
+#include "pg_compat.h"
 #include "run_cursor.h"
 
 static const char *const rowkind_names[] = {"+I", "-U", "+U", "-D"};
@@ -333,7 +334,7 @@ scan_snapshots(Relation rel, List *snaps, List *runs, ChangeCallback cb, void *a
 			 * more (VACUUM FULL moved it, TRUNCATE expired it).  Leaving it
 			 * out would return part of the range.
 			 */
-			if (r->relfilenode != rel->rd_node.relNode)
+			if (r->relfilenode != RelationFileNumber(rel))
 				ereport(ERROR,
 						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 						 errmsg("could not read the changes of pkmerge table \"%s\" as of this transaction's snapshot",

@@ -33,7 +33,6 @@
 #include "replication/reorderbuffer.h"
 #include "replication/slot.h"
 #include "replication/snapbuild.h"
-#include "storage/relfilenode.h"
 #include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/rel.h"
@@ -43,6 +42,7 @@
 #include "changelog_read.h"
 #include "changelog_wal.h"
 #include "guc.h"
+#include "pg_compat.h"
 
 /* a record holds rows up to about this many bytes */
 #define PK_WAL_BATCH		(64 * 1024)
@@ -53,7 +53,7 @@
  */
 typedef struct xl_pk_changes
 {
-	RelFileNode node;			/* the table's storage, as at logging */
+	RelFileLocator node;			/* the table's storage, as at logging */
 	int64		snapshot_id;
 	uint32		nchanges;
 } xl_pk_changes;
@@ -170,7 +170,7 @@ batch_identity(WalBatch *b, MinimalTuple before, MinimalTuple after)
 		batch_append(b, PK_WAL_IDENTITY, NULL);
 	else
 	{
-		key = heap_form_minimal_tuple(desc, values, nulls);
+		key = heap_form_minimal_tuple(desc, values, nulls, 0);
 		batch_append(b, PK_WAL_IDENTITY, key);
 		pfree(key);
 	}
@@ -228,7 +228,7 @@ batch_add(void *arg, const SnapshotInfo *si, int kind, MinimalTuple tup)
 	{
 		MemoryContext old = MemoryContextSwitchTo(b->cxt);
 
-		b->before = heap_copy_minimal_tuple(tup);
+		b->before = heap_copy_minimal_tuple(tup, 0);
 		MemoryContextSwitchTo(old);
 	}
 }
@@ -291,7 +291,7 @@ changelog_wal_log_snapshot(Relation rel, const SnapshotInfo *si, List *runs,
 		snapshot = RegisterSnapshot(GetLatestSnapshot());
 	}
 	b.rel = rel;
-	b.hdr.node = rel->rd_node;
+	b.hdr.node = RelationLocator(rel);
 	b.hdr.snapshot_id = si->snapshot_id;
 	b.hdr.nchanges = 0;
 	initStringInfo(&b.buf);
@@ -322,7 +322,7 @@ changelog_wal_desc(StringInfo buf, XLogReaderState *record)
 		return;
 	memcpy(&hdr, XLogRecGetData(record), sizeof(hdr));
 	appendStringInfo(buf, "rel %u/%u/%u snapshot %lld changes %u",
-					 hdr.node.spcNode, hdr.node.dbNode, hdr.node.relNode,
+					 LocatorTablespace(hdr.node), LocatorDatabase(hdr.node), LocatorFileNumber(hdr.node),
 					 (long long) hdr.snapshot_id, hdr.nchanges);
 }
 
@@ -333,15 +333,16 @@ changelog_wal_desc(StringInfo buf, XLogReaderState *record)
  * tuple header (as heap_tuple_from_minimal_tuple builds it), the snapshot
  * id in xmin and xmax.
  */
-static ReorderBufferTupleBuf *
+static ReorderBufferTuple
 decoded_tuple(ReorderBuffer *rb, const char *data, uint32 len, int64 snapshot_id)
 {
-	ReorderBufferTupleBuf *tb = ReorderBufferGetTupleBuf(rb, len + MINIMAL_TUPLE_OFFSET);
-	HeapTupleHeader h = tb->tuple.t_data;
+	ReorderBufferTuple tb = ReorderBufferAllocTupleBuf(rb, len + MINIMAL_TUPLE_OFFSET);
+	HeapTuple	tuple = ReorderBufferTupleHeap(tb);
+	HeapTupleHeader h = tuple->t_data;
 
-	tb->tuple.t_len = len + MINIMAL_TUPLE_OFFSET;
-	ItemPointerSetInvalid(&tb->tuple.t_self);
-	tb->tuple.t_tableOid = InvalidOid;
+	tuple->t_len = len + MINIMAL_TUPLE_OFFSET;
+	ItemPointerSetInvalid(&tuple->t_self);
+	tuple->t_tableOid = InvalidOid;
 	memcpy((char *) h + MINIMAL_TUPLE_OFFSET, data, len);
 	memset(h, 0, offsetof(HeapTupleHeaderData, t_infomask2));
 	h->t_choice.t_heap.t_xmin = (TransactionId) ((uint64) snapshot_id >> 32);
@@ -366,13 +367,13 @@ changelog_wal_snapshot_of(HeapTuple tuple)
 static void
 queue_change(LogicalDecodingContext *ctx, XLogRecordBuffer *buf,
 			 const xl_pk_changes *hdr, ReorderBufferChangeType action,
-			 ReorderBufferTupleBuf *oldtuple, ReorderBufferTupleBuf *newtuple)
+			 ReorderBufferTuple oldtuple, ReorderBufferTuple newtuple)
 {
-	ReorderBufferChange *change = ReorderBufferGetChange(ctx->reorder);
+	ReorderBufferChange *change = ReorderBufferAllocChange(ctx->reorder);
 
 	change->action = action;
 	change->origin_id = XLogRecGetOrigin(buf->record);
-	change->data.tp.relnode = hdr->node;
+	ChangeRelLocator(change) = hdr->node;
 	/* the change owns its tuples now: the reorder buffer frees them */
 	change->data.tp.oldtuple = oldtuple;
 	change->data.tp.newtuple = newtuple;
@@ -385,7 +386,7 @@ queue_change(LogicalDecodingContext *ctx, XLogRecordBuffer *buf,
 typedef struct DecodedEntry
 {
 	uint8		kind;			/* a PkRowKind or PK_WAL_IDENTITY */
-	ReorderBufferTupleBuf *tuple;	/* NULL: an empty identity entry */
+	ReorderBufferTuple tuple;	/* NULL: an empty identity entry */
 } DecodedEntry;
 
 /*
@@ -424,7 +425,7 @@ changelog_wal_decode(LogicalDecodingContext *ctx, XLogRecordBuffer *buf)
 		ctx->fast_forward)
 		return;
 	memcpy(&hdr, XLogRecGetData(r), sizeof(hdr));
-	if (hdr.node.dbNode != ctx->slot->data.database)
+	if (LocatorDatabase(hdr.node) != ctx->slot->data.database)
 		return;
 	if (ctx->callbacks.filter_by_origin_cb != NULL &&
 		filter_by_origin_cb_wrapper(ctx, XLogRecGetOrigin(r)))
@@ -463,7 +464,7 @@ changelog_wal_decode(LogicalDecodingContext *ctx, XLogRecordBuffer *buf)
 	for (uint32 i = 0; i < hdr.nchanges; i++)
 	{
 		DecodedEntry *e = &entries[i];
-		ReorderBufferTupleBuf *old = e->tuple;
+		ReorderBufferTuple old = e->tuple;
 
 		/* the identity entry after a -D or -U gives the old row */
 		if ((e->kind == PK_DELETE || e->kind == PK_UPDATE_BEFORE) &&
@@ -474,7 +475,7 @@ changelog_wal_decode(LogicalDecodingContext *ctx, XLogRecordBuffer *buf)
 			{
 				/* the identity's row stands in: the whole row goes back */
 				if (old)
-					ReorderBufferReturnTupleBuf(ctx->reorder, old);
+					ReorderBufferFreeTuple(ctx->reorder, old);
 				old = entries[i].tuple;
 			}
 		}

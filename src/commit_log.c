@@ -35,6 +35,7 @@
 #include "commit_log.h"
 #include "commit_log_wal.h"
 #include "guc.h"
+#include "pg_compat.h"
 
 /*
  * Does block blkno of rel exist?  If it is in shared buffers it does: a
@@ -53,7 +54,7 @@ pk_block_exists(Relation rel, BlockNumber blkno)
 	LWLock	   *partition;
 	int			id;
 
-	INIT_BUFFERTAG(tag, rel->rd_node, MAIN_FORKNUM, blkno);
+	InitBufferTag(&tag, &RelationLocator(rel), MAIN_FORKNUM, blkno);
 	hash = BufTableHashCode(&tag);
 	partition = BufMappingPartitionLock(hash);
 	LWLockAcquire(partition, LW_SHARED);
@@ -78,7 +79,7 @@ commit_log_page_current(Relation rel, BlockNumber block)
 		return false;
 	buf = ReadBuffer(rel, block);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	result = log_format_is_page(BufferGetPage(buf), rel->rd_node.relNode);
+	result = log_format_is_page(BufferGetPage(buf), RelationFileNumber(rel));
 	UnlockReleaseBuffer(buf);
 	return result;
 }
@@ -163,7 +164,7 @@ decode(Relation rel, BlockNumber block, Page page, OffsetNumber off, LogBase *ba
 	uint32		len;
 	const LogBase *b = page_item(rel, block, page, off, base, &item, &len);
 	CommitRecord *rec;
-	const char *why = log_format_decode(item, len, b, rel->rd_node.relNode, &rec);
+	const char *why = log_format_decode(item, len, b, RelationFileNumber(rel), &rec);
 
 	if (why)
 		corrupt(rel, block, off, why);
@@ -298,7 +299,7 @@ commit_log_append(Relation rel, BlockNumber block, bool new_page, CommitRecord *
 			return LOG_NEW_PAGE;
 		buf = ReadBuffer(rel, block);
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-		if (!log_format_is_page(BufferGetPage(buf), rel->rd_node.relNode))
+		if (!log_format_is_page(BufferGetPage(buf), RelationFileNumber(rel)))
 		{
 			UnlockReleaseBuffer(buf);
 			return LOG_NEW_PAGE;
@@ -347,7 +348,7 @@ commit_log_append(Relation rel, BlockNumber block, bool new_page, CommitRecord *
 
 	START_CRIT_SECTION();
 	if (new_page)
-		log_format_page_init(page, rel->rd_node.relNode, rec->snapshot_id);
+		log_format_page_init(page, RelationFileNumber(rel), rec->snapshot_id);
 	else if (xlrec.resolve != InvalidOffsetNumber)
 		set_flag(page, xlrec.resolve, xlrec.resolve_flag);
 	xlrec.offnum = OffsetNumberNext(PageGetMaxOffsetNumber(page));
@@ -483,7 +484,7 @@ read_records(Relation rel, const RunInfo *page_run, int64 from, int64 to,
 	buf = ReadBuffer(rel, block);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buf);
-	if (!log_format_is_page(page, rel->rd_node.relNode) ||
+	if (!log_format_is_page(page, RelationFileNumber(rel)) ||
 		(page_run->created_snapshot != 0 &&
 		 log_format_page_first_snapshot(page) != page_run->created_snapshot))
 		corrupt(rel, block, 0, "the page is not the log page the catalog names");

@@ -17,6 +17,7 @@
 
 #include "commit_log_wal.h"
 #include "log_format.h"
+#include "pg_compat.h"
 
 /*
  * An append's main data, in either layout (xl_pk_log_append); the page's
@@ -69,11 +70,11 @@ commit_log_wal_redo(XLogReaderState *record)
 				 XLogRecGetDataLen(record));
 		if (info & XLOG_PK_LOG_INIT_PAGE)
 		{
-			RelFileNode rnode;
+			RelFileLocator rnode;
 
 			XLogRecGetBlockTag(record, 0, &rnode, NULL, NULL);
 			buf = XLogInitBufferForRedo(record, 0);
-			log_format_page_init(BufferGetPage(buf), rnode.relNode, first_snapshot_id);
+			log_format_page_init(BufferGetPage(buf), LocatorFileNumber(rnode), first_snapshot_id);
 			action = BLK_NEEDS_REDO;
 		}
 		else

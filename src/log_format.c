@@ -912,7 +912,7 @@ log_format_decode(const char *item, uint32 len, const LogBase *base,
 		const char *kept = p;
 		uint32		klen = (uint32) b.clen;
 		const char *changelog;
-		uint32		len;
+		uint32		changelog_len;
 		char	   *whole = NULL;
 
 		/* bare: whole again, its base sequence number from the data run's */
@@ -932,7 +932,7 @@ log_format_decode(const char *item, uint32 len, const LogBase *base,
 			}
 		}
 		changelog = kept;
-		len = klen;
+		changelog_len = klen;
 
 		/*
 		 * Kept with references: expanded.  If that fails, the bytes as kept
@@ -946,20 +946,20 @@ log_format_decode(const char *item, uint32 len, const LogBase *base,
 		{
 			char	   *expanded = changelog_expand(data, dlen, kept, klen,
 												(h.parts & LOG_CHANGELOG_DIFFS) ?
-												REFS_DIFF : REFS_WHOLE, &len);
+												REFS_DIFF : REFS_WHOLE, &changelog_len);
 
 			if (expanded)
 			{
 				changelog = expanded;
 				if (whole)
-					whole_run_crc(expanded, len);
+					whole_run_crc(expanded, changelog_len);
 			}
 			else
-				len = klen;
+				changelog_len = klen;
 		}
 		else if (whole)
 			whole_run_crc(whole, klen);
-		rec->changelog = record_run(relfilenode, RUN_CHANGELOG, h.snapshot_id, changelog, len);
+		rec->changelog = record_run(relfilenode, RUN_CHANGELOG, h.snapshot_id, changelog, changelog_len);
 		rec->changelog->run_id = (int64) b.run_id;
 	}
 	*recp = rec;

@@ -18,6 +18,7 @@
 
 #include "commit_log.h"
 #include "log_snapshot.h"
+#include "pg_compat.h"
 #include "run_space.h"
 
 /*
@@ -71,7 +72,7 @@ log_snapshot(Relation rel, TableState *st, int64 snapshot_id, CommitKind kind,
 		RunInfo		page = {0};
 
 		page.run_id = cat_next_run_id();
-		page.relfilenode = rel->rd_node.relNode;
+		page.relfilenode = RelationFileNumber(rel);
 		page.kind = RUN_LOG;
 		page.nblocks = 1;
 		page.size_bytes = BLCKSZ;

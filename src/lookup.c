@@ -12,6 +12,7 @@
 #include "utils/snapmgr.h"
 
 #include "lookup.h"
+#include "pg_compat.h"
 #include "run.h"
 #include "run_read.h"
 #include "tid.h"
@@ -19,7 +20,7 @@
 static void
 version_from_run(const RunInfo *run, RunRowHeader *rh, uint64 ordinal, PkVersion *v)
 {
-	v->tup = heap_copy_minimal_tuple(RUN_ROW_TUPLE(rh));
+	v->tup = heap_copy_minimal_tuple(RUN_ROW_TUPLE(rh), 0);
 	v->kind = RUN_ROW_KIND(rh);
 	v->seq = run_row_seq(run, rh);
 	v->cid = InvalidCommandId;
@@ -32,7 +33,7 @@ version_from_buffer(WriteBuffer *wb, int64 pos, PkVersion *v)
 {
 	WbEntry    *e = wbuf_entry(wb, pos);
 
-	v->tup = heap_copy_minimal_tuple(e->tup);
+	v->tup = heap_copy_minimal_tuple(e->tup, 0);
 	v->kind = e->kind;
 	v->seq = PG_UINT64_MAX;
 	v->cid = e->cid;

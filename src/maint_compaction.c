@@ -42,6 +42,7 @@
 #include "maint_compaction.h"
 #include "log_snapshot.h"
 #include "mat.h"
+#include "pg_compat.h"
 #include "run_list.h"
 #include "run_merge.h"
 #include "run_read.h"
@@ -917,7 +918,7 @@ merge_and_switch(Relation rel, List *live, List *inputs, int outlevel, bool bott
 	 */
 	si = NULL;
 	if (as_record && changelog == NULL &&
-		rel->rd_newRelfilenodeSubid == InvalidSubTransactionId)
+		RelationNewFileSubid(rel) == InvalidSubTransactionId)
 		si = log_snapshot(rel, &st, snapshot_id, COMMIT_COMPACT, st.total_record_count,
 						  out_records, 0, t->opts.changelog_producer,
 						  INSTR_TIME_GET_MILLISEC(duration), NULL, NULL);

@@ -49,6 +49,7 @@
 #include "catalog_mat.h"
 #include "changelog_read.h"
 #include "mat.h"
+#include "pg_compat.h"
 #include "relcache_hub.h"
 #include "run_format.h"
 #include "write_buffer.h"
@@ -554,9 +555,16 @@ hash_table(MatRun *r, TupleTableSlot *slot, int n, Oid *eqops, Oid *colls)
 		cols[i] = i + 1;
 	memcpy(collations, colls, sizeof(Oid) * n);
 	execTuplesHashPrepare(n, eqops, &eqfns, &hashfns);
-	return BuildTupleHashTableExt(NULL, slot->tts_tupleDescriptor, n, cols, eqfns, hashfns,
-								  collations, 256, sizeof(MatDelta), r->cxt, r->deltacxt, r->tempcxt,
-								  false);
+	return BuildTupleHashTable(NULL, slot->tts_tupleDescriptor, NULL, n, cols, eqfns, hashfns,
+							   collations, 256, sizeof(void *), r->cxt, r->deltacxt, r->tempcxt,
+							   false);
+}
+
+/* the pointer an entry of such a table carries: its delta, or its count */
+static inline void **
+entry_data(TupleHashTable table, TupleHashEntry entry)
+{
+	return (void **) TupleHashEntryGetAdditional(table, entry);
 }
 
 static MatRun *
@@ -692,8 +700,8 @@ run_add(MatRun *r, ExprContext *econtext, int sign)
 		TupleHashEntry entry = LookupTupleHashEntry(r->groups, r->keyslot, &isnew, NULL);
 
 		if (isnew)
-			entry->additional = delta_new(r);
-		d = entry->additional;
+			*entry_data(r->groups, entry) = delta_new(r);
+		d = *entry_data(r->groups, entry);
 	}
 	else
 	{
@@ -743,8 +751,8 @@ run_add(MatRun *r, ExprContext *econtext, int sign)
 			ExecStoreVirtualTuple(vs);
 			entry = LookupTupleHashEntry(r->values[j], vs, &isnew, NULL);
 			if (isnew)
-				entry->additional = MemoryContextAllocZero(r->deltacxt, sizeof(int64));
-			*(int64 *) entry->additional += sign;
+				*entry_data(r->values[j], entry) = MemoryContextAllocZero(r->deltacxt, sizeof(int64));
+			*(int64 *) *entry_data(r->values[j], entry) += sign;
 			d->values = true;
 		}
 	}
@@ -947,16 +955,24 @@ run_apply(MatRun *r)
 			continue;
 		InitTupleHashIterator(r->values[j], &iter);
 		while ((entry = ScanTupleHashTable(r->values[j], &iter)) != NULL)
-			if (*(int64 *) entry->additional != 0)
-				apply_value(r, j, entry->firstTuple, *(int64 *) entry->additional);
+		{
+			int64		count = *(int64 *) *entry_data(r->values[j], entry);
+
+			if (count != 0)
+				apply_value(r, j, entry->firstTuple, count);
+		}
 		TermTupleHashIterator(&iter);
 	}
 	if (r->groups)
 	{
 		InitTupleHashIterator(r->groups, &iter);
 		while ((entry = ScanTupleHashTable(r->groups, &iter)) != NULL)
-			if (!delta_is_noop(r, entry->additional))
-				apply_group(r, entry->firstTuple, entry->additional);
+		{
+			MatDelta   *d = *entry_data(r->groups, entry);
+
+			if (!delta_is_noop(r, d))
+				apply_group(r, entry->firstTuple, d);
+		}
 		TermTupleHashIterator(&iter);
 	}
 	else

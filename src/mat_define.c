@@ -59,6 +59,7 @@
 #include "catalog_tables.h"
 #include "maint_compaction.h"
 #include "mat.h"
+#include "pg_compat.h"
 #include "table_desc.h"
 #include "table_options.h"
 #include "write_buffer.h"
@@ -141,16 +142,11 @@ mat_full_compaction_first(Relation rel)
 static Relation
 open_source(Query *q, MatDef *def, Oid owner)
 {
-	ListCell   *lc;
 	Relation	rel;
 	PkTable    *t;
 
 	/* SELECT on what the query reads, as running it as owner would check */
-	foreach(lc, q->rtable)
-		((RangeTblEntry *) lfirst(lc))->checkAsUser = owner;
-	(void) ExecCheckRTPerms(q->rtable, true);
-	foreach(lc, q->rtable)
-		((RangeTblEntry *) lfirst(lc))->checkAsUser = InvalidOid;
+	compat_check_query_perms(q, owner);
 	if (check_enable_rls(def->source, owner, false) == RLS_ENABLED)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -384,7 +380,7 @@ make_aggregate(Oid relid, List *args, MatDef **defp)
 	Datum	   *oids;
 	int			a = 1;
 
-	if (!pg_class_ownercheck(relid, GetUserId()))
+	if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
 	if (args == NIL)
 		ereport(ERROR,
@@ -411,7 +407,7 @@ make_aggregate(Oid relid, List *args, MatDef **defp)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("the trigger of a materialized aggregate names no value-count table for column \"%s\"",
 							def->cols[j].name)));
-		value_tables[j] = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(strVal(list_nth(args, a++)))),
+		value_tables[j] = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(strVal(list_nth(args, a++)), NULL)),
 										   NoLock, false);
 		if (mat_rel_owner(value_tables[j]) != owner)
 			ereport(ERROR,

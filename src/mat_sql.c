@@ -49,6 +49,7 @@
 #include "catalog_mat.h"
 #include "catalog_tables.h"
 #include "mat.h"
+#include "pg_compat.h"
 #include "table_desc.h"
 #include "table_options.h"
 
@@ -176,7 +177,7 @@ pk_materialize(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	char	   *query_string = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	RangeVar   *rv = makeRangeVarFromNameList(stringToQualifiedNameList(name));
+	RangeVar   *rv = makeRangeVarFromNameList(stringToQualifiedNameList(name, NULL));
 	Query	   *q;
 	MatDef	   *def;
 	Oid		   *value_tables;
@@ -184,7 +185,7 @@ pk_materialize(PG_FUNCTION_ARGS)
 	q = mat_parse(query_string);
 	def = mat_analyze(q);
 	/* the source's privileges first (checked again as the owner, below) */
-	(void) ExecCheckRTPerms(q->rtable, true);
+	compat_check_query_perms(q, InvalidOid);
 	if (rv->schemaname == NULL)
 		rv->schemaname = get_namespace_name(get_rel_namespace(def->source));
 
@@ -202,7 +203,7 @@ pk_materialize(PG_FUNCTION_ARGS)
 static MatRow *
 mat_by_name(const char *name, Oid *aggregate)
 {
-	RangeVar   *rv = makeRangeVarFromNameList(stringToQualifiedNameList(name));
+	RangeVar   *rv = makeRangeVarFromNameList(stringToQualifiedNameList(name, NULL));
 	MatRow	   *m;
 
 	*aggregate = RangeVarGetRelid(rv, NoLock, false);
@@ -264,7 +265,7 @@ pk_reconcile(PG_FUNCTION_ARGS)
 	SPIPlanPtr	plan;
 	uint64		ndiff;
 
-	if (repair && !pg_class_ownercheck(aggregate, GetUserId()))
+	if (repair && !object_ownercheck(RelationRelationId, aggregate, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(aggregate));
 	if (pg_class_aclcheck(aggregate, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(aggregate));

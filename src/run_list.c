@@ -34,6 +34,7 @@
 #include "catalog_runs.h"
 #include "catalog_tables.h"
 #include "catalog_visible.h"
+#include "pg_compat.h"
 #include "run.h"
 #include "run_list.h"
 #include "run_publish.h"
@@ -42,7 +43,7 @@
 typedef struct CacheEntry
 {
 	Oid			relid;			/* hash key */
-	RelFileNode node;			/* the file the list is of */
+	RelFileLocator node;			/* the file the list is of */
 	TransactionId xmin;			/* the tables row version of the list */
 	int64		snapshot_id;
 	MemoryContext cxt;			/* the runs */
@@ -351,7 +352,7 @@ store(Relation rel, TransactionId xmin, const TableState *st,
 		e->lent_xact = 0;
 		e->retired = NIL;
 	}
-	else if (!RelFileNodeEquals(e->node, rel->rd_node))
+	else if (!RelFileLocatorEquals(e->node, RelationLocator(rel)))
 	{
 		retire_all(e, false);
 		e->runs = NIL;
@@ -391,7 +392,7 @@ store(Relation rel, TransactionId xmin, const TableState *st,
 	MemoryContextSwitchTo(old);
 	list_free(e->runs);
 	e->runs = kept;
-	e->node = rel->rd_node;
+	e->node = RelationLocator(rel);
 	e->xmin = xmin;
 	e->snapshot_id = st->last_snapshot_id;
 	e->state = *st;
@@ -410,7 +411,7 @@ published_run(Relation rel, int64 run_id)
 	char		buf[MAX_PUBLISHED_RUN_BYTES];
 	RunInfo		r;
 
-	if (!run_publish_find_run(&rel->rd_node, rel->rd_id, run_id, buf, &r))
+	if (!run_publish_find_run(&RelationLocator(rel), rel->rd_id, run_id, buf, &r))
 		return NULL;
 	return copy_run(&r);
 }
@@ -467,7 +468,7 @@ own_version(Relation rel)
 		to_publish[i].rewrite_mark != cat_runs_rewrite_mark())
 		return NULL;
 	e = hash_search(cache, &rel->rd_id, HASH_FIND, NULL);
-	if (e == NULL || !RelFileNodeEquals(e->node, rel->rd_node) ||
+	if (e == NULL || !RelFileLocatorEquals(e->node, RelationLocator(rel)) ||
 		e->xmin != to_publish[i].xmin ||
 		e->snapshot_id != to_publish[i].snapshot_id)
 		return NULL;
@@ -553,7 +554,7 @@ version_runs(Relation rel, Snapshot snapshot, bool committed_only,
 		free_retired();
 		e = hash_search(cache, &rel->rd_id, HASH_FIND, NULL);
 	}
-	if (e != NULL && !RelFileNodeEquals(e->node, rel->rd_node))
+	if (e != NULL && !RelFileLocatorEquals(e->node, RelationLocator(rel)))
 		e = NULL;
 	completions = snapshot->snapXactCompletionCount;
 
@@ -567,7 +568,7 @@ version_runs(Relation rel, Snapshot snapshot, bool committed_only,
 		PublishedRuns pub;
 		TransactionId writer;
 		bool		writer_known;
-		bool		published = run_publish_state(&rel->rd_node, rel->rd_id, &pub,
+		bool		published = run_publish_state(&RelationLocator(rel), rel->rd_id, &pub,
 													  &writer, &writer_known);
 
 		if (published && run_publish_sees(snapshot, &pub, writer, writer_known))
@@ -602,7 +603,7 @@ version_runs(Relation rel, Snapshot snapshot, bool committed_only,
 					r = cat_run_get(rel->rd_id, vst.data_runs[i], snapshot);
 
 				/* a TRUNCATE this snapshot does not see has replaced the file */
-				if (r->relfilenode == rel->rd_node.relNode)
+				if (r->relfilenode == RelationFileNumber(rel))
 					vruns = lappend(vruns, r);
 			}
 			e = store(rel, xmin, &vst, completions, vruns);
@@ -665,7 +666,7 @@ runlist_recent_runs(Relation rel, List **runs)
 
 	if (cache != NULL)
 		e = hash_search(cache, &rel->rd_id, HASH_FIND, NULL);
-	if (e == NULL || !RelFileNodeEquals(e->node, rel->rd_node) ||
+	if (e == NULL || !RelFileLocatorEquals(e->node, RelationLocator(rel)) ||
 		IsParallelWorker() || cat_runs_changed(rel->rd_id, false) ||
 		e->rewrites != cat_runs_rewrites() ||
 		TimestampDifferenceExceeds(e->found_at, GetCurrentStatementStartTimestamp(),
@@ -721,7 +722,7 @@ runlist_published_row(Relation rel, ItemPointerData *row)
 {
 	PublishedRuns pub;
 
-	if (!run_publish_latest(&rel->rd_node, rel->rd_id, &pub))
+	if (!run_publish_latest(&RelationLocator(rel), rel->rd_id, &pub))
 		return false;
 	*row = pub.row;
 	return true;
@@ -901,7 +902,7 @@ runlist_visible(Relation rel, Snapshot snapshot)
 	{
 		RunInfo    *r = lfirst(lc);
 
-		if (r->kind == RUN_DATA && r->relfilenode == rel->rd_node.relNode)
+		if (r->kind == RUN_DATA && r->relfilenode == RelationFileNumber(rel))
 			runs = lappend(runs, r);
 	}
 	return runs;

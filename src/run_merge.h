@@ -9,6 +9,7 @@
 #ifndef PK_RUN_MERGE_H
 #define PK_RUN_MERGE_H
 
+#include "storage/bufmgr.h"
 #include "storage/itemptr.h"
 
 #include "write_buffer.h"

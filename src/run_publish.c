@@ -8,7 +8,7 @@
  *	  was visible; the transaction that has taken the table's commit lock
  *	  since; and a ring of the rows of the runs the latest commits wrote.
  *
- *	  Slots are per table (database and relid, with the RelFileNode where
+ *	  Slots are per table (database and relid, with the RelFileLocator where
  *	  the runs are), hashed into fixed arrays, each naming the table it
  *	  holds: tables of databases copied from one template share relids and
  *	  relfilenodes, so the whole identity is the tag, and a collision costs
@@ -98,7 +98,7 @@ typedef struct PublishedRun
 typedef struct RunRing
 {
 	LWLock		lock;
-	RelFileNode node;
+	RelFileLocator node;
 	Oid			relid;
 	int			next_small;
 	int			next_large;
@@ -132,9 +132,9 @@ run_publish_shmem_init(int tranche)
 
 /* where a table's slots are, in the per-table arrays */
 static uint32
-table_hash(const RelFileNode *node, Oid relid)
+table_hash(const RelFileLocator *node, Oid relid)
 {
-	return hash_combine(hash_bytes((const unsigned char *) node, sizeof(RelFileNode)),
+	return hash_combine(hash_bytes((const unsigned char *) node, sizeof(RelFileLocator)),
 						relid);
 }
 
@@ -208,7 +208,7 @@ run_publish_note_writer(Oid relid, TransactionId xid)
 
 /* The run list last published for the table (node and relid), if any. */
 bool
-run_publish_latest(const RelFileNode *node, Oid relid, PublishedRuns *p)
+run_publish_latest(const RelFileLocator *node, Oid relid, PublishedRuns *p)
 {
 	RunListSlot *slot;
 	bool		found = false;
@@ -217,7 +217,7 @@ run_publish_latest(const RelFileNode *node, Oid relid, PublishedRuns *p)
 		return false;
 	slot = &run_lists[table_hash(node, relid) % NRUNSLOTS];
 	LWLockAcquire(&slot->lock, LW_SHARED);
-	if (slot->pub.relid == relid && RelFileNodeEquals(slot->pub.node, *node))
+	if (slot->pub.relid == relid && RelFileLocatorEquals(slot->pub.node, *node))
 	{
 		memcpy(p, &slot->pub, PUBLISHED_RUNS_SIZE(&slot->pub));
 		found = true;
@@ -233,7 +233,7 @@ run_publish_latest(const RelFileNode *node, Oid relid, PublishedRuns *p)
  * another table or lost track, or it changed while the list was read.
  */
 bool
-run_publish_state(const RelFileNode *node, Oid relid, PublishedRuns *p,
+run_publish_state(const RelFileLocator *node, Oid relid, PublishedRuns *p,
 				  TransactionId *writer, bool *writer_known)
 {
 	StateWriterSlot *w;
@@ -263,7 +263,7 @@ run_publish_state(const RelFileNode *node, Oid relid, PublishedRuns *p,
  * another table that had it.
  */
 static void
-ring_put(const RelFileNode *node, Oid relid, int64 run_id,
+ring_put(const RelFileLocator *node, Oid relid, int64 run_id,
 		 const char *bytes, Size len)
 {
 	RunRing    *ring;
@@ -273,7 +273,7 @@ ring_put(const RelFileNode *node, Oid relid, int64 run_id,
 		return;
 	ring = &run_rings[table_hash(node, relid) % NRUNRINGS];
 	LWLockAcquire(&ring->lock, LW_EXCLUSIVE);
-	if (ring->relid != relid || !RelFileNodeEquals(ring->node, *node))
+	if (ring->relid != relid || !RelFileLocatorEquals(ring->node, *node))
 	{
 		ring->relid = relid;
 		ring->node = *node;
@@ -316,7 +316,7 @@ ring_find(RunRing *ring, int64 run_id)
  * MAX_PUBLISHED_RUN_BYTES): its length, 0 if it is not published.
  */
 static Size
-ring_get(const RelFileNode *node, Oid relid, int64 run_id, char *bytes)
+ring_get(const RelFileLocator *node, Oid relid, int64 run_id, char *bytes)
 {
 	RunRing    *ring;
 	PublishedRun *pr;
@@ -326,7 +326,7 @@ ring_get(const RelFileNode *node, Oid relid, int64 run_id, char *bytes)
 		return 0;
 	ring = &run_rings[table_hash(node, relid) % NRUNRINGS];
 	LWLockAcquire(&ring->lock, LW_SHARED);
-	if (ring->relid == relid && RelFileNodeEquals(ring->node, *node) &&
+	if (ring->relid == relid && RelFileLocatorEquals(ring->node, *node) &&
 		(pr = ring_find(ring, run_id)) != NULL)
 	{
 		len = pr->len;
@@ -381,7 +381,7 @@ pack_run(const RunInfo *run, char *buf)
  * stream in buf (MAX_PUBLISHED_RUN_BYTES); false if it is not published.
  */
 bool
-run_publish_find_run(const RelFileNode *node, Oid relid, int64 run_id,
+run_publish_find_run(const RelFileLocator *node, Oid relid, int64 run_id,
 					 char *buf, RunInfo *run)
 {
 	PackedRun	h;
@@ -408,7 +408,7 @@ run_publish_find_run(const RelFileNode *node, Oid relid, int64 run_id,
  * run too long for a slot is not).
  */
 void
-run_publish_run(const RelFileNode *node, Oid relid, const RunInfo *run)
+run_publish_run(const RelFileLocator *node, Oid relid, const RunInfo *run)
 {
 	char		buf[MAX_PUBLISHED_RUN_BYTES];
 	Size		len = pack_run(run, buf);

@@ -10,7 +10,7 @@
 #define PK_RUN_PUBLISH_H
 
 #include "storage/itemptr.h"
-#include "storage/relfilenode.h"
+#include "pg_compat.h"
 #include "utils/snapshot.h"
 
 #include "run_format.h"
@@ -30,7 +30,7 @@
 typedef struct PublishedRuns
 {
 	Oid			relid;
-	RelFileNode node;
+	RelFileLocator node;
 	TransactionId xmin;
 	int64		snapshot_id;
 	ItemPointerData row;		/* where the version is in pkchangelog.tables */
@@ -58,16 +58,16 @@ extern Size run_publish_shmem_size(void);
 extern void run_publish_shmem_init(int tranche);
 extern void run_publish_list(const PublishedRuns *p);
 extern void run_publish_note_writer(Oid relid, TransactionId xid);
-extern bool run_publish_latest(const RelFileNode *node, Oid relid,
+extern bool run_publish_latest(const RelFileLocator *node, Oid relid,
 							   PublishedRuns *p);
-extern bool run_publish_state(const RelFileNode *node, Oid relid,
+extern bool run_publish_state(const RelFileLocator *node, Oid relid,
 							  PublishedRuns *p, TransactionId *writer,
 							  bool *writer_known);
 extern bool run_publish_sees(Snapshot snapshot, const PublishedRuns *pub,
 							 TransactionId writer, bool writer_known);
-extern void run_publish_run(const RelFileNode *node, Oid relid,
+extern void run_publish_run(const RelFileLocator *node, Oid relid,
 							const RunInfo *run);
-extern bool run_publish_find_run(const RelFileNode *node, Oid relid,
+extern bool run_publish_find_run(const RelFileLocator *node, Oid relid,
 								 int64 run_id, char *buf, RunInfo *run);
 
 #endif							/* PK_RUN_PUBLISH_H */

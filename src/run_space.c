@@ -31,11 +31,12 @@
 #include "utils/snapmgr.h"
 
 #include "commit_log.h"
+#include "pg_compat.h"
 #include "shmem_slots.h"
 #include "tid.h"
 
 /*
- * Shared memory, per relation file (RelFileNode, hashed into NSLOTS): where
+ * Shared memory, per relation file (RelFileLocator, hashed into NSLOTS): where
  * the used part of the file ends (extend() lays blocks ahead of use;
  * without it, runs go after the file's end until the next VACUUM), and the
  * gaps VACUUM found between its runs, which new runs fill first (without
@@ -56,7 +57,7 @@ typedef struct SpaceGap
 typedef struct FileEndSlot
 {
 	LWLock		lock;
-	RelFileNode node;
+	RelFileLocator node;
 	BlockNumber end;
 	int			ngaps;
 	SpaceGap	gaps[MAX_GAPS];
@@ -78,9 +79,9 @@ space_shmem_init(int tranche)
 }
 
 static FileEndSlot *
-file_end_slot(const RelFileNode *node)
+file_end_slot(const RelFileLocator *node)
 {
-	return &file_end[hash_bytes((const unsigned char *) node, sizeof(RelFileNode)) % NSLOTS];
+	return &file_end[hash_bytes((const unsigned char *) node, sizeof(RelFileLocator)) % NSLOTS];
 }
 
 /*
@@ -89,16 +90,16 @@ file_end_slot(const RelFileNode *node)
  * from each other, and a miss makes the caller fall back to the file size.
  */
 static BlockNumber
-file_end_get(const RelFileNode *node)
+file_end_get(const RelFileLocator *node)
 {
 	FileEndSlot *slot;
 	BlockNumber end = InvalidBlockNumber;
 
-	if (file_end == NULL || node->relNode == InvalidOid)
+	if (file_end == NULL || LocatorFileNumber(*node) == InvalidOid)
 		return InvalidBlockNumber;
 	slot = file_end_slot(node);
 	LWLockAcquire(&slot->lock, LW_SHARED);
-	if (RelFileNodeEquals(slot->node, *node))
+	if (RelFileLocatorEquals(slot->node, *node))
 		end = slot->end;
 	LWLockRelease(&slot->lock);
 	return end;
@@ -110,7 +111,7 @@ file_end_get(const RelFileNode *node)
  * slot's gaps if it holds this file's.
  */
 static void
-file_end_set(const RelFileNode *node, BlockNumber end, const SpaceGap *gaps, int ngaps)
+file_end_set(const RelFileLocator *node, BlockNumber end, const SpaceGap *gaps, int ngaps)
 {
 	FileEndSlot *slot;
 
@@ -118,7 +119,7 @@ file_end_set(const RelFileNode *node, BlockNumber end, const SpaceGap *gaps, int
 		return;
 	slot = file_end_slot(node);
 	LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
-	if (gaps != NULL || !RelFileNodeEquals(slot->node, *node))
+	if (gaps != NULL || !RelFileLocatorEquals(slot->node, *node))
 	{
 		slot->ngaps = Min(ngaps, MAX_GAPS);
 		if (slot->ngaps > 0)
@@ -135,16 +136,16 @@ file_end_set(const RelFileNode *node, BlockNumber end, const SpaceGap *gaps, int
  * when no gap known has room.
  */
 static bool
-file_end_take_gap(const RelFileNode *node, BlockNumber nblocks, BlockNumber *start)
+file_end_take_gap(const RelFileLocator *node, BlockNumber nblocks, BlockNumber *start)
 {
 	FileEndSlot *slot;
 	bool		found = false;
 
-	if (file_end == NULL || node->relNode == InvalidOid)
+	if (file_end == NULL || LocatorFileNumber(*node) == InvalidOid)
 		return false;
 	slot = file_end_slot(node);
 	LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
-	if (RelFileNodeEquals(slot->node, *node))
+	if (RelFileLocatorEquals(slot->node, *node))
 	{
 		for (int i = 0; i < slot->ngaps; i++)
 		{
@@ -241,16 +242,16 @@ space_reserve(Relation rel, RunInfo *run)
 
 	cat_space_lock(relid);
 	nblocks = RelationGetNumberOfBlocks(rel);
-	used_end = file_end_get(&rel->rd_node);
+	used_end = file_end_get(&RelationLocator(rel));
 	if (used_end == InvalidBlockNumber || used_end > nblocks)
 	{
 		/* not known (or not this file's): append, and forget any gaps */
 		SpaceGap	none[1];
 
 		used_end = nblocks;
-		file_end_set(&rel->rd_node, used_end, none, 0);
+		file_end_set(&RelationLocator(rel), used_end, none, 0);
 	}
-	if (!file_end_take_gap(&rel->rd_node, (BlockNumber) run->nblocks, &start) ||
+	if (!file_end_take_gap(&RelationLocator(rel), (BlockNumber) run->nblocks, &start) ||
 		start + run->nblocks > used_end)
 		start = used_end;
 	if ((uint64) start + run->nblocks >= PK_MAX_RUN_BLOCK)
@@ -267,7 +268,7 @@ space_reserve(Relation rel, RunInfo *run)
 	end = run->start_block + run->nblocks;
 	if (end > nblocks)
 		extend(rel, end, nblocks);
-	file_end_set(&rel->rd_node, Max(end, used_end), NULL, 0);
+	file_end_set(&RelationLocator(rel), Max(end, used_end), NULL, 0);
 	cat_space_unlock(relid);
 }
 
@@ -289,7 +290,7 @@ space_truncate(Relation rel, BlockNumber *before, BlockNumber *after,
 
 	*used = 0;
 	cat_space_lock(RelationGetRelid(rel));
-	extents = cat_used_extents(RelationGetRelid(rel), rel->rd_node.relNode);
+	extents = cat_used_extents(RelationGetRelid(rel), RelationFileNumber(rel));
 	gaps = palloc(sizeof(SpaceGap) * (list_length(extents) + 1));
 	/* in block order: the gaps between them (extents may overlap) */
 	list_sort(extents, extent_cmp);
@@ -325,7 +326,7 @@ space_truncate(Relation rel, BlockNumber *before, BlockNumber *after,
 		ngaps = MAX_GAPS;
 		qsort(gaps, ngaps, sizeof(SpaceGap), gap_start_cmp);
 	}
-	file_end_set(&rel->rd_node, end, gaps, ngaps);
+	file_end_set(&RelationLocator(rel), end, gaps, ngaps);
 	cat_space_unlock(RelationGetRelid(rel));
 }
 
@@ -367,7 +368,7 @@ space_rewrite(Relation rel, Relation dst, int *nruns, BlockNumber *npages)
 	{
 		RunInfo    *r = lfirst(lc);
 
-		if (r->relfilenode == rel->rd_node.relNode)
+		if (r->relfilenode == RelationFileNumber(rel))
 			runs = lappend(runs, r);
 	}
 	/* in the order they had: the file's oldest runs stay first */
@@ -400,7 +401,7 @@ space_rewrite(Relation rel, Relation dst, int *nruns, BlockNumber *npages)
 			LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 			/* a commit log page says which file it is a page of */
 			if (r->kind == RUN_LOG)
-				log_format_page_moved((Page) copy.data, dst->rd_node.relNode);
+				log_format_page_moved((Page) copy.data, RelationFileNumber(dst));
 			START_CRIT_SECTION();
 			memcpy(BufferGetPage(buf), copy.data, BLCKSZ);
 			MarkBufferDirty(buf);
@@ -410,7 +411,7 @@ space_rewrite(Relation rel, Relation dst, int *nruns, BlockNumber *npages)
 			UnlockReleaseBuffer(buf);
 		}
 		/* a run in its catalog row keeps the row numbers its run id gave */
-		cat_run_move(relid, r->run_id, dst->rd_node.relNode, next,
+		cat_run_move(relid, r->run_id, RelationFileNumber(dst), next,
 					 r->stream ? r->row_base : (int64) next * PK_ROWS_PER_PAGE);
 		next += r->nblocks;
 		MemoryContextReset(runcxt);
@@ -439,7 +440,7 @@ space_rewrite(Relation rel, Relation dst, int *nruns, BlockNumber *npages)
 	cat_table_state_update(relid, &state);
 
 	/* the new file has no gaps, and ends after its last run */
-	file_end_set(&dst->rd_node, next, NULL, 0);
+	file_end_set(&RelationLocator(dst), next, NULL, 0);
 	*nruns = list_length(runs);
 	*npages = next;
 }

@@ -38,6 +38,7 @@
 #include "utils/memutils.h"
 
 #include "guc.h"
+#include "pg_compat.h"
 #include "run_write.h"
 #include "tid.h"
 
@@ -790,7 +791,7 @@ run_writer_finish(RunWriter *w, int64 created_snapshot)
 	npages = (w->stream.total + RUN_PAGE_PAYLOAD - 1) / RUN_PAGE_PAYLOAD;
 	/* a block per PK_ROWS_PER_PAGE rows at least: row numbers come from blocks */
 	npages = Max(npages, (w->nrows + PK_ROWS_PER_PAGE - 1) / PK_ROWS_PER_PAGE);
-	run->relfilenode = w->rel->rd_node.relNode;
+	run->relfilenode = RelationFileNumber(w->rel);
 	run->level = w->level;
 	run->kind = w->kind;
 	run->from_commit = w->from_commit;

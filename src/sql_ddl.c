@@ -51,6 +51,7 @@
 #include "guc.h"
 #include "maint_compaction.h"
 #include "mat.h"
+#include "pg_compat.h"
 #include "sql_ddl.h"
 #include "sql_publication.h"
 #include "table_desc.h"
@@ -522,7 +523,7 @@ adopt_key(AlterTableStmt *stmt, Constraint *c)
 
 	/* ownership checked before the lock, and again under it */
 	relid = RangeVarGetRelidExtended(stmt->relation, AccessExclusiveLock, 0,
-									 RangeVarCallbackOwnsTable, NULL);
+									 RangeVarCallbackOwnsRelation, NULL);
 	set = list_make1(makeDefElem("primary_key", (Node *) makeString(key_string(c->keys)), -1));
 	set_reloptions(relid, pkopt_merge_reloptions(pk_reloptions(relid), set, NIL));
 	c->access_method = "pkmerge_key";
@@ -547,7 +548,7 @@ handle_alter(AlterTableStmt *stmt)
 	 * caller without the right would queue its lock behind the table's
 	 * users (and everyone after it behind that) before being refused.
 	 */
-	if (pkmerge && !pg_class_ownercheck(relid, GetUserId()))
+	if (pkmerge && !object_ownercheck(RelationRelationId, relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, relname);
 
 	foreach(lc, stmt->cmds)
@@ -560,8 +561,7 @@ handle_alter(AlterTableStmt *stmt)
 			stmt->objtype == OBJECT_TABLE)
 			pkopt_refuse_elsewhere((List *) cmd->def, relname, false);
 		if (!pkmerge && OidIsValid(relid) &&
-			(cmd->subtype == AT_AlterColumnType || cmd->subtype == AT_DropColumn ||
-			 cmd->subtype == AT_DropColumnRecurse))
+			(cmd->subtype == AT_AlterColumnType || cmd->subtype == AT_DropColumn))
 			mat_check_alter_column(relid, cmd->name, cmd->subtype == AT_AlterColumnType ?
 								   "ALTER COLUMN ... TYPE" : "DROP COLUMN");
 		if (!pkmerge)
@@ -584,7 +584,7 @@ handle_alter(AlterTableStmt *stmt)
 
 					/* ownership checked before the lock, and again under it */
 					relid = RangeVarGetRelidExtended(stmt->relation, AccessExclusiveLock, 0,
-													 RangeVarCallbackOwnsTable, NULL);
+													 RangeVarCallbackOwnsRelation, NULL);
 					rel = table_open(relid, NoLock);
 					t = pk_table(rel);
 					if (cmd->subtype == AT_SetRelOptions)
@@ -621,7 +621,6 @@ handle_alter(AlterTableStmt *stmt)
 				}
 				break;
 			case AT_AddConstraint:
-			case AT_AddConstraintRecurse:
 				{
 					Constraint *c = (Constraint *) cmd->def;
 
@@ -660,7 +659,6 @@ handle_alter(AlterTableStmt *stmt)
 				}
 				break;
 			case AT_AddColumn:
-			case AT_AddColumnRecurse:
 				{
 					ColumnDef  *def = (ColumnDef *) cmd->def;
 					ListCell   *cc;
@@ -686,7 +684,6 @@ handle_alter(AlterTableStmt *stmt)
 				}
 				break;
 			case AT_DropColumn:
-			case AT_DropColumnRecurse:
 				{
 					Relation	rel = table_open(relid, AccessShareLock);
 					PkTable    *t = pk_table(rel);
@@ -700,7 +697,6 @@ handle_alter(AlterTableStmt *stmt)
 				}
 				break;
 			case AT_DropConstraint:
-			case AT_DropConstraintRecurse:
 				{
 					Relation	rel = table_open(relid, AccessShareLock);
 					Oid			pkindex = primary_key_index(rel);

@@ -50,6 +50,7 @@
 #include "commit_log.h"
 #include "maint_compaction.h"
 #include "maint_expire.h"
+#include "pg_compat.h"
 #include "relcache_hub.h"
 #include "run_list.h"
 #include "run_read_stats.h"
@@ -713,7 +714,7 @@ pk_write(PG_FUNCTION_ARGS)
 	ItemPointerSetInvalid(&htup.t_self);
 	htup.t_tableOid = InvalidOid;
 	if (!PK_KIND_IS_ADD(kind))
-		ra.row = minimal_tuple_from_heap_tuple(&htup);
+		ra.row = minimal_tuple_from_heap_tuple(&htup, 0);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");

@@ -115,16 +115,24 @@ refuse_schema(Oid nspid)
 static void
 mark_not_decoded(Relation pgclass, Oid relid)
 {
-	HeapTuple	tup = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(relid));
+	ScanKeyData key;
+	HeapTuple	tup;
+	void	   *state;
 	Form_pg_class form;
 
+	ScanKeyInit(&key, Anum_pg_class_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	systable_inplace_update_begin(pgclass, ClassOidIndexId, true, NULL, 1, &key,
+								  &tup, &state);
 	if (!HeapTupleIsValid(tup))
 		elog(ERROR, "cache lookup failed for relation %u", relid);
 	form = (Form_pg_class) GETSTRUCT(tup);
-	if (!OidIsValid(form->relrewrite))
+	if (OidIsValid(form->relrewrite))
+		systable_inplace_update_cancel(state);
+	else
 	{
 		form->relrewrite = relid;
-		heap_inplace_update(pgclass, tup);
+		systable_inplace_update_finish(state, tup);
 	}
 	heap_freetuple(tup);
 }

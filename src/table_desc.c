@@ -43,6 +43,7 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
+#include "pg_compat.h"
 #include "relcache_hub.h"
 #include "table_desc.h"
 
@@ -484,7 +485,7 @@ pk_key_form(const PkTable *t, const Datum *keys)
 {
 	bool		nulls[INDEX_MAX_KEYS] = {0};
 
-	return heap_form_minimal_tuple(t->keydesc, (Datum *) keys, nulls);
+	return heap_form_minimal_tuple(t->keydesc, (Datum *) keys, nulls, 0);
 }
 
 void

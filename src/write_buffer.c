@@ -24,11 +24,12 @@
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
+#include "pg_compat.h"
 #include "tid.h"
 #include "write_buffer.h"
 
 /*
- * Shared memory, per backend (by pgprocno): the pkmerge tables its
+ * Shared memory, per backend (by its PGPROC's number): the pkmerge tables its
  * transaction has buffered writes to, for its parallel workers, which
  * cannot read them (am_scan.c refuses).  Written by the backend only, read
  * by its workers while it waits.
@@ -66,7 +67,7 @@ note_writes(Oid relid)
 
 	if (writes == NULL || MyProc == NULL)
 		return;
-	w = &writes[MyProc->pgprocno];
+	w = &writes[GetNumberFromPGProc(MyProc)];
 	for (int i = 0; i < WRITER_RELIDS; i++)
 		if (w->relids[i] == InvalidOid || w->relids[i] == relid)
 		{
@@ -81,7 +82,7 @@ static void
 clear_writes(void)
 {
 	if (writes && MyProc)
-		memset(&writes[MyProc->pgprocno], 0, sizeof(BackendWrites));
+		memset(&writes[GetNumberFromPGProc(MyProc)], 0, sizeof(BackendWrites));
 }
 
 /*
@@ -98,7 +99,7 @@ wbuf_leader_writes(Oid relid)
 		return false;
 	if (writes == NULL)
 		return true;
-	w = &writes[MyProc->lockGroupLeader->pgprocno];
+	w = &writes[GetNumberFromPGProc(MyProc->lockGroupLeader)];
 	if (w->overflow)
 		return true;
 	for (int i = 0; i < WRITER_RELIDS; i++)
@@ -219,7 +220,7 @@ wbuf_append(WriteBuffer *wb, PkTable *t, uint8 kind, MinimalTuple tup,
 	make_room(wb);
 	old = MemoryContextSwitchTo(wb->rowcxt);
 	e = wbuf_entry(wb, wb->n);
-	e->tup = tup && copy ? heap_copy_minimal_tuple(tup) : tup;
+	e->tup = tup && copy ? heap_copy_minimal_tuple(tup, 0) : tup;
 	e->keys = palloc(sizeof(Datum) * t->nkeys);
 	if (tup)
 	{

@@ -31,6 +31,7 @@
 #include "utils/snapmgr.h"
 
 #include "catalog_runs.h"
+#include "pg_compat.h"
 #include "run.h"
 #include "run_write.h"
 #include "write_spill.h"
@@ -440,7 +441,7 @@ spill_runs(Relation rel, WriteBuffer *wb)
 	{
 		RunInfo    *r = ((WbSpill *) lfirst(lc))->run;
 
-		if (r && r->relfilenode == rel->rd_node.relNode)
+		if (r && r->relfilenode == RelationFileNumber(rel))
 			runs = lappend(runs, r);
 	}
 	return runs;
@@ -470,7 +471,7 @@ spill_finalize(Relation rel, WriteBuffer *wb, uint64 first_seq,
 		WbSpill    *sp = lfirst(lc);
 		int64		seq = (int64) first_seq + used;
 
-		if ((sp->run ? sp->run : sp->changelog)->relfilenode != rel->rd_node.relNode)
+		if ((sp->run ? sp->run : sp->changelog)->relfilenode != RelationFileNumber(rel))
 			continue;
 		/* a TRUNCATE's removals have a changelog run alone */
 		if (sp->run)

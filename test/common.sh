@@ -1,5 +1,7 @@
-# Sourced by the test, demo and bench drivers: locates PostgreSQL 15,
-# builds and installs the extension, and prepares a scratch directory that
+# Sourced by the test, demo and bench drivers: locates PostgreSQL (the
+# pg_config of $PG_CONFIG; with PG=18, say, a server of that major built
+# from Debian's source package by test/pg-build.sh), builds and installs
+# the extension, and prepares a scratch directory that
 # the unprivileged user running the servers can write.
 #
 # After "pk_setup NAME": $bindir, $pgxs, $work (scratch copy of the tree's
@@ -9,6 +11,11 @@
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PG_CONFIG=${PG_CONFIG:-pg_config}
+# PG=MAJOR: that major's server, Debian's package for 15, else built once
+# from Debian's source package into a cache directory
+if [ -n "${PG:-}" ] && ! "$PG_CONFIG" --version 2>/dev/null | grep -q "^PostgreSQL $PG\."; then
+	PG_CONFIG=$(bash "$top/test/pg-build.sh" "$PG") || { echo "no PostgreSQL $PG" >&2; exit 1; }
+fi
 
 pk_die() { echo "$*" >&2; exit 1; }
 
@@ -28,9 +35,10 @@ pk_setup()
 	bindir=$("$PG_CONFIG" --bindir)
 	pgxs=$(cd "$(dirname "$("$PG_CONFIG" --pgxs)")/../.." && pwd)
 	case "$("$PG_CONFIG" --version)" in
-		"PostgreSQL 15."*) ;;
-		*) pk_die "pkchangelog needs PostgreSQL 15; $PG_CONFIG is $("$PG_CONFIG" --version)";;
+		"PostgreSQL 15."* | "PostgreSQL 18."*) ;;
+		*) pk_die "pkchangelog supports PostgreSQL 15 and 18; $PG_CONFIG is $("$PG_CONFIG" --version)";;
 	esac
+	pgmajor=$("$PG_CONFIG" --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')
 
 	local log stamp=$top/.pg_build_stamp want
 	# objects built for another PostgreSQL (make check-debug's assert

@@ -1,0 +1,252 @@
+/*-------------------------------------------------------------------------
+ *
+ * pg_compat.h
+ *	  The PostgreSQL API differences between the majors pkchangelog builds
+ *	  against (15 and 18), in one place: the rest of the code is written
+ *	  against PostgreSQL 18's names and includes this header after its
+ *	  PostgreSQL headers; for 15 each name is mapped to its older spelling.
+ *	  No other file tests PG_VERSION_NUM.
+ *
+ *	  Where the two majors differ only in a member's name, the code uses an
+ *	  accessor macro defined here (RelationFileNumber, ...); where a function
+ *	  gained an argument, the code passes PostgreSQL 18's argument and the
+ *	  15 macro drops it; where the older major has no equivalent at all, a
+ *	  small function here does the job with each major's means
+ *	  (compat_check_query_perms, compat_prune_page).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PKCHANGELOG_PG_COMPAT_H
+#define PKCHANGELOG_PG_COMPAT_H
+
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/tableam.h"
+#include "catalog/pg_class_d.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "optimizer/optimizer.h"
+#include "pgstat.h"
+#include "replication/reorderbuffer.h"
+#include "storage/buf_internals.h"
+#include "storage/bufmgr.h"
+#include "storage/proc.h"
+#include "utils/acl.h"
+#include "utils/rel.h"
+#include "utils/varlena.h"
+
+#if PG_VERSION_NUM >= 180000
+#include "access/heapam.h"
+#include "storage/read_stream.h"
+#else
+#include "access/heapam.h"
+#endif
+
+#if PG_VERSION_NUM < 150000 || (PG_VERSION_NUM >= 160000 && PG_VERSION_NUM < 180000)
+#error "pkchangelog builds against PostgreSQL 15 and 18"
+#endif
+
+/* ---- a relation's file: RelFileNode before 16, RelFileLocator since ---- */
+
+#if PG_VERSION_NUM >= 180000
+#define RelationLocator(rel)		((rel)->rd_locator)
+#define LocatorFileNumber(loc)		((loc).relNumber)
+#define LocatorDatabase(loc)		((loc).dbOid)
+#define LocatorTablespace(loc)		((loc).spcOid)
+#define RelationNewFileSubid(rel)	((rel)->rd_newRelfilelocatorSubid)
+#else
+#include "storage/relfilenode.h"
+typedef RelFileNode RelFileLocator;
+#define RelationLocator(rel)		((rel)->rd_node)
+#define LocatorFileNumber(loc)		((loc).relNode)
+#define LocatorDatabase(loc)		((loc).dbNode)
+#define LocatorTablespace(loc)		((loc).spcNode)
+#define RelationNewFileSubid(rel)	((rel)->rd_newRelfilenodeSubid)
+#define RelFileLocatorEquals(a, b)	RelFileNodeEquals(a, b)
+#define InitBufferTag(tag, loc, fork, blk) INIT_BUFFERTAG(*(tag), *(loc), fork, blk)
+/* the table AM's callback for a new file, under its 15 name */
+#define relation_set_new_filelocator relation_set_new_filenode
+#endif
+
+/* the relation's file number (pg_class.relfilenode) */
+#define RelationFileNumber(rel)		LocatorFileNumber(RelationLocator(rel))
+
+/* ---- backends and transactions ---- */
+
+#if PG_VERSION_NUM >= 180000
+#define ProcLocalTransactionId(proc) ((proc)->vxid.lxid)
+#else
+#define ProcLocalTransactionId(proc) ((proc)->lxid)
+#define GetNumberFromPGProc(proc)	((proc)->pgprocno)
+#endif
+
+/* ---- tuples ---- */
+
+#if PG_VERSION_NUM < 180000
+#define heap_form_minimal_tuple(desc, values, isnull, extra) \
+	heap_form_minimal_tuple(desc, values, isnull)
+#define heap_copy_minimal_tuple(mtup, extra) heap_copy_minimal_tuple(mtup)
+#define minimal_tuple_from_heap_tuple(htup, extra) minimal_tuple_from_heap_tuple(htup)
+#endif
+
+/*
+ * A TupleHashTable entry's space for its user: inline before the tuple
+ * since 18, a pointer field before.  The code keeps a pointer there
+ * (additionalsize sizeof(void *)) and reaches it as *(void **) of this.
+ */
+#if PG_VERSION_NUM < 180000
+#define TupleHashEntryGetAdditional(table, entry) ((void *) &(entry)->additional)
+#define BuildTupleHashTable(parent, desc, ops, ncols, cols, eqfns, hashfns, colls, \
+							nbuckets, addsize, metacxt, tablecxt, tempcxt, variable_iv) \
+	BuildTupleHashTableExt(parent, desc, ncols, cols, eqfns, hashfns, colls, \
+						   nbuckets, addsize, metacxt, tablecxt, tempcxt, variable_iv)
+#endif
+
+/*
+ * ---- logical decoding: a change's tuples ----
+ * A queued change's tuple is a HeapTuple since 17, a ReorderBufferTupleBuf
+ * wrapping one before; ReorderBufferTuple is whichever the server takes.
+ */
+#if PG_VERSION_NUM >= 180000
+typedef HeapTuple ReorderBufferTuple;
+#define ReorderBufferTupleHeap(t)	(t)
+#define ReorderBufferFreeTuple(rb, t) ReorderBufferFreeTupleBuf(t)
+#define ChangeRelLocator(change)	((change)->data.tp.rlocator)
+#else
+typedef ReorderBufferTupleBuf *ReorderBufferTuple;
+#define ReorderBufferTupleHeap(t)	(&(t)->tuple)
+#define ReorderBufferAllocTupleBuf(rb, len) ReorderBufferGetTupleBuf(rb, len)
+#define ReorderBufferFreeTuple(rb, t) ReorderBufferReturnTupleBuf(rb, t)
+#define ReorderBufferAllocChange(rb) ReorderBufferGetChange(rb)
+#define ChangeRelLocator(change)	((change)->data.tp.relnode)
+#endif
+
+/* a queued change's new and old tuples, NULL where it has none */
+#define ChangeNewTuple(change) \
+	((change)->data.tp.newtuple ? ReorderBufferTupleHeap((change)->data.tp.newtuple) : NULL)
+#define ChangeOldTuple(change) \
+	((change)->data.tp.oldtuple ? ReorderBufferTupleHeap((change)->data.tp.oldtuple) : NULL)
+
+/* ---- table access method callbacks ---- */
+
+#if PG_VERSION_NUM < 180000
+/* tuple_update's answer: update the indexes or not (an enum since 16) */
+typedef bool TU_UpdateIndexes;
+#define TU_None false
+#define TU_All true
+#endif
+
+/* a parallel scan's shared state names its relation */
+#if PG_VERSION_NUM >= 180000
+#define ParallelScanSetRelation(pscan, rel) ((pscan)->phs_locator = (rel)->rd_locator)
+#else
+#define ParallelScanSetRelation(pscan, rel) ((pscan)->phs_relid = RelationGetRelid(rel))
+#endif
+
+/*
+ * scan_analyze_next_block: given the sampled block's number (15), or a
+ * read stream of the sampled blocks (17 on).  COMPAT_ANALYZE_NEXT_BLOCK
+ * defines the callback "name" on bool fn(TableScanDesc, BlockNumber).
+ */
+#if PG_VERSION_NUM >= 180000
+#define COMPAT_ANALYZE_NEXT_BLOCK(name, fn) \
+static bool \
+name(TableScanDesc scan, ReadStream *stream) \
+{ \
+	Buffer		buf = read_stream_next_buffer(stream, NULL); \
+	BlockNumber blockno; \
+	if (!BufferIsValid(buf)) \
+		return false; \
+	blockno = BufferGetBlockNumber(buf); \
+	ReleaseBuffer(buf); \
+	return fn(scan, blockno); \
+}
+#else
+#define COMPAT_ANALYZE_NEXT_BLOCK(name, fn) \
+static bool \
+name(TableScanDesc scan, BlockNumber blockno, BufferAccessStrategy bstrategy) \
+{ \
+	return fn(scan, blockno); \
+}
+#endif
+
+/* ---- planner and statistics ---- */
+
+#if PG_VERSION_NUM < 180000
+#define debug_parallel_query force_parallel_mode
+#define DEBUG_PARALLEL_OFF FORCE_PARALLEL_OFF
+#define pgstat_count_heap_update(rel, hot, newpage) pgstat_count_heap_update(rel, hot)
+#define pgstat_report_vacuum(relid, shared, live, dead, starttime) \
+	((void) (starttime), pgstat_report_vacuum(relid, shared, live, dead))
+#endif
+
+/* ---- privileges ---- */
+
+#if PG_VERSION_NUM < 180000
+/* the owner check of a relation (pg_class only, as in 15) */
+#define object_ownercheck(classid, objectid, roleid) \
+	(AssertMacro((classid) == RelationRelationId), pg_class_ownercheck(objectid, roleid))
+#define stringToQualifiedNameList(string, escontext) stringToQualifiedNameList(string)
+#endif
+
+/*
+ * Checks the privileges the parsed query q needs on its relations, as
+ * as_user would have them running it (InvalidOid: the current user);
+ * raises the usual error if not.  16 keeps them apart from the range table.
+ */
+static inline void
+compat_check_query_perms(Query *q, Oid as_user)
+{
+	ListCell   *lc;
+
+#if PG_VERSION_NUM >= 180000
+	foreach(lc, q->rteperminfos)
+		((RTEPermissionInfo *) lfirst(lc))->checkAsUser = as_user;
+	(void) ExecCheckPermissions(q->rtable, q->rteperminfos, true);
+	foreach(lc, q->rteperminfos)
+		((RTEPermissionInfo *) lfirst(lc))->checkAsUser = InvalidOid;
+#else
+	foreach(lc, q->rtable)
+		((RangeTblEntry *) lfirst(lc))->checkAsUser = as_user;
+	(void) ExecCheckRTPerms(q->rtable, true);
+	foreach(lc, q->rtable)
+		((RangeTblEntry *) lfirst(lc))->checkAsUser = InvalidOid;
+#endif
+}
+
+/* ---- errors ---- */
+
+/*
+ * 72000 (snapshot_too_old) left PostgreSQL's list with old_snapshot_threshold
+ * in 17; pkchangelog keeps raising it for changes no longer retained.
+ */
+#ifndef ERRCODE_SNAPSHOT_TOO_OLD
+#define ERRCODE_SNAPSHOT_TOO_OLD MAKE_SQLSTATE('7','2','0','0','0')
+#endif
+
+/* ---- heap pages of the extension's catalog ---- */
+
+/*
+ * Prunes a heap page (buffer cleanup-locked) of what no snapshot of
+ * vistest can see.
+ */
+static inline void
+compat_prune_page(Relation rel, Buffer buf, struct GlobalVisState *vistest)
+{
+#if PG_VERSION_NUM >= 180000
+	PruneFreezeResult presult;
+
+	heap_page_prune_and_freeze(rel, buf, vistest, 0, NULL, &presult,
+							   PRUNE_ON_ACCESS, NULL, NULL, NULL);
+#else
+	int			nnewlpdead;
+
+	(void) heap_page_prune(rel, buf, InvalidTransactionId, vistest,
+						   InvalidTransactionId, 0, &nnewlpdead, NULL);
+#endif
+}
+
+#endif							/* PKCHANGELOG_PG_COMPAT_H */
