@@ -31,11 +31,11 @@ SELECT * FROM by_opt2;
 -- pg_dump's output runs it: the key index takes the constraint's name and
 -- deferrability (heap would raise "multiple primary keys")
 ALTER TABLE by_opt ADD CONSTRAINT by_opt_key PRIMARY KEY (v);
-SELECT conname, condeferrable, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'by_opt'::regclass;
+SELECT conname, condeferrable, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'by_opt'::regclass AND contype <> 'n';
 ALTER TABLE by_opt ADD PRIMARY KEY (v) DEFERRABLE;
-SELECT conname, condeferrable, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'by_opt'::regclass;
+SELECT conname, condeferrable, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'by_opt'::regclass AND contype <> 'n';
 ALTER TABLE by_opt ADD CONSTRAINT by_opt_key PRIMARY KEY (v);
-SELECT conname, condeferrable, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'by_opt'::regclass;
+SELECT conname, condeferrable, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'by_opt'::regclass AND contype <> 'n';
 -- another key is refused; the key cannot be dropped, DEFERRABLE or not
 ALTER TABLE by_opt ADD PRIMARY KEY (w);
 ALTER TABLE by_opt ADD PRIMARY KEY (v) DEFERRABLE;

@@ -73,9 +73,13 @@ DELETE FROM pa WHERE id BETWEEN 60000 AND 60004;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM pa;
 SELECT count(*), count(*) FILTER (WHERE v = 'mine') FROM pa;
 -- also with debug_parallel_query's Gather on top (PostgreSQL 15: force_parallel_mode)
-SET force_parallel_mode = on;
+SELECT current_setting('server_version_num')::int >= 160000 AS pg16 \gset
+\if :pg16
+SET LOCAL debug_parallel_query = on;
+\else
+SET LOCAL force_parallel_mode = on;
+\endif
 SELECT count(*), count(*) FILTER (WHERE v = 'mine') FROM pa;
-RESET force_parallel_mode;
 ROLLBACK;
 
 -- a table the transaction has written stays out of parallel plans even

@@ -34,6 +34,7 @@
 #include "utils/tuplestore.h"
 
 #include "am_dml.h"
+#include "am_scan.h"
 #include "lookup.h"
 #include "pg_compat.h"
 #include "run_merge.h"
@@ -540,18 +541,14 @@ dml_lock(Relation rel, ItemPointer tid, Snapshot snapshot, TupleTableSlot *slot,
 		*tid = tmfd->ctid;
 		tmfd->traversed = true;
 		locked = *tid;
-		ExecStoreMinimalTuple(newest.tup, slot, true);
-		slot->tts_tableOid = RelationGetRelid(rel);
-		slot->tts_tid = locked;
+		scan_store_row(rel, newest.tup, true, &locked, slot);
 		return TM_Ok;
 	}
 	if (res != TM_Ok)
 		return res;
 	/* tid may be the slot's own tts_tid (the apply worker's), which storing resets */
 	locked = *tid;
-	ExecStoreMinimalTuple(old.tup, slot, true);
-	slot->tts_tableOid = RelationGetRelid(rel);
-	slot->tts_tid = locked;
+	scan_store_row(rel, old.tup, true, &locked, slot);
 	return TM_Ok;
 }
 

@@ -20,6 +20,7 @@
 #include "commands/vacuum.h"
 #include "executor/tuptable.h"
 #include "pgstat.h"
+#include "replication/logicalworker.h"
 #include "run_list.h"
 #include "run_space.h"
 #include "storage/bufmgr.h"
@@ -56,14 +57,19 @@ not_supported(Relation rel, const char *what, const char *hint)
  * tuple and sorts the sample by those tuples' t_self, which a minimal
  * tuple slot does not carry (invalid TIDs fail an assertion there).  Its
  * slot, made while its progress names the table, keeps heap tuples, and
- * scan_analyze_next_tuple stores them with their TID.
+ * scan_analyze_next_tuple stores them with their TID.  So does the logical
+ * replication apply worker, which reads the xmin of the row it changes to
+ * tell whose it was (PostgreSQL 18's conflict detection): a heap tuple
+ * slot answers that (an invalid xmin: no origin is known), where a minimal
+ * tuple slot raises an error.  scan_store_row fills either.
  */
 static const TupleTableSlotOps *
 pk_slot_callbacks(Relation rel)
 {
-	if (MyBEEntry != NULL &&
-		MyBEEntry->st_progress_command == PROGRESS_COMMAND_ANALYZE &&
-		MyBEEntry->st_progress_command_target == RelationGetRelid(rel))
+	if (IsLogicalWorker() ||
+		(MyBEEntry != NULL &&
+		 MyBEEntry->st_progress_command == PROGRESS_COMMAND_ANALYZE &&
+		 MyBEEntry->st_progress_command_target == RelationGetRelid(rel)))
 		return &TTSOpsHeapTuple;
 	return &TTSOpsMinimalTuple;
 }

@@ -542,6 +542,7 @@ pkmerge_key_handler(PG_FUNCTION_ARGS)
 	amroutine->amestimateparallelscan = NULL;
 	amroutine->aminitparallelscan = NULL;
 	amroutine->amparallelrescan = NULL;
+	IndexAmNumbersAsBtree(amroutine);
 
 	PG_RETURN_POINTER(amroutine);
 }

@@ -283,12 +283,36 @@ scan_start(PkScanDesc *scan)
 	MemoryContextSwitchTo(old);
 }
 
+/*
+ * Stores row tup of rel, at tid, in slot: a minimal tuple slot as
+ * pk_slot_callbacks makes them, or a heap tuple slot (ANALYZE's, the
+ * logical replication apply worker's), which gets a copy as a heap tuple
+ * with an invalid xmin.  should_free: the slot owns tup.
+ */
+void
+scan_store_row(Relation rel, MinimalTuple tup, bool should_free, ItemPointer tid,
+			   TupleTableSlot *slot)
+{
+	if (TTS_IS_MINIMALTUPLE(slot))
+		ExecStoreMinimalTuple(tup, slot, should_free);
+	else
+	{
+		HeapTuple	htup = heap_tuple_from_minimal_tuple(tup);
+
+		if (should_free)
+			pfree(tup);
+		htup->t_self = *tid;
+		htup->t_tableOid = RelationGetRelid(rel);
+		ExecStoreHeapTuple(htup, slot, true);
+	}
+	slot->tts_tableOid = RelationGetRelid(rel);
+	slot->tts_tid = *tid;
+}
+
 static void
 store_row(Relation rel, MergeRow *row, TupleTableSlot *slot)
 {
-	ExecStoreMinimalTuple(row->tup, slot, false);
-	slot->tts_tableOid = RelationGetRelid(rel);
-	slot->tts_tid = row->tid;
+	scan_store_row(rel, row->tup, false, &row->tid, slot);
 }
 
 bool
@@ -415,11 +439,7 @@ scan_analyze_next_tuple(TableScanDesc sscan, TransactionId OldestXmin,
 		if (blk == scan->target)
 		{
 			/* a heap tuple slot (pk_slot_callbacks): the row with its TID */
-			HeapTuple	tup = heap_tuple_from_minimal_tuple(scan->row.tup);
-
-			tup->t_self = scan->row.tid;
-			tup->t_tableOid = RelationGetRelid(sscan->rs_rd);
-			ExecStoreHeapTuple(tup, slot, true);
+			scan_store_row(sscan->rs_rd, scan->row.tup, false, &scan->row.tid, slot);
 			*liverows += 1;
 			return true;
 		}
@@ -493,9 +513,7 @@ fetch_handoff(Relation rel, ItemPointer tid, TupleTableSlot *slot)
 	if (handoff.tup == NULL || handoff.relid != RelationGetRelid(rel) ||
 		!ItemPointerEquals(&handoff.tid, tid))
 		return false;
-	ExecStoreMinimalTuple(heap_copy_minimal_tuple(handoff.tup, 0), slot, true);
-	slot->tts_tableOid = RelationGetRelid(rel);
-	slot->tts_tid = *tid;
+	scan_store_row(rel, heap_copy_minimal_tuple(handoff.tup, 0), true, tid, slot);
 	return true;
 }
 
@@ -629,9 +647,7 @@ fetch_row_version(Relation rel, ItemPointer tid, Snapshot snapshot,
 		return true;
 	if (!fetch_visible(rel, tid, snapshot, &v))
 		return false;
-	ExecStoreMinimalTuple(v.tup, slot, true);
-	slot->tts_tableOid = RelationGetRelid(rel);
-	slot->tts_tid = *tid;
+	scan_store_row(rel, v.tup, true, tid, slot);
 	return true;
 }
 

@@ -37,6 +37,7 @@
 #include "utils/typcache.h"
 
 #include "mat.h"
+#include "pg_compat.h"
 #include "table_desc.h"
 
 static void
@@ -55,6 +56,7 @@ mat_parse(const char *query_string)
 {
 	List	   *raw = raw_parser(query_string, RAW_PARSE_DEFAULT);
 	RawStmt    *stmt;
+	Query	   *q;
 
 	if (list_length(raw) != 1)
 		ereport(ERROR,
@@ -67,7 +69,9 @@ mat_parse(const char *query_string)
 				 errmsg("the query of a materialized aggregate must be a SELECT statement")));
 	if (((SelectStmt *) stmt->stmt)->intoClause)
 		refuse("SELECT INTO", NULL);
-	return parse_analyze_fixedparams(stmt, query_string, NULL, 0, NULL);
+	q = parse_analyze_fixedparams(stmt, query_string, NULL, 0, NULL);
+	compat_flatten_group_rte(q);
+	return q;
 }
 
 /* the equality operator of type, which must also hash and sort (btree) */

@@ -38,11 +38,10 @@
 #include "utils/rel.h"
 #include "utils/varlena.h"
 
+#include "access/heapam.h"
+#include "access/stratnum.h"
 #if PG_VERSION_NUM >= 180000
-#include "access/heapam.h"
 #include "storage/read_stream.h"
-#else
-#include "access/heapam.h"
 #endif
 
 #if PG_VERSION_NUM < 150000 || (PG_VERSION_NUM >= 160000 && PG_VERSION_NUM < 180000)
@@ -217,6 +216,57 @@ compat_check_query_perms(Query *q, Oid as_user)
 #endif
 }
 
+/*
+ * Since 18 a grouped query's range table ends with a group RTE, through
+ * which its target list refers to the GROUP BY expressions.  Flattened
+ * back to the expressions themselves, the query reads as 15 gives it (and
+ * the planner takes it so too).
+ */
+static inline void
+compat_flatten_group_rte(Query *q)
+{
+#if PG_VERSION_NUM >= 180000
+	if (q->hasGroupRTE)
+	{
+		q->targetList = (List *) flatten_group_exprs(NULL, q, (Node *) q->targetList);
+		q->havingQual = flatten_group_exprs(NULL, q, q->havingQual);
+		Assert(llast_node(RangeTblEntry, q->rtable)->rtekind == RTE_GROUP);
+		q->rtable = list_truncate(q->rtable, list_length(q->rtable) - 1);
+		q->hasGroupRTE = false;
+	}
+#endif
+}
+
+/* ---- index access methods ---- */
+
+/*
+ * An index AM whose operator strategies are numbered as btree's (1 "<" to
+ * 5 ">"): since 18 the planner finds an ordered index's sort order through
+ * the AM's translation of strategies to compare types, and without one
+ * takes the index as unordered.
+ */
+#if PG_VERSION_NUM >= 180000
+static inline CompareType
+compat_btree_strategy_cmptype(StrategyNumber strategy, Oid opfamily)
+{
+	return strategy >= BTLessStrategyNumber && strategy <= BTGreaterStrategyNumber ?
+		(CompareType) strategy : COMPARE_INVALID;
+}
+
+static inline StrategyNumber
+compat_btree_cmptype_strategy(CompareType cmptype, Oid opfamily)
+{
+	return cmptype >= COMPARE_LT && cmptype <= COMPARE_GT ?
+		(StrategyNumber) cmptype : InvalidStrategy;
+}
+
+#define IndexAmNumbersAsBtree(amroutine) \
+	((amroutine)->amtranslatestrategy = compat_btree_strategy_cmptype, \
+	 (amroutine)->amtranslatecmptype = compat_btree_cmptype_strategy)
+#else
+#define IndexAmNumbersAsBtree(amroutine) ((void) (amroutine))
+#endif
+
 /* ---- errors ---- */
 
 /*
@@ -238,9 +288,10 @@ compat_prune_page(Relation rel, Buffer buf, struct GlobalVisState *vistest)
 {
 #if PG_VERSION_NUM >= 180000
 	PruneFreezeResult presult;
+	OffsetNumber off_loc;		/* where an error was, for a callback */
 
 	heap_page_prune_and_freeze(rel, buf, vistest, 0, NULL, &presult,
-							   PRUNE_ON_ACCESS, NULL, NULL, NULL);
+							   PRUNE_ON_ACCESS, &off_loc, NULL, NULL);
 #else
 	int			nnewlpdead;
 

@@ -32,14 +32,18 @@ for f in "$top"/test/isolation/specs/*.spec; do
 	[[ " $ISOLATION " == *" $t "* ]] || pk_die "test/isolation/specs/$t.spec is not in the Makefile's ISOLATION"
 done
 
+# pg_regress prints one line per test: "test NAME ... ok" / "... FAILED"
+# (15), "ok N - NAME" / "not ok N - NAME" (TAP, 16 on)
+ok_line='\.\.\. +ok|^ok +[0-9]+ +- '
+failed_line='\.\.\. +FAILED|failed \(ignored\)|^not ok +[0-9]+ +- '
 count_regress()
 {
-	# pg_regress prints one line per test: "test NAME ... ok" / "... FAILED"
 	local out=$1
 	local suite=$2 name
-	passed=$((passed + $(grep -cE '\.\.\. +ok' "$out")))
-	failed=$((failed + $(grep -cE '\.\.\. +FAILED|failed \(ignored\)' "$out")))
-	for name in $(sed -nE 's/^[ ]*(test|permutation)?[ ]*([A-Za-z0-9_]+) +\.\.\. +(FAILED|failed \(ignored\)).*/\2/p' "$out"); do
+	passed=$((passed + $(grep -cE "$ok_line" "$out")))
+	failed=$((failed + $(grep -cE "$failed_line" "$out")))
+	for name in $(sed -nE -e 's/^[ ]*(test|permutation)?[ ]*([A-Za-z0-9_]+) +\.\.\. +(FAILED|failed \(ignored\)).*/\2/p' \
+		-e 's/^not ok +[0-9]+ +- +([A-Za-z0-9_]+).*/\1/p' "$out"); do
 		failed_names+=("$suite/$name")
 	done
 }
@@ -79,13 +83,13 @@ installcheck_with()
 		for d in "$work/regression.diffs" "$work/output_iso/regression.diffs"; do
 			[ -f "$d" ] && cat "$d"
 		done
-		grep -qE '\.\.\. +FAILED' "$out" || { failed=$((failed + 1)); failed_names+=("installcheck-mpt$mpt (exit $rc)"); }
+		grep -qE "$failed_line" "$out" || { failed=$((failed + 1)); failed_names+=("installcheck-mpt$mpt (exit $rc)"); }
 	fi
 }
 installcheck_with 10
 # every spec ran with prepared transactions on
 for s in $ISOLATION_PREPARED; do
-	grep -qE "^(test )?$s +\.\.\." "$work/installcheck-10.out" ||
+	grep -qE "^(test )?$s +\.\.\.|^(not )?ok +[0-9]+ +- +$s " "$work/installcheck-10.out" ||
 		{ failed=$((failed + 1)); failed_names+=("installcheck-mpt10 ($s did not run)"); }
 done
 installcheck_with 0
@@ -104,7 +108,8 @@ for t in "$work"/test/t/*.pl; do
 	if (cd "$work" && run_as env \
 			PERL5LIB="$pgxs/src/test/perl:$work/test/t" \
 			PG_REGRESS="$pgxs/src/test/regress/pg_regress" \
-			TESTDIR="$tdir" TEMP_CONFIG="$work/test/pg_test.conf" \
+			TESTDIR="$tdir" TESTDATADIR="$tdir/tmp_check" TESTLOGDIR="$tdir/tmp_check/log" \
+			TEMP_CONFIG="$work/test/pg_test.conf" \
 			PG_TEST_NOCLEAN= \
 			prove "test/t/$name"); then
 		passed=$((passed + 1))

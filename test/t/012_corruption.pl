@@ -26,7 +26,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 my $node = PostgreSQL::Test::Cluster->new('corrupt');
-$node->init;    # data_checksums off
+# data checksums off: PostgreSQL 15's initdb default, 18's on request
+$node->init(extra => $node->pg_version >= 18 ? ['--no-data-checksums'] : []);
 $node->start;
 is($node->safe_psql('postgres', 'SHOW data_checksums'), 'off', 'data checksums are off');
 

@@ -55,9 +55,13 @@ my @fileargs = PkWorkload::script_args($node,
 	{ upd => "\\set id random(1, $nkeys)\nUPDATE t SET amount = amount + 1 WHERE id = :id;\n" },
 	{ upd => 1 });
 
+# the server's WAL flushes (pg_stat_io's since PostgreSQL 18)
 sub stat_syncs
 {
-	return $node->safe_psql('postgres', 'SELECT wal_sync FROM pg_stat_wal');
+	return $node->safe_psql('postgres',
+		$node->pg_version >= 18
+		? "SELECT sum(fsyncs) FROM pg_stat_io WHERE object = 'wal' AND context = 'normal'"
+		: 'SELECT wal_sync FROM pg_stat_wal');
 }
 
 for my $mode ('on', 'off')
