@@ -122,6 +122,26 @@ UPDATE orders SET price = price + 1 WHERE order_id = 1;
 ALTER TABLE orders RENAME COLUMN price TO amount;
 SELECT mat_exact();
 
+-- a catalog row another PostgreSQL major wrote (its tree tagged PG99, as
+-- pg_upgrade would carry one): the query comes from the trigger's SQL, and
+-- maintenance goes on; a rename makes the row this major's first.  A row's
+-- tree is tagged with the major writing it.
+SELECT left(query, 5) = 'PG' || current_setting('server_version_num')::int / 10000 || ' '
+	AS own_tag
+FROM pkchangelog.materializations WHERE aggregate = 'store_sales'::regclass;
+UPDATE pkchangelog.materializations SET query = 'PG99 {QUERY :commandType 99}'
+WHERE aggregate = 'store_sales'::regclass;
+SELECT query FROM pk_materializations WHERE name = 'store_sales'::regclass;
+UPDATE orders SET amount = amount + 1 WHERE order_id = 2;
+SELECT mat_exact();
+ALTER TABLE orders RENAME COLUMN amount TO price;
+SELECT query FROM pk_materializations WHERE name = 'store_sales'::regclass;
+ALTER TABLE orders RENAME COLUMN price TO amount;
+SELECT left(query, 5) = 'PG' || current_setting('server_version_num')::int / 10000 || ' '
+	AS own_tag
+FROM pkchangelog.materializations WHERE aggregate = 'store_sales'::regclass;
+SELECT mat_exact();
+
 -- refusals: 0A000 naming the part
 \set VERBOSITY default
 SELECT pk_materialize('bad', 'SELECT o.store_id, count(*) AS n FROM orders o JOIN orders p USING (order_id) GROUP BY 1');

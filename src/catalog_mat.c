@@ -151,3 +151,27 @@ cat_mat_delete(Oid aggregate)
 	table_close(crel, RowExclusiveLock);
 	return relid;
 }
+
+/* the query of aggregate's row becomes query */
+void
+cat_mat_set_query(Oid aggregate, const char *query)
+{
+	Relation	crel = cat_open(CAT_MATERIALIZATIONS, RowExclusiveLock);
+	SysScanDesc scan = mat_scan(crel, aggregate, GetLatestSnapshot());
+	HeapTuple	tup;
+
+	if (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Datum		values[Natts_materializations] = {0};
+		bool		nulls[Natts_materializations] = {0};
+		bool		replace[Natts_materializations] = {0};
+
+		values[Anum_materializations_query - 1] = CStringGetTextDatum(query);
+		replace[Anum_materializations_query - 1] = true;
+		tup = heap_modify_tuple(tup, RelationGetDescr(crel), values, nulls, replace);
+		CatalogTupleUpdate(crel, &tup->t_self, tup);
+	}
+	systable_endscan(scan);
+	table_close(crel, RowExclusiveLock);
+	CommandCounterIncrement();
+}

@@ -28,5 +28,6 @@ extern List *cat_mat_list(Oid relid, Snapshot snapshot);
 extern List *cat_mat_all(Snapshot snapshot);
 extern MatRow *cat_mat_get(Oid aggregate, Snapshot snapshot);
 extern Oid	cat_mat_delete(Oid aggregate);
+extern void cat_mat_set_query(Oid aggregate, const char *query);
 
 #endif							/* PK_CATALOG_MAT_H */

@@ -15,6 +15,7 @@
 #include "utils/relcache.h"
 
 #include "catalog.h"
+#include "catalog_mat.h"
 
 /* what an output column of the aggregate is */
 typedef enum MatKind
@@ -67,6 +68,8 @@ typedef struct MatDef
 
 /* mat_query.c */
 extern Query *mat_parse(const char *query_string);
+extern Oid	mat_trigger_function(void);
+extern Query *mat_query_tree(const MatRow *m);
 extern MatDef *mat_analyze(Query *query);
 extern bool mat_needs_nn(const MatCol *c);
 
@@ -87,6 +90,7 @@ extern void mat_attach(Oid aggregate, Query *q, Oid *value_tables, int ncols);
 extern void mat_trigger_created(CreateTrigStmt *stmt);
 extern void mat_trigger_dropped(Oid trigoid);
 extern void mat_trigger_check(Oid trigoid);
+extern void mat_own_trees(void);
 extern void mat_refresh_triggers(void);
 extern void mat_dropped(Oid relid);
 

@@ -514,7 +514,7 @@ mat_entries(Relation rel)
 	foreach(lc, rows)
 	{
 		MatRow	   *m = lfirst(lc);
-		MatDef	   *def = mat_analyze(stringToNode(m->query));
+		MatDef	   *def = mat_analyze(mat_query_tree(m));
 		Datum	   *oids;
 		int			n;
 		Oid		   *tables;

@@ -69,14 +69,6 @@ PG_FUNCTION_INFO_V1(pk_materialization_attach);
 
 #define MAT_TRIGGER_NAME "pk_materialized"
 
-/* pkchangelog.materialized_aggregate(); InvalidOid before version 0.4 */
-static Oid
-trigger_function(void)
-{
-	return LookupFuncName(list_make2(makeString(PK_CATALOG_SCHEMA),
-									 makeString("materialized_aggregate")),
-						  0, NULL, true);
-}
 
 /* ---- checks --------------------------------------------------------- */
 
@@ -255,7 +247,7 @@ mat_attach(Oid aggregate, Query *q, Oid *value_tables, int ncols)
 {
 	CreateTrigStmt *stmt = makeNode(CreateTrigStmt);
 
-	if (!OidIsValid(trigger_function()))
+	if (!OidIsValid(mat_trigger_function()))
 	{
 		MatDef	   *def;
 
@@ -306,7 +298,7 @@ pk_materialization_attach(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("relation %u is not a materialized aggregate", aggregate)));
-	q = stringToNode(m->query);
+	q = mat_query_tree(m);
 	mat_attach(aggregate, q, row_value_tables(m, list_length(q->targetList)),
 			   list_length(q->targetList));
 	PG_RETURN_VOID();
@@ -429,7 +421,7 @@ make_aggregate(Oid relid, List *args, MatDef **defp)
 	oids = palloc(sizeof(Datum) * def->ncols);
 	for (int j = 0; j < def->ncols; j++)
 		oids[j] = ObjectIdGetDatum(value_tables[j]);
-	cat_mat_insert(def->source, relid, nodeToString(q),
+	cat_mat_insert(def->source, relid, compat_node_store(q),
 				   PointerGetDatum(construct_array(oids, def->ncols, OIDOID, sizeof(Oid),
 												   true, TYPALIGN_INT)),
 				   cat_table_state_peek(def->source).last_snapshot_id);
@@ -544,7 +536,7 @@ refuse_deferrable_triggers(Oid relid)
 void
 mat_trigger_created(CreateTrigStmt *stmt)
 {
-	Oid			func = trigger_function();
+	Oid			func = mat_trigger_function();
 	Oid			relid;
 	Oid			trigoid;
 	MatRow	   *m;
@@ -596,7 +588,7 @@ mat_trigger_created(CreateTrigStmt *stmt)
 		}
 		systable_endscan(scan);
 		table_close(trel, AccessShareLock);
-		ncols = list_length(((Query *) stringToNode(m->query))->targetList);
+		ncols = list_length(((Query *) mat_query_tree(m))->targetList);
 		value_tables = row_value_tables(m, ncols);
 	}
 	refuse_deferrable_triggers(relid);
@@ -625,7 +617,7 @@ mat_dropped(Oid relid)
 void
 mat_trigger_dropped(Oid trigoid)
 {
-	Oid			func = trigger_function();
+	Oid			func = mat_trigger_function();
 	Oid			relid;
 	Oid			tgfoid;
 
@@ -656,6 +648,27 @@ tgargs_of(List *args)
 }
 
 /*
+ * Before a rename: a catalog row another PostgreSQL major wrote keeps this
+ * major's tree from now on, read from its trigger's SQL while that still
+ * names what the query reads (mat_query_tree); afterwards only the tree,
+ * which refers to objects by OID, does.
+ */
+void
+mat_own_trees(void)
+{
+	List	   *rows = cat_mat_all(GetLatestSnapshot());
+	ListCell   *lc;
+
+	foreach(lc, rows)
+	{
+		MatRow	   *m = lfirst(lc);
+
+		if (compat_node_load(m->query) == NULL)
+			cat_mat_set_query(m->aggregate, compat_node_store(mat_query_tree(m)));
+	}
+}
+
+/*
  * After a rename (of a source, a column, a schema, a function ...): every
  * aggregate's trigger arguments are its stored definition as SQL again, so
  * that pg_dump writes what a restore can read.
@@ -663,7 +676,7 @@ tgargs_of(List *args)
 void
 mat_refresh_triggers(void)
 {
-	Oid			func = trigger_function();
+	Oid			func = mat_trigger_function();
 	List	   *rows;
 	ListCell   *lc;
 	Relation	trel;
@@ -674,7 +687,7 @@ mat_refresh_triggers(void)
 	foreach(lc, rows)
 	{
 		MatRow	   *m = lfirst(lc);
-		Query	   *q = stringToNode(m->query);
+		Query	   *q = mat_query_tree(m);
 		int			ncols = list_length(q->targetList);
 		List	   *args = definition_args(q, row_value_tables(m, ncols), ncols);
 		Datum		newargs = tgargs_of(args);

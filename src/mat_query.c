@@ -6,6 +6,7 @@
  *	  maintain (one pkmerge table, count/sum/avg/min/max, WHERE and GROUP
  *	  BY over the row, immutable functions only) and described as a
  *	  MatDef: per output column what it is and how its value is kept.
+ *	  Also where a kept aggregate's query is read back (mat_query_tree).
  *
  * Everything else is refused with 0A000 naming the part.  Mutable
  * functions are refused too, not only volatile ones: a change is retracted
@@ -24,11 +25,13 @@
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
+#include "commands/trigger.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/analyze.h"
 #include "parser/parse_coerce.h"
+#include "parser/parse_func.h"
 #include "parser/parser.h"
 #include "rewrite/rewriteManip.h"
 #include "utils/builtins.h"
@@ -71,6 +74,50 @@ mat_parse(const char *query_string)
 		refuse("SELECT INTO", NULL);
 	q = parse_analyze_fixedparams(stmt, query_string, NULL, 0, NULL);
 	compat_flatten_group_rte(q);
+	return q;
+}
+
+/* pkchangelog.materialized_aggregate(); InvalidOid before version 0.4 */
+Oid
+mat_trigger_function(void)
+{
+	return LookupFuncName(list_make2(makeString(PK_CATALOG_SCHEMA),
+									 makeString("materialized_aggregate")),
+						  0, NULL, true);
+}
+
+/*
+ * The aggregate's query, analyzed: the tree its catalog row keeps, or, for
+ * a row another PostgreSQL major wrote (pg_upgrade carries the catalog's
+ * files over), its trigger's SQL parsed again; that SQL names every object
+ * with its schema and follows renames, so it is the same query.
+ */
+Query *
+mat_query_tree(const MatRow *m)
+{
+	Query	   *q = compat_node_load(m->query);
+	Oid			func = mat_trigger_function();
+	Relation	rel;
+	TriggerDesc *td;
+
+	if (q != NULL)
+		return q;
+	rel = table_open(m->aggregate, AccessShareLock);
+	td = rel->trigdesc;
+	for (int i = 0; td != NULL && i < td->numtriggers; i++)
+		if (td->triggers[i].tgfoid == func && td->triggers[i].tgnargs > 0)
+		{
+			q = mat_parse(td->triggers[i].tgargs[0]);
+			break;
+		}
+	table_close(rel, AccessShareLock);
+	if (q == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("materialized aggregate \"%s\" has no trigger to read its query from",
+						get_rel_name(m->aggregate)),
+				 errdetail("Its catalog row was written by another PostgreSQL major version."),
+				 errhint("Create the aggregate again with pk_materialize.")));
 	return q;
 }
 

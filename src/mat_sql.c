@@ -274,7 +274,7 @@ pk_reconcile(PG_FUNCTION_ARGS)
 	/* both sides as of one commit of the source */
 	rel = table_open(m->relid, ShareLock);
 	mat_full_compaction_first(rel);
-	q = stringToNode(m->query);
+	q = mat_query_tree(m);
 	def = mat_analyze(q);
 	def->aggregate = aggregate;
 	table = quote_qualified_identifier(get_namespace_name(get_rel_namespace(aggregate)),
@@ -344,7 +344,7 @@ pk_materialization_query(PG_FUNCTION_ARGS)
 
 	if (m == NULL)
 		PG_RETURN_NULL();
-	PG_RETURN_TEXT_P(cstring_to_text(pg_get_querydef(stringToNode(m->query), true)));
+	PG_RETURN_TEXT_P(cstring_to_text(pg_get_querydef(mat_query_tree(m), true)));
 }
 
 /*
@@ -411,7 +411,7 @@ mat_check_alter_column(Oid relid, const char *colname, const char *what)
 	if ((m = cat_mat_get(aggregate, GetLatestSnapshot())) == NULL)
 		return;
 	/* the columns made are the first ones (create_tables) */
-	def = mat_analyze(stringToNode(m->query));
+	def = mat_analyze(mat_query_tree(m));
 	made = def->ngroups + 2;
 	if (aggregate == relid)
 	{

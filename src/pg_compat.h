@@ -28,6 +28,7 @@
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "nodes/readfuncs.h"
 #include "optimizer/optimizer.h"
 #include "pgstat.h"
 #include "replication/reorderbuffer.h"
@@ -266,6 +267,36 @@ compat_btree_cmptype_strategy(CompareType cmptype, Oid opfamily)
 #else
 #define IndexAmNumbersAsBtree(amroutine) ((void) (amroutine))
 #endif
+
+/*
+ * ---- node trees kept in a table ----
+ * nodeToString's format is a major's own: a tree stored in a table (and
+ * carried to another major by pg_upgrade) is tagged with the major that
+ * wrote it, "PG18 {QUERY ...", and read back only by that major.  A tree
+ * without a tag was written by 15, the one major before tags.
+ * compat_node_load returns NULL for another major's tree.
+ */
+static inline char *
+compat_node_store(const void *node)
+{
+	return psprintf("PG%d %s", PG_MAJORVERSION_NUM, nodeToString(node));
+}
+
+static inline void *
+compat_node_load(const char *stored)
+{
+	int			major = 15;
+
+	if (strncmp(stored, "PG", 2) == 0)
+	{
+		major = atoi(stored + 2);
+		stored = strchr(stored, ' ');
+		if (stored == NULL)
+			return NULL;
+		stored++;
+	}
+	return major == PG_MAJORVERSION_NUM ? stringToNode(stored) : NULL;
+}
 
 /* ---- errors ---- */
 

@@ -969,6 +969,9 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 			break;
 	}
 
+	/* the aggregates' queries by OID, which the rename leaves right */
+	if (renames)
+		mat_own_trees();
 	save_full = in_vacuum_full;
 	save_verbose = vacuum_full_verbose;
 	in_vacuum_full = is_vacuum_full(parsetree, &vacuum_full_verbose);

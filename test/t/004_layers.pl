@@ -3,7 +3,8 @@
 # or variable another defines is an edge; the graph must have no cycle, so
 # that each file's callers are above it (doc/developing.md,
 # "Architecture").  Needs no server; runs on the objects the build left in
-# src/.  Also: one relcache callback slot for the whole library.
+# src/.  Also: one relcache callback slot for the whole library, and no
+# version test outside src/pg_compat.h.
 use strict;
 use warnings;
 use FindBin;
@@ -102,5 +103,20 @@ my @relcache_callers = sort grep {
 } keys %undefined;
 is(join(' ', @relcache_callers), 'relcache_hub',
 	'only relcache_hub registers a relcache callback with PostgreSQL');
+
+# The PostgreSQL majors the library builds against differ in one header:
+# no other file asks which major it is built for.
+my @version_tests;
+for my $f (sort glob("$src/*.c"), sort glob("$src/*.h"))
+{
+	next if $f =~ m{/pg_compat\.h$};
+	open my $fh, '<', $f or die "cannot read $f: $!";
+	while (my $line = <$fh>)
+	{
+		push @version_tests, "$f:$.: $line" if $line =~ /PG_VERSION_NUM|PG_MAJORVERSION/;
+	}
+	close $fh;
+}
+is(join('', @version_tests), '', 'only src/pg_compat.h tests the PostgreSQL version');
 
 done_testing();
