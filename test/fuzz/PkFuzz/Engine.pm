@@ -410,6 +410,18 @@ sub run_pair
 		my $want = ($s->{xstate} && $s->{xstate}{$hs}) // $hs;
 		my $p = $e->exec($pk, copy => $s->{pkcopy});
 		return $e->crash($p, $s->{t}, $pk) if $p->{lost};
+		if ($p->{ok} && $hs eq 'XX001' && $hp =~ /^VACUUM FULL /
+			&& $h->{msg} =~ /^missing chunk number \d+ for toast value/)
+		{
+			# PostgreSQL's own race (bugs #18351, #19519): a VACUUM of the
+			# twin removed toast values of rows its heap part kept, the
+			# horizons moving between the two as transactions of other
+			# databases (parallel runs) end; the rewrite of the twin fails
+			# and leaves it as it was.  Not pkmerge's to answer for.
+			$e->{stats}{heap_toast_races}++;
+			$e->note("-- heap hit PostgreSQL's toast horizon race ($h->{msg}): not compared");
+			return undef;
+		}
 		if ($p->{ok})
 		{
 			return $e->fail('stmt', $s->{t}, "$s->{op}: heap failed with $hs ($h->{msg}), pkmerge succeeded: $p->{status}\n"
