@@ -73,6 +73,10 @@ download()
 	ls -d "$dir"/postgresql-"$major".* | head -n 1
 }
 
+# PostgreSQL's makefiles make their generated headers (errcodes.h, ...)
+# only at make level 0: a build started from a make (make test PG=18) is
+# made to look like one started by hand
+unset MAKELEVEL MAKEFLAGS MFLAGS
 build=${TMPDIR:-/tmp}/pkchangelog-pg$major-build
 jobs=$(nproc 2>/dev/null || echo 2)
 if [ "$(id -u)" -eq 0 ]; then

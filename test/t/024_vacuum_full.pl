@@ -91,7 +91,12 @@ sub crash_vacuum_full
 		usleep(50_000) if $pid eq '';
 	}
 	like($pid, qr/^\d+$/, "$what: VACUUM FULL waits for the locked row");
+	# a query may still reach the server between the kill and the
+	# postmaster's noticing it: wait for the restart in the log
+	my $logstart = -s $node->logfile;
 	kill(9, $pid);
+	$node->wait_for_log(qr/all server processes terminated; reinitializing/, $logstart);
+	$node->wait_for_log(qr/database system is ready to accept connections/, $logstart);
 	$node->poll_query_until('postgres', 'SELECT true') or die 'the server did not recover';
 	eval { $holder->quit; };
 	eval { $vf->quit; };
