@@ -112,4 +112,41 @@ RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
 RESET max_parallel_workers_per_gather;
 DROP TABLE pa, pa_heap;
+
+-- The planner gives a table parallel workers by its pages: a pkmerge table
+-- counts the pages its rows would take in heap, not its compressed ones,
+-- and gets the workers a heap table of the same rows gets.  These rows
+-- compress to a small fraction of heap's pages, fewer than the threshold
+-- for one worker.
+CREATE TABLE pc (id int PRIMARY KEY, grp int, v text) USING pkmerge;
+INSERT INTO pc SELECT g, g % 7, repeat('x', 100) FROM generate_series(1, 100000) g;
+CREATE TABLE pc_heap (id int PRIMARY KEY, grp int, v text);
+INSERT INTO pc_heap SELECT * FROM pc;
+ANALYZE pc, pc_heap;
+CREATE FUNCTION pc_workers(q text) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE plan json;
+BEGIN
+	EXECUTE 'EXPLAIN (FORMAT JSON) ' || q INTO plan;
+	RETURN coalesce((plan->0->'Plan'->>'Workers Planned')::int,
+					(plan->0->'Plan'->'Plans'->0->>'Workers Planned')::int, 0);
+END $$;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = '2MB';
+SET max_parallel_workers_per_gather = 8;
+SELECT pg_relation_size('pc') < 2 * 1024 * 1024 AS compressed_below_threshold,
+	pg_relation_size('pc_heap') >= 3 * 2 * 1024 * 1024 AS heap_two_workers;
+SELECT pc_workers('SELECT sum(grp), count(*) FROM pc') AS pkmerge_workers,
+	pc_workers('SELECT sum(grp), count(*) FROM pc_heap') AS heap_workers;
+-- the plans for the key and for other columns are heap's
+EXPLAIN (COSTS OFF) SELECT * FROM pc WHERE id = 7;
+EXPLAIN (COSTS OFF) SELECT * FROM pc WHERE id BETWEEN 10 AND 20;
+EXPLAIN (COSTS OFF) SELECT * FROM pc WHERE grp = 3;
+SELECT sum(grp), count(*) FROM pc;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
+DROP TABLE pc, pc_heap;
+DROP FUNCTION pc_workers(text);
 DROP FUNCTION pa_digest(text);

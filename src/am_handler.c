@@ -10,6 +10,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/heapam.h"
 #include "access/multixact.h"
 #include "access/tableam.h"
@@ -19,6 +21,7 @@
 #include "catalog/storage_xlog.h"
 #include "commands/vacuum.h"
 #include "executor/tuptable.h"
+#include "optimizer/plancat.h"
 #include "pgstat.h"
 #include "replication/logicalworker.h"
 #include "run_list.h"
@@ -394,18 +397,33 @@ pk_relation_needs_toast_table(Relation rel)
 }
 
 /*
- * The planner's size of the table: the records and pages of its data runs,
- * from the catalog as the run list cache has it (no I/O).  Heap scales
- * ANALYZE's density by the file's growth; a pkmerge file also holds the
- * changelog and delta runs of retained snapshots and free space, so its
- * size says little about the rows.
+ * The planner's size of the table: the records of its data runs, from the
+ * catalog as the run list cache has it (no I/O), and as pages the ones a
+ * heap table of those rows would have.  Heap scales ANALYZE's density by
+ * the file's growth; a pkmerge file also holds the changelog and delta
+ * runs of retained snapshots and free space, so its size says little
+ * about the rows.  The pages of the data runs themselves are compressed:
+ * a scan's work is decompressing and reading the rows, and the planner
+ * gives a table its parallel workers by pages (compute_parallel_worker),
+ * so a table that compresses well would get fewer workers than the same
+ * rows in heap, or none.  The rows' width comes from ANALYZE's statistics
+ * where there are some, from their types otherwise, as heap's estimate of
+ * a table never analyzed does.
  */
 static void
 pk_relation_estimate_size(Relation rel, int32 *attr_widths, BlockNumber *pages,
 						  double *tuples, double *allvisfrac)
 {
+	BlockNumber stored;
+	double		width;
+	double		heap_pages;
+
 	*allvisfrac = 0;
-	*tuples = scan_count_rows(rel, pages, true);
+	*tuples = scan_count_rows(rel, &stored, true);
+	width = get_rel_data_width(rel, attr_widths) +
+		MAXALIGN(SizeofHeapTupleHeader) + sizeof(ItemIdData);
+	heap_pages = ceil(*tuples * width / (BLCKSZ - SizeOfPageHeaderData));
+	*pages = (BlockNumber) Max((double) stored, Min(heap_pages, (double) MaxBlockNumber));
 }
 
 static bool
