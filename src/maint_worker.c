@@ -643,7 +643,17 @@ maintain_step(Oid relid, MaintainStep step)
 		{
 			slot->pending = cat_prune_runs(relid);
 			slot->version = version;
-			space_truncate(rel, &before, &after, &used);
+
+			/*
+			 * Not under ANALYZE or VACUUM (their lock): from PostgreSQL 17
+			 * on, ANALYZE reads its sampled blocks itself, up to the size
+			 * the file had when it began, and a block truncated away
+			 * meanwhile fails it.  Next round, then.
+			 */
+			if (ConditionalLockRelation(rel, ShareUpdateExclusiveLock))
+				space_truncate(rel, &before, &after, &used);
+			else
+				slot->pending = true;
 		}
 
 		/*

@@ -4,7 +4,8 @@
 # database where the extension is created later, lets DROP DATABASE through,
 # compacts at once when a commit asks for it (after worker_request_delay
 # when it served others just before), marks a table's last commit log
-# record committed, and stops when switched off.
+# record committed, truncates a file's free end but not under ANALYZE's
+# lock, and stops when switched off.
 use strict;
 use warnings;
 use FindBin;
@@ -196,6 +197,46 @@ my $idle_fetches = $node->safe_psql('postgres', $fetches) - $before;
 cmp_ok($idle_fetches, '<', 3000,
 	'5 s of worker rounds (every 100 ms) over an idle table with 300 retained runs read fewer run rows than five looks for freed space would');
 $node->safe_psql('postgres', 'DROP TABLE idle');
+
+# the file's free end is not truncated under ANALYZE (or VACUUM): from
+# PostgreSQL 17 on, ANALYZE reads the blocks it samples up to the size the
+# file had when it began, and a block truncated away meanwhile failed it.
+# Two tables lose all their rows; a transaction holds ANALYZE's lock on one
+# of them (LOCK TABLE: an ANALYZE in the transaction would also hold back,
+# by its transaction id, the pruning the truncation waits for).  The
+# worker expires their snapshots, prunes their runs and truncates the
+# other table's file; the locked one keeps its size until the transaction
+# ends.
+my %full;
+for my $tbl ('shrink', 'shrink_free')
+{
+	$node->safe_psql('postgres', qq{
+CREATE TABLE $tbl (id int PRIMARY KEY, v text) USING pkmerge
+	WITH (snapshot_num_retained_min = 1, snapshot_num_retained_max = 1, snapshot_time_retained = '0s');
+INSERT INTO $tbl SELECT g, md5(g::text) FROM generate_series(1, 50000) g;
+});
+}
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('BEGIN; LOCK TABLE shrink IN SHARE UPDATE EXCLUSIVE MODE;');
+for my $tbl ('shrink', 'shrink_free')
+{
+	$node->safe_psql('postgres', qq{DELETE FROM $tbl; SELECT pk_compact('$tbl', true);});
+	$full{$tbl} = $node->safe_psql('postgres', qq{SELECT pg_relation_size('$tbl')});
+}
+ok($node->poll_query_until('postgres',
+		qq{SELECT pg_relation_size('shrink_free') < $full{shrink_free} / 10}),
+	'the worker truncated the free end of a table without the lock');
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 0 FROM pkchangelog.runs
+	WHERE relid = 'shrink'::regclass AND nblocks > 10}),
+	'and pruned the runs of the locked one');
+sleep(1);
+is($node->safe_psql('postgres', q{SELECT pg_relation_size('shrink')}), $full{shrink},
+	'whose file keeps its size while ANALYZE\'s lock is held');
+$holder->query_safe('COMMIT;');
+$holder->quit;
+ok($node->poll_query_until('postgres', qq{SELECT pg_relation_size('shrink') < $full{shrink} / 10}),
+	'then the worker truncates its free end');
+$node->safe_psql('postgres', 'DROP TABLE shrink, shrink_free');
 
 # switched off: nothing is compacted any more
 PkWorker::set($node, 'worker_enabled', 'off');
