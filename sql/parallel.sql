@@ -138,7 +138,8 @@ SELECT pg_relation_size('pc') < 2 * 1024 * 1024 AS compressed_below_threshold,
 	pg_relation_size('pc_heap') >= 3 * 2 * 1024 * 1024 AS heap_two_workers;
 SELECT pc_workers('SELECT sum(grp), count(*) FROM pc') AS pkmerge_workers,
 	pc_workers('SELECT sum(grp), count(*) FROM pc_heap') AS heap_workers;
--- the plans for the key and for other columns are heap's
+-- lookups by key stay index scans; a filter on another column is a
+-- parallel sequential scan
 EXPLAIN (COSTS OFF) SELECT * FROM pc WHERE id = 7;
 EXPLAIN (COSTS OFF) SELECT * FROM pc WHERE id BETWEEN 10 AND 20;
 EXPLAIN (COSTS OFF) SELECT * FROM pc WHERE grp = 3;

@@ -9,11 +9,11 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-# aggregate_ms TABLE SPEC QUERY: time of QUERY over TABLE ("%s") in
-# milliseconds.
+# aggregate_ms TABLE SPEC QUERY: time of QUERY, its %s replaced by TABLE,
+# in milliseconds.
 aggregate_ms()
 {
-	div "$(time_sql "" "$(printf "$3" "$1")")" 0.001
+	div "$(time_sql "" "${3//%s/$1}")" 0.001
 }
 
 rows=$(scaled 1000000)
