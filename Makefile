@@ -57,7 +57,7 @@ EXTRA_CLEAN = pkchangelog.exports src/version.h
 REGRESS = extension readme ddl_options ddl_keys dml on_conflict savepoints \
 	explain parallel snapshots storage errors changelog_checker rewrites \
 	key_updates producers stream consume prepared materialize materialize_random decoding monitoring expiration stats compaction \
-	vacuum_full spill pk_write equal_keys privileges run_memory
+	vacuum_full spill pk_write equal_keys privileges run_memory indexes
 REGRESS_OPTS = --inputdir=$(srcdir) --load-extension=pkchangelog
 # The specs that prepare transactions run where the server allows them
 # (max_prepared_transactions > 0; 0 is PostgreSQL's default): make

@@ -638,7 +638,7 @@ dml_truncate_finish(Relation rel, WriteBuffer *wb)
 		if (w == NULL)
 			w = run_writer_begin(rel, t, 0, RUN_CHANGELOG, false);
 		pk_row_key(t, mt, keys);
-		run_writer_add(w, 0, PK_DELETE, mt, keys, 0);
+		run_writer_add(w, 0, PK_DELETE, mt, keys, 0, RUN_NO_ID);
 		if (shouldfree)
 			pfree(mt);
 	}

@@ -34,6 +34,7 @@
 #include "utils/snapmgr.h"
 
 #include "am_dml.h"
+#include "am_index.h"
 #include "am_scan.h"
 #include "catalog.h"
 #include "maint_compaction.h"
@@ -118,11 +119,17 @@ pk_tuple_get_latest_tid(TableScanDesc scan, ItemPointer tid)
 		*tid = v.tid;
 }
 
+/*
+ * A btree index asks which of its entries it may delete before it splits
+ * a page (bottom-up deletion): none, here.  Whether a row version is gone
+ * for every snapshot is VACUUM's to find out (am_index.c), which removes
+ * the entries of those no run holds any more.
+ */
 static TransactionId
 pk_index_delete_tuples(Relation rel, TM_IndexDeleteOp *delstate)
 {
-	/* only index AMs that delete entries call this; pkmerge_key has none */
-	elog(ERROR, "index tuple deletion is not used by pkmerge tables");
+	for (int i = 0; i < delstate->ndeltids; i++)
+		delstate->status[delstate->deltids[i].id].knowndeletable = false;
 	return InvalidTransactionId;
 }
 
@@ -191,8 +198,11 @@ pk_tuple_update(Relation rel, ItemPointer otid, TupleTableSlot *slot,
 				TU_UpdateIndexes *update_indexes)
 {
 	*lockmode = LockTupleExclusive;
-	/* pkmerge_key has no entries to maintain */
-	*update_indexes = TU_None;
+	/*
+	 * pkmerge_key has no entries to maintain; other indexes get the new
+	 * version's row id (am_index.c)
+	 */
+	*update_indexes = pk_table(rel)->row_ids ? TU_All : TU_None;
 	return dml_update(rel, otid, slot, cid, snapshot, tmfd);
 }
 
@@ -317,6 +327,8 @@ pk_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 	*tups_vacuumed = Max(records_before - *num_tuples, 0);
 	*tups_recently_dead = 0;
 	space_rewrite(OldTable, NewTable, &nruns, &pages);
+	/* the moved runs, for the secondary indexes PostgreSQL builds next */
+	CommandCounterIncrement();
 
 	/* no xids are stored in the relation's pages: nothing to freeze */
 	*xid_cutoff = InvalidTransactionId;
@@ -351,6 +363,8 @@ pk_relation_vacuum(Relation rel, struct VacuumParams *params,
 	catparams.options &= ~VACOPT_VERBOSE;
 	heap_vacuum_rel(runs, &catparams, bstrategy);
 	table_close(runs, ShareUpdateExclusiveLock);
+	/* the entries of row versions gone, out of the secondary indexes */
+	index_vacuum(rel, params, bstrategy);
 	space_truncate(rel, &before, &after, &used);
 	records = vacuum_count_rows(rel, &data_pages);
 
@@ -376,9 +390,12 @@ pk_index_build_range_scan(Relation table_rel, Relation index_rel,
 						  IndexBuildCallback callback, void *callback_state,
 						  TableScanDesc scan)
 {
-	not_supported(table_rel, "building this kind of index",
-				  "A pkmerge table has only its primary key index.");
-	return 0;
+	/* TIDs are row ids, not places: a block range means nothing (BRIN asks one at a time) */
+	if (start_blockno != 0 || numblocks != InvalidBlockNumber)
+		not_supported(table_rel, "summarizing a range of blocks",
+					  "A pkmerge table's TIDs are row ids: summarize the whole table.");
+	return index_build_scan(table_rel, index_rel, index_info, callback,
+							callback_state, scan);
 }
 
 static void
@@ -419,11 +436,27 @@ pk_relation_estimate_size(Relation rel, int32 *attr_widths, BlockNumber *pages,
 	double		heap_pages;
 
 	*allvisfrac = 0;
+
+	/*
+	 * Without column widths the caller is an index build asking how many
+	 * workers to use (plan_create_index_workers) or, for hash, how many
+	 * rows to expect: no pages, so no workers, as a build reads the rows in
+	 * one scan (am_index.c); the rows as VACUUM or ANALYZE counted them,
+	 * rather than read under a snapshot that may not see the command's
+	 * own rewrite (VACUUM FULL builds the indexes after it)
+	 */
+	if (attr_widths == NULL)
+	{
+		*pages = 0;
+		*tuples = Max(rel->rd_rel->reltuples, 0);
+		return;
+	}
 	*tuples = scan_count_rows(rel, &stored, true);
 	width = get_rel_data_width(rel, attr_widths) +
 		MAXALIGN(SizeofHeapTupleHeader) + sizeof(ItemIdData);
 	heap_pages = ceil(*tuples * width / (BLCKSZ - SizeOfPageHeaderData));
 	*pages = (BlockNumber) Max((double) stored, Min(heap_pages, (double) MaxBlockNumber));
+
 }
 
 static bool
@@ -443,6 +476,9 @@ pk_scan_sample_next_tuple(TableScanDesc scan, struct SampleScanState *scanstate,
 
 /* ANALYZE's next sampled block (am_scan.c), however the server hands it over */
 COMPAT_ANALYZE_NEXT_BLOCK(analyze_next_block, scan_analyze_block)
+
+/* bitmap scans: by secondary indexes (pkmerge_key has no amgetbitmap) */
+COMPAT_SCAN_BITMAP(bitmap, scan_bitmap_page, scan_bitmap_next)
 
 static const TableAmRoutine pkmerge_methods = {
 	.type = T_TableAmRoutine,
@@ -492,8 +528,7 @@ static const TableAmRoutine pkmerge_methods = {
 
 	.relation_estimate_size = pk_relation_estimate_size,
 
-	/* no bitmap scans: pkmerge_key has no amgetbitmap */
-	.scan_bitmap_next_tuple = NULL,
+	COMPAT_SCAN_BITMAP_CALLBACKS(bitmap),
 	.scan_sample_next_block = pk_scan_sample_next_block,
 	.scan_sample_next_tuple = pk_scan_sample_next_tuple,
 };

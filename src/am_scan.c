@@ -21,7 +21,9 @@
 
 #include "access/parallel.h"
 #include "access/xact.h"
+#include "executor/executor.h"
 #include "executor/tuptable.h"
+#include "nodes/nodeFuncs.h"
 #include "miscadmin.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/paths.h"
@@ -37,6 +39,7 @@
 #include "run_list.h"
 #include "run_merge.h"
 #include "run_read.h"
+#include "table_desc.h"
 #include "tid.h"
 #include "write_buffer.h"
 
@@ -72,9 +75,16 @@ typedef struct PkScanDesc
 	BlockNumber target;
 	bool		pending;
 	MergeRow	row;
+
+	/* bitmap scans: the TIDs of the current bitmap page left to fetch */
+	OffsetNumber bm_offsets[PK_TIDS_PER_BLOCK];
+	int			bm_n;
+	int			bm_next;
+	BlockNumber bm_block;
 } PkScanDesc;
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist = NULL;
+static ExecutorStart_hook_type prev_executor_start = NULL;
 
 static void scan_check_worker(Relation rel);
 
@@ -144,6 +154,7 @@ scan_reset(PkScanDesc *scan)
 	scan->in_chunk = false;
 	scan->pending = false;
 	scan->pos = 0;
+	scan->bm_n = scan->bm_next = 0;
 	MemoryContextReset(scan->cxt);
 }
 
@@ -575,6 +586,7 @@ fetch_visible(Relation rel, ItemPointer tid, Snapshot snapshot, PkVersion *v)
 	Datum		key[INDEX_MAX_KEYS];
 	uint32		hash;
 	PkVersion	newest;
+	int64		pos;
 
 	clear_dirty(snapshot);
 	if (snapshot && IsMVCCSnapshot(snapshot))
@@ -599,7 +611,7 @@ fetch_visible(Relation rel, ItemPointer tid, Snapshot snapshot, PkVersion *v)
 		 * snapshot sees if that is its key's newest there, by sequence
 		 * number (compaction keeps them).
 		 */
-		if (pk_tid_is_wbuf(tid) ||
+		if (wbuf_find_tid(wb, tid) >= 0 || (!t->row_ids && pk_tid_is_wbuf(tid)) ||
 			!lookup_tid(rel, t, runlist_visible(rel, GetLatestSnapshot()), wb, tid, v))
 			return false;
 		pk_row_key(t, v->tup, key);
@@ -608,8 +620,8 @@ fetch_visible(Relation rel, ItemPointer tid, Snapshot snapshot, PkVersion *v)
 			lookup_committed(rel, t, runs, key, hash, &newest) &&
 			newest.seq == v->seq && PK_KIND_IS_ADD(newest.kind);
 	}
-	if (pk_tid_is_wbuf(tid) &&
-		!wbuf_visible(wb, (uint32) wbuf_find_tid(wb, tid), snapshot_cid(snapshot)))
+	pos = wbuf_find_tid(wb, tid);
+	if (pos >= 0 && !wbuf_visible(wb, (uint32) pos, snapshot_cid(snapshot)))
 		return false;
 	pk_row_key(t, v->tup, key);
 	hash = pk_key_hash(t, key);
@@ -651,6 +663,62 @@ fetch_row_version(Relation rel, ItemPointer tid, Snapshot snapshot,
 	return true;
 }
 
+/* ---- bitmap scans ---- */
+
+/*
+ * The TIDs of a bitmap page to fetch: those it lists (noffsets of them),
+ * or every TID of the block when the page is lossy (noffsets < 0).  A
+ * pkmerge TID names a row version (tid.h), so a page is a range of row
+ * ids; most of a lossy page's name nothing.  True if there are any.
+ */
+bool
+scan_bitmap_page(TableScanDesc sscan, BlockNumber blockno,
+				 const OffsetNumber *offsets, int noffsets)
+{
+	PkScanDesc *scan = (PkScanDesc *) sscan;
+
+	scan->bm_block = blockno;
+	scan->bm_next = 0;
+	if (noffsets < 0)
+	{
+		for (int i = 0; i < PK_TIDS_PER_BLOCK; i++)
+			scan->bm_offsets[i] = (OffsetNumber) (i + 1);
+		scan->bm_n = PK_TIDS_PER_BLOCK;
+	}
+	else
+	{
+		scan->bm_n = Min(noffsets, PK_TIDS_PER_BLOCK);
+		memcpy(scan->bm_offsets, offsets, sizeof(OffsetNumber) * scan->bm_n);
+	}
+	return scan->bm_n > 0;
+}
+
+/*
+ * The next row of the bitmap page that the scan's snapshot sees, as an
+ * index scan fetches it; false when the page has no more.
+ */
+bool
+scan_bitmap_next(TableScanDesc sscan, TupleTableSlot *slot)
+{
+	PkScanDesc *scan = (PkScanDesc *) sscan;
+
+	while (scan->bm_next < scan->bm_n)
+	{
+		ItemPointerData tid;
+		PkVersion	v;
+
+		CHECK_FOR_INTERRUPTS();
+		ItemPointerSet(&tid, scan->bm_block, scan->bm_offsets[scan->bm_next++]);
+		if (!pk_tid_valid(&tid) ||
+			!fetch_visible(sscan->rs_rd, &tid, sscan->rs_snapshot, &v))
+			continue;
+		scan_store_row(sscan->rs_rd, v.tup, true, &tid, slot);
+		return true;
+	}
+	ExecClearTuple(slot);
+	return false;
+}
+
 /*
  * PostgreSQL 15 asks this only from ON CONFLICT under REPEATABLE READ and
  * SERIALIZABLE (ExecCheckTupleVisible): a conflicting row the transaction's
@@ -663,7 +731,8 @@ fetch_satisfies_snapshot(Relation rel, TupleTableSlot *slot, Snapshot snapshot)
 {
 	PkVersion	v;
 
-	if (pk_tid_is_wbuf(&slot->tts_tid))
+	if (pk_tid_is_wbuf(&slot->tts_tid) ||
+		wbuf_find_tid(wbuf_get(RelationGetRelid(rel), false), &slot->tts_tid) >= 0)
 		return true;			/* our own row */
 	if (fetch_visible(rel, &slot->tts_tid, snapshot, &v))
 		return true;
@@ -698,9 +767,34 @@ pk_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		((Path *) lfirst(lc))->parallel_safe = false;
 }
 
+/* the bitmap scans of pkmerge tables in a plan read nothing ahead */
+static bool
+no_prefetch_walker(PlanState *ps, void *context)
+{
+	if (ps == NULL)
+		return false;
+	if (IsA(ps, BitmapHeapScanState) &&
+		pk_is_pkmerge(((ScanState *) ps)->ss_currentRelation))
+		compat_bitmap_scan_no_prefetch(ps);
+	return planstate_tree_walker(ps, no_prefetch_walker, context);
+}
+
+static void
+pk_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	if (prev_executor_start)
+		prev_executor_start(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+	if (queryDesc->planstate)
+		(void) no_prefetch_walker(queryDesc->planstate, NULL);
+}
+
 void
 scan_init(void)
 {
 	prev_set_rel_pathlist = set_rel_pathlist_hook;
 	set_rel_pathlist_hook = pk_set_rel_pathlist;
+	prev_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = pk_executor_start;
 }

@@ -23,6 +23,9 @@ extern void scan_rescan(TableScanDesc sscan, struct ScanKeyData *key,
 extern bool scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
 							 TupleTableSlot *slot);
 extern bool scan_analyze_block(TableScanDesc sscan, BlockNumber blockno);
+extern bool scan_bitmap_page(TableScanDesc sscan, BlockNumber blockno,
+							 const OffsetNumber *offsets, int noffsets);
+extern bool scan_bitmap_next(TableScanDesc sscan, TupleTableSlot *slot);
 extern void scan_store_row(Relation rel, MinimalTuple tup, bool should_free,
 						   ItemPointer tid, TupleTableSlot *slot);
 extern bool scan_analyze_next_tuple(TableScanDesc sscan, TransactionId OldestXmin,

@@ -466,6 +466,7 @@ cat_drop_table(Oid relid)
 	cat_delete_rows("tables", relid, true);
 	cat_delete_rows("consumers", relid, true);
 	cat_delete_rows("materializations", relid, true);
+	cat_delete_rows("row_ids", relid, true);
 }
 
 Oid

@@ -42,7 +42,7 @@ emit(RunWriter **w, Relation rel, PkTable *t, uint64 seq, PkRowKind kind,
 {
 	if (*w == NULL)
 		*w = run_writer_begin(rel, t, 0, RUN_CHANGELOG, false);
-	run_writer_add(*w, seq, kind, tup, keys, 0);
+	run_writer_add(*w, seq, kind, tup, keys, 0, RUN_NO_ID);
 }
 
 /* one key's net change, before -> after (NULL: absent) */

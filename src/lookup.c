@@ -17,14 +17,16 @@
 #include "run_read.h"
 #include "tid.h"
 
+/* the row of run at ordinal, rh in block b */
 static void
-version_from_run(const RunInfo *run, RunRowHeader *rh, uint64 ordinal, PkVersion *v)
+version_from_run(const RunInfo *run, const RunBlock *b, RunRowHeader *rh,
+				 uint64 ordinal, PkVersion *v)
 {
 	v->tup = heap_copy_minimal_tuple(RUN_ROW_TUPLE(rh), 0);
 	v->kind = RUN_ROW_KIND(rh);
 	v->seq = run_row_seq(run, rh);
 	v->cid = InvalidCommandId;
-	pk_tid_from_row(&v->tid, run->row_base + ordinal);
+	pk_tid_from_row(&v->tid, run_block_row_id(run, b, (uint32) (ordinal - b->first_row)));
 }
 
 /* The buffered record at pos, newer than any committed version. */
@@ -59,7 +61,7 @@ probe_run(Relation rel, PkTable *t, RunInfo *run, const Datum *key,
 	{
 		if (*found)
 			pfree(v->tup);
-		version_from_run(run, rh, ordinal, v);
+		version_from_run(run, pinned, rh, ordinal, v);
 		*found = true;
 	}
 	run_block_release(pinned);
@@ -133,28 +135,41 @@ lookup_tid(Relation rel, PkTable *t, List *runs, WriteBuffer *wb,
 	if (!pk_tid_valid(tid))
 		return false;
 	n = pk_tid_number(tid);
-	if (pk_tid_is_wbuf(tid))
+	if (t->row_ids || pk_tid_is_wbuf(tid))
 	{
 		int64		pos = wbuf_find_tid(wb, tid);
 
-		if (pos < 0)
+		if (pos >= 0)
+		{
+			version_from_buffer(wb, pos, v);
+			v->tid = *tid;
+			return true;
+		}
+		if (!t->row_ids)
 			return false;
-		version_from_buffer(wb, pos, v);
-		v->tid = *tid;
-		return true;
 	}
 	foreach(lc, runs)
 	{
 		RunInfo    *run = lfirst(lc);
 		RunBlock   *pinned;
 		RunRowHeader *rh;
+		uint64		ordinal;
 
-		if (n < (uint64) run->row_base || n >= (uint64) (run->row_base + run->record_count))
+		if (t->row_ids)
+		{
+			/* a row id: any data run may hold it */
+			if (run->kind != RUN_DATA || !run_find_id(rel, t, run, n, &ordinal))
+				continue;
+		}
+		else if (n < (uint64) run->row_base ||
+				 n >= (uint64) (run->row_base + run->record_count))
 			continue;
-		rh = run_row_at(rel, t, run, n - run->row_base, &pinned);
+		else
+			ordinal = n - run->row_base;
+		rh = run_row_at(rel, t, run, ordinal, &pinned);
 		if (rh == NULL)
 			return false;
-		version_from_run(run, rh, n - run->row_base, v);
+		version_from_run(run, pinned, rh, ordinal, v);
 		run_block_release(pinned);
 		return true;
 	}

@@ -43,6 +43,7 @@
 #include "log_snapshot.h"
 #include "mat.h"
 #include "pg_compat.h"
+#include "tid.h"
 #include "run_list.h"
 #include "run_merge.h"
 #include "run_read.h"
@@ -800,8 +801,10 @@ merge_and_switch(Relation rel, List *live, List *inputs, int outlevel, bool bott
 			/* small merges of small runs stay in catalog rows */
 			run_writer_allow_inline(w, live);
 		}
+		/* a table with row ids: each row keeps its id (tid.h) */
 		run_writer_add(w, row.seq, row.kind, row.tup, row.keys,
-					   pk_key_hash(t, row.keys));
+					   pk_key_hash(t, row.keys),
+					   t->row_ids ? pk_tid_number(&row.tid) : RUN_NO_ID);
 		out_records++;
 		if (run_writer_stream_size(w) >= t->opts.target_run_size)
 		{

@@ -173,6 +173,75 @@ name(TableScanDesc scan, BlockNumber blockno, BufferAccessStrategy bstrategy) \
 }
 #endif
 
+/*
+ * Bitmap scans: 15 hands the table AM each page of the bitmap
+ * (scan_bitmap_next_block), then asks for its tuples; 18 asks for tuples
+ * only, and the AM iterates the bitmap itself.  COMPAT_SCAN_BITMAP defines
+ * the callbacks, prefixed "name", on bool page(TableScanDesc, BlockNumber,
+ * const OffsetNumber *, int noffsets: -1 when lossy) and bool
+ * next(TableScanDesc, TupleTableSlot *); COMPAT_SCAN_BITMAP_CALLBACKS
+ * names them in the TableAmRoutine.
+ */
+#if PG_VERSION_NUM >= 180000
+#define COMPAT_SCAN_BITMAP(name, page, next) \
+static bool \
+name##_next_tuple(TableScanDesc scan, TupleTableSlot *slot, bool *recheck, \
+				  uint64 *lossy_pages, uint64 *exact_pages) \
+{ \
+	for (;;) \
+	{ \
+		TBMIterateResult res; \
+		OffsetNumber offsets[TBM_MAX_TUPLES_PER_PAGE]; \
+		int			n = -1; \
+		if (next(scan, slot)) \
+			return true; \
+		if (!tbm_iterate(&scan->st.rs_tbmiterator, &res)) \
+			return false; \
+		if (!res.lossy) \
+			n = tbm_extract_page_tuple(&res, offsets, TBM_MAX_TUPLES_PER_PAGE); \
+		*recheck = res.recheck; \
+		if (res.lossy) \
+			(*lossy_pages)++; \
+		else \
+			(*exact_pages)++; \
+		(void) page(scan, res.blockno, offsets, n); \
+	} \
+}
+#define COMPAT_SCAN_BITMAP_CALLBACKS(name) \
+	.scan_bitmap_next_tuple = name##_next_tuple
+#else
+#define COMPAT_SCAN_BITMAP(name, page, next) \
+static bool \
+name##_next_block(TableScanDesc scan, TBMIterateResult *tbmres) \
+{ \
+	return page(scan, tbmres->blockno, tbmres->offsets, tbmres->ntuples); \
+} \
+static bool \
+name##_next_tuple(TableScanDesc scan, TBMIterateResult *tbmres, TupleTableSlot *slot) \
+{ \
+	return next(scan, slot); \
+}
+#define COMPAT_SCAN_BITMAP_CALLBACKS(name) \
+	.scan_bitmap_next_block = name##_next_block, \
+	.scan_bitmap_next_tuple = name##_next_tuple
+#endif
+
+/*
+ * 15's bitmap heap scan node reads ahead the blocks its bitmap's TIDs name
+ * (effective_io_concurrency), through the buffer manager; a pkmerge TID
+ * names a row id, not a block, and a block past the file's last segment
+ * fails there.  Turned off for such a scan, before it runs.  18 leaves
+ * reading ahead to the table AM.
+ */
+static inline void
+compat_bitmap_scan_no_prefetch(PlanState *ps)
+{
+#if PG_VERSION_NUM < 180000
+	if (IsA(ps, BitmapHeapScanState))
+		((BitmapHeapScanState *) ps)->prefetch_maximum = 0;
+#endif
+}
+
 /* ---- planner and statistics ---- */
 
 #if PG_VERSION_NUM < 180000
@@ -181,6 +250,20 @@ name(TableScanDesc scan, BlockNumber blockno, BufferAccessStrategy bstrategy) \
 #define pgstat_count_heap_update(rel, hot, newpage) pgstat_count_heap_update(rel, hot)
 #define pgstat_report_vacuum(relid, shared, live, dead, starttime) \
 	((void) (starttime), pgstat_report_vacuum(relid, shared, live, dead))
+#endif
+
+/* ---- VACUUM of indexes ---- */
+
+#if PG_VERSION_NUM >= 180000
+/* 16 gave IndexVacuumInfo the table the index is on */
+#define IndexVacuumInfoSetTable(ivinfo, rel) ((ivinfo)->heaprel = (rel))
+#else
+#define IndexVacuumInfoSetTable(ivinfo, rel) ((void) (rel))
+/* 18 counts all-frozen pages beside all-visible ones */
+#define vac_update_relstats(rel, pages, tuples, visible, frozen, hasindex, frozenxid, \
+							minmulti, frozenxid_updated, minmulti_updated, outer) \
+	((void) (frozen), vac_update_relstats(rel, pages, tuples, visible, hasindex, frozenxid, \
+										  minmulti, frozenxid_updated, minmulti_updated, outer))
 #endif
 
 /* ---- privileges ---- */

@@ -126,13 +126,24 @@ typedef struct RunHeader
 	pg_crc32c	crc;			/* of the fields above */
 } RunHeader;
 
+/*
+ * A data block of a table with row ids (tid.h) carries each row's id after
+ * its rows, in the decompressed payload: nrows varints, each the zigzag
+ * delta of its row's id from the row before's (the first's from 0).  Its
+ * header's method then has RUN_BLOCK_IDS set.  A block with ids is never
+ * stored tight.
+ */
+#define RUN_BLOCK_IDS		0x100
+#define RUN_NO_ID			PG_UINT64_MAX	/* a row without one */
+#define RUN_BLOCK_METHOD(m) ((m) & ~RUN_BLOCK_IDS)
+
 typedef struct RunBlockHeader
 {
 	pg_crc32c	crc;			/* of the fields below, then the stored payload */
 	uint32		stored_len;		/* payload bytes that follow */
 	uint32		raw_len;		/* decompressed */
 	uint32		nrows;
-	uint32		method;			/* PkCompression */
+	uint32		method;			/* PkCompression, | RUN_BLOCK_IDS */
 } RunBlockHeader;
 
 /*

@@ -78,7 +78,7 @@ run_row_fields(MergeIter *m, MergeSource *s, bool keys)
 	s->tup = RUN_ROW_TUPLE(rh);
 	s->seq = run_row_seq(s->run, rh);
 	s->kind = RUN_ROW_KIND(rh);
-	s->number = s->run->row_base + s->cur.block->first_row + s->cur.rowno;
+	s->number = run_block_row_id(s->run, s->cur.block, s->cur.rowno);
 	if (keys)
 		pk_row_key(m->table, s->tup, s->keys);
 }

@@ -240,6 +240,8 @@ drop_cached_block(BlockCacheEntry *e)
 	block_cache_bytes -= e->bytes;
 	pfree(e->block->raw);
 	pfree(e->block->offsets);
+	if (e->block->ids_mem)
+		pfree(e->block->ids_mem);
 	pfree(e->block);
 	hash_search(block_cache, &e->key, HASH_REMOVE, NULL);
 }
@@ -518,6 +520,8 @@ load_compact_index(Relation rel, PkTable *t, const RunInfo *run, MemoryContext g
 	}
 	pfree(b->raw);
 	pfree(b->offsets);
+	if (b->ids_mem)
+		pfree(b->ids_mem);
 	pfree(b);
 	return idx;
 }
@@ -774,6 +778,145 @@ block_reserve(RunBlock *b, Size raw_len, uint32 nrows, MemoryContext cxt)
 	}
 }
 
+/* room for nrows ids in b (RUN_BLOCK_IDS) */
+static void
+reserve_ids(RunBlock *b, uint32 nrows, MemoryContext cxt)
+{
+	if (b->ids_cap < nrows || b->ids_mem == NULL)
+	{
+		if (b->ids_mem)
+			pfree(b->ids_mem);
+		b->ids_cap = Max(Max(nrows, 1), 2 * b->ids_cap);
+		b->ids_mem = MemoryContextAllocHuge(cxt, sizeof(uint64) * b->ids_cap);
+	}
+	b->ids = b->ids_mem;
+}
+
+static int
+id_entry_cmp(const void *a, const void *b)
+{
+	uint64		x = ((const RunIdEntry *) a)->id;
+	uint64		y = ((const RunIdEntry *) b)->id;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/*
+ * The rows of run by id, read once per backend into its cached index
+ * (idx, of the current generation): every block is decoded, and their
+ * ids sorted.  A run whose blocks carry no ids (written before the table
+ * had row ids) has its row numbers as ids: nothing is kept.
+ */
+static void
+load_id_map(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx)
+{
+	MemoryContext gen = index_gen[index_generation % 2];
+	Size		before = MemoryContextMemAllocated(gen, false);
+	RunIdEntry *map = NULL;
+	uint64		n = 0;
+	RunBlock   *spare = NULL;
+
+	for (uint32 blockno = 0; blockno < idx->nblocks; blockno++)
+	{
+		RunBlock   *b;
+
+		CHECK_FOR_INTERRUPTS();
+		b = decode_block(rel, run, idx, blockno, NULL, CurrentMemoryContext, spare);
+		spare = b;
+		if (b->ids == NULL)
+			break;
+		if (map == NULL)
+			map = MemoryContextAllocHuge(gen, sizeof(RunIdEntry) * (Size) run->record_count);
+		if (n + b->nrows > (uint64) run->record_count)
+			corrupt(rel, run, "block", blockno, "The run holds more rows than its catalog row says.");
+		for (uint32 i = 0; i < b->nrows; i++)
+		{
+			map[n].id = b->ids[i];
+			map[n].ordinal = b->first_row + i;
+			n++;
+		}
+	}
+	if (spare)
+	{
+		if (spare->stored)
+			pfree(spare->stored);
+		pfree(spare->raw);
+		pfree(spare->offsets);
+		if (spare->ids_mem)
+			pfree(spare->ids_mem);
+		pfree(spare);
+	}
+	if (map != NULL)
+		qsort(map, n, sizeof(RunIdEntry), id_entry_cmp);
+	idx->id_map = map;
+	idx->nids = n;
+	idx->ids_loaded = true;
+	index_new_bytes += MemoryContextMemAllocated(gen, false) - before;
+}
+
+/*
+ * The rows of a run with row ids by id (*map, *n entries), as this backend
+ * caches them until the run's index leaves the cache; false if the run's
+ * rows have their row numbers as ids.
+ */
+bool
+run_id_map(Relation rel, PkTable *t, const RunInfo *run, const RunIdEntry **map,
+		   uint64 *n)
+{
+	RunIndex   *idx = run_index_get(rel, t, run);
+
+	if (!idx->ids_loaded)
+		load_id_map(rel, t, run, idx);
+	*map = idx->id_map;
+	*n = idx->nids;
+	return idx->id_map != NULL;
+}
+
+/*
+ * The ordinal of the row of run whose id (tid.h) is id, if it holds one.
+ */
+bool
+run_find_id(Relation rel, PkTable *t, const RunInfo *run, uint64 id, uint64 *ordinal)
+{
+	RunIndex   *idx = run_index_get(rel, t, run);
+	int64		i;
+
+	if (!idx->ids_loaded)
+		load_id_map(rel, t, run, idx);
+	if (idx->id_map == NULL)
+	{
+		if (id < (uint64) run->row_base ||
+			id >= (uint64) (run->row_base + run->record_count))
+			return false;
+		*ordinal = id - run->row_base;
+		return true;
+	}
+	i = run_id_map_search(idx->id_map, idx->nids, id);
+	if (i < 0)
+		return false;
+	*ordinal = idx->id_map[i].ordinal;
+	return true;
+}
+
+/* the entry of map (n entries, by id) for id, or -1 */
+int64
+run_id_map_search(const RunIdEntry *map, uint64 n, uint64 id)
+{
+	uint64		lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		uint64		mid = lo + (hi - lo) / 2;
+
+		if (map[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && map[lo].id == id ? (int64) lo : -1;
+}
+
 /*
  * Check a block of the usual form (stored: its header and payload, as
  * the index entry ie says) and decompress it into b; returns its
@@ -797,13 +940,14 @@ decode_stored(Relation rel, const RunInfo *run, const RunIndexEntry *ie,
 		corrupt(rel, run, "block", blockno,
 				psprintf("CRC32C mismatch: stored %08X, computed %08X.", bh.crc, crc));
 	/* raw_len must agree with the payload before memory is taken for it */
-	if (bh.method == PK_COMPRESSION_ZSTD)
+	if (RUN_BLOCK_METHOD(bh.method) == PK_COMPRESSION_ZSTD)
 	{
 		if (ZSTD_getFrameContentSize(stored + sizeof(bh), bh.stored_len) != bh.raw_len)
 			corrupt(rel, run, "block", blockno,
 					"The zstd frame's size does not match the block header.");
 	}
-	else if (bh.method != PK_COMPRESSION_NONE)
+	else if (RUN_BLOCK_METHOD(bh.method) != PK_COMPRESSION_NONE ||
+			 (bh.method & RUN_BLOCK_IDS && run->kind != RUN_DATA))
 		corrupt(rel, run, "block", blockno, "Unknown compression method.");
 	else if (bh.raw_len != bh.stored_len)
 		corrupt(rel, run, "block", blockno, "The block's lengths disagree.");
@@ -812,7 +956,11 @@ decode_stored(Relation rel, const RunInfo *run, const RunIndexEntry *ie,
 
 	b->nrows = bh.nrows;
 	block_reserve(b, bh.raw_len, bh.nrows, cxt);
-	if (bh.method == PK_COMPRESSION_ZSTD)
+	if (bh.method & RUN_BLOCK_IDS)
+		reserve_ids(b, bh.nrows, cxt);
+	else
+		b->ids = NULL;
+	if (RUN_BLOCK_METHOD(bh.method) == PK_COMPRESSION_ZSTD)
 	{
 		size_t		n;
 
@@ -945,7 +1093,10 @@ decode_block(Relation rel, const RunInfo *run, RunIndex *idx, uint32 blockno,
 	stored = b->stored;
 	read_stream(rel, run, ie->offset, ie->size, stored, strategy);
 	if (idx->tight)
+	{
 		raw_len = expand_tight(rel, run, stored, ie->size, ie->nrows, b, cxt);
+		b->ids = NULL;
+	}
 	else
 		raw_len = decode_stored(rel, run, ie, blockno, stored, b, cxt);
 	b->first_row = ie->first_row;
@@ -967,6 +1118,25 @@ decode_block(Relation rel, const RunInfo *run, RunIndex *idx, uint32 blockno,
 			corrupt(rel, run, "block", blockno, "A row lies outside the block.");
 		b->offsets[i] = off;
 		off += RUN_ROW_SIZE(RUN_ROW_TUPLE(rh)->t_len);
+	}
+	if (b->ids)
+	{
+		/* the rows' ids follow them, to the payload's end */
+		const char *p = b->raw + off;
+		const char *end = b->raw + raw_len;
+		uint64		id = 0;
+
+		for (uint32 i = 0; i < b->nrows; i++)
+		{
+			uint64		delta;
+
+			if (!run_varint_get(&p, end, &delta))
+				corrupt(rel, run, "block", blockno, "A row's id lies outside the block.");
+			id += (uint64) run_unzigzag(delta);
+			b->ids[i] = id;
+		}
+		if (p != end)
+			corrupt(rel, run, "block", blockno, "The block's lengths disagree.");
 	}
 	return b;
 }
@@ -1036,7 +1206,8 @@ run_block_get(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
 	b = decode_block(rel, run, idx, blockno, NULL, reader_cxt, NULL);
 	e = hash_search(block_cache, &key, HASH_ENTER, &found);
 	e->block = b;
-	e->bytes = GetMemoryChunkSpace(b->raw) + GetMemoryChunkSpace(b->offsets);
+	e->bytes = GetMemoryChunkSpace(b->raw) + GetMemoryChunkSpace(b->offsets) +
+		(b->ids_mem ? GetMemoryChunkSpace(b->ids_mem) : 0);
 	evict_blocks(e->bytes);
 	block_cache_bytes += e->bytes;
 	dlist_push_tail(&block_lru, &e->lru);
@@ -1062,6 +1233,8 @@ run_block_release(RunBlock *b)
 			pfree(b->stored);
 		pfree(b->raw);
 		pfree(b->offsets);
+		if (b->ids_mem)
+			pfree(b->ids_mem);
 		pfree(b);
 	}
 	else if (b->pins > 0)

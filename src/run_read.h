@@ -18,6 +18,13 @@
 
 /* run_read.c */
 
+/* a row of a run with row ids, by id (run_id_map) */
+typedef struct RunIdEntry
+{
+	uint64		id;
+	uint64		ordinal;
+} RunIdEntry;
+
 /* a run's block index and bloom filter, cached per backend */
 typedef struct RunIndex
 {
@@ -31,6 +38,9 @@ typedef struct RunIndex
 	pg_crc32c	bloom_crc;
 	uint32		lookups;		/* keys looked up in the run, bloom unread */
 	bool		tight;			/* a compact run's tight form (run_format.h) */
+	bool		ids_loaded;		/* id_map read (run_find_id) */
+	uint64		nids;			/* rows in id_map; 0: ids are row numbers */
+	RunIdEntry *id_map;			/* the rows by id */
 } RunIndex;
 
 /* one decompressed data block */
@@ -40,12 +50,25 @@ typedef struct RunBlock
 	uint64		first_row;		/* ordinal of rows[0] in the run */
 	char	   *raw;
 	uint32	   *offsets;		/* of each RunRowHeader in raw */
+	uint64	   *ids;			/* each row's id (RUN_BLOCK_IDS), or NULL */
+	uint64	   *ids_mem;		/* their memory, kept for reuse */
 	int			pins;			/* cache: held by cursors; -1: private */
 	Size		raw_cap;		/* allocated sizes, for reuse */
 	uint32		offsets_cap;
+	uint32		ids_cap;
 	char	   *stored;			/* private blocks: the compressed bytes */
 	Size		stored_cap;
 } RunBlock;
+
+/*
+ * The id of row i of block b of run: its own (a table with row ids), or
+ * its row number (tid.h)
+ */
+static inline uint64
+run_block_row_id(const RunInfo *run, const RunBlock *b, uint32 i)
+{
+	return b->ids ? b->ids[i] : (uint64) run->row_base + b->first_row + i;
+}
 
 extern char *run_stream_read(Relation rel, const RunInfo *run, uint32 max_len,
 							 uint32 *len);
@@ -67,6 +90,11 @@ extern void run_read_forget_all(void);
 extern bool run_lookup(Relation rel, PkTable *t, const RunInfo *run,
 					   const Datum *key, uint32 hash, RunRowHeader **hdr,
 					   uint64 *ordinal, RunBlock **pinned);
+extern bool run_id_map(Relation rel, PkTable *t, const RunInfo *run,
+					   const RunIdEntry **map, uint64 *n);
+extern int64 run_id_map_search(const RunIdEntry *map, uint64 n, uint64 id);
+extern bool run_find_id(Relation rel, PkTable *t, const RunInfo *run,
+						uint64 id, uint64 *ordinal);
 extern RunRowHeader *run_row_at(Relation rel, PkTable *t, const RunInfo *run,
 								uint64 ordinal, RunBlock **pinned);
 

@@ -20,6 +20,7 @@
 #include "catalog_tables.h"
 #include "catalog/storage.h"
 #include "catalog_lock.h"
+#include "catalog_row_ids.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "run_list.h"
@@ -363,6 +364,7 @@ space_rewrite(Relation rel, Relation dst, int *nruns, BlockNumber *npages)
 	TableState	state;
 	MemoryContext runcxt;
 	MemoryContext old;
+	bool		row_ids = rowids_enabled(relid);
 
 	foreach(lc, runlist_catalog(relid, GetLatestSnapshot(), false))
 	{
@@ -410,9 +412,14 @@ space_rewrite(Relation rel, Relation dst, int *nruns, BlockNumber *npages)
 			END_CRIT_SECTION();
 			UnlockReleaseBuffer(buf);
 		}
-		/* a run in its catalog row keeps the row numbers its run id gave */
+		/*
+		 * A run in its catalog row keeps the row numbers its run id gave;
+		 * so does every run of a table with row ids, whose runs written
+		 * before its first index have their row numbers as ids
+		 * (am_index.c), which other runs' ids must not meet
+		 */
 		cat_run_move(relid, r->run_id, RelationFileNumber(dst), next,
-					 r->stream ? r->row_base : (int64) next * PK_ROWS_PER_PAGE);
+					 r->stream || row_ids ? r->row_base : (int64) next * PK_ROWS_PER_PAGE);
 		next += r->nblocks;
 		MemoryContextReset(runcxt);
 	}

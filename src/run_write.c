@@ -73,6 +73,8 @@ struct RunWriter
 	int			clevel;
 	Spool		stream;			/* the run: a RunHeader's room, data blocks ... */
 	StringInfoData raw;			/* rows of the open data block */
+	StringInfoData ids;			/* and their ids (RUN_BLOCK_IDS), if any */
+	uint64		blk_last_id;	/* the id of the block's last row */
 	uint32		blk_nrows;
 	uint64		blk_first_row;
 	MinimalTuple blk_first_key;
@@ -237,6 +239,7 @@ run_writer_begin(Relation rel, PkTable *t, int level, RunKind kind,
 	w->clevel = t->opts.compression_level;
 	spool_init(&w->stream, BLCKSZ);
 	initStringInfo(&w->raw);
+	initStringInfo(&w->ids);
 	spool_init(&w->index, 1024);
 	INIT_CRC32C(w->index_crc);
 	spool_init(&w->hashes, 1024);
@@ -324,12 +327,17 @@ close_block(RunWriter *w)
 	RunBlockHeader bh;
 	RunIndexEntry *ie;
 	Size		iesize;
-	char	   *payload = w->raw.data;
-	size_t		stored = w->raw.len;
+	char	   *payload;
+	size_t		stored;
 	char	   *cbuf = NULL;
 
 	if (w->blk_nrows == 0)
 		return;
+	/* the rows' ids follow them */
+	if (w->ids.len > 0)
+		appendBinaryStringInfo(&w->raw, w->ids.data, w->ids.len);
+	payload = w->raw.data;
+	stored = w->raw.len;
 
 	/* the run's max key is the last row of its last block */
 	{
@@ -363,6 +371,8 @@ close_block(RunWriter *w)
 			bh.method = PK_COMPRESSION_ZSTD;
 		}
 	}
+	if (w->ids.len > 0)
+		bh.method |= RUN_BLOCK_IDS;
 	bh.stored_len = stored;
 	bh.raw_len = w->raw.len;
 	bh.nrows = w->blk_nrows;
@@ -391,6 +401,8 @@ close_block(RunWriter *w)
 	pfree(w->blk_first_key);
 	w->blk_first_key = NULL;
 	resetStringInfo(&w->raw);
+	resetStringInfo(&w->ids);
+	w->blk_last_id = 0;
 	w->blk_nrows = 0;
 	w->nblocks++;
 }
@@ -398,11 +410,12 @@ close_block(RunWriter *w)
 /*
  * Add a row.  Data runs take rows in strictly ascending key order; a
  * changelog run takes records in production order (its block index and
- * bloom filter are then not used).
+ * bloom filter are then not used).  id: the row's id (tid.h), for a data
+ * run of a table with row ids; RUN_NO_ID for every row of any other run.
  */
 void
 run_writer_add(RunWriter *w, uint64 seq, PkRowKind kind, MinimalTuple tup,
-			   const Datum *keys, uint32 hash)
+			   const Datum *keys, uint32 hash, uint64 id)
 {
 	RunRowHeader rh = {0};
 	Size		start;
@@ -431,6 +444,15 @@ run_writer_add(RunWriter *w, uint64 seq, PkRowKind kind, MinimalTuple tup,
 	memset(w->raw.data + start + sizeof(rh) + offsetof(MinimalTupleData, mt_padding),
 		   0, MINIMAL_TUPLE_PADDING);
 	w->blk_nrows++;
+	Assert((id != RUN_NO_ID) == (w->ids.len > 0 || w->blk_nrows == 1));
+	if (id != RUN_NO_ID)
+	{
+		char		buf[RUN_VARINT_MAX];
+		char	   *end = run_varint_put(buf, run_zigzag((int64) (id - w->blk_last_id)));
+
+		appendBinaryStringInfo(&w->ids, buf, end - buf);
+		w->blk_last_id = id;
+	}
 
 	/* changelog runs are read in order, never probed: no filters */
 	if (w->kind != RUN_CHANGELOG)

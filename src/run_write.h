@@ -22,7 +22,7 @@ typedef struct RunWriter RunWriter;
 extern RunWriter *run_writer_begin(Relation rel, PkTable *t, int level,
 								   RunKind kind, bool from_commit);
 extern void run_writer_add(RunWriter *w, uint64 seq, PkRowKind kind,
-						   MinimalTuple tup, const Datum *keys, uint32 hash);
+						   MinimalTuple tup, const Datum *keys, uint32 hash, uint64 id);
 extern void run_writer_set_seq(RunWriter *w, uint64 seq);
 extern void run_writer_set_run_id(RunWriter *w, int64 run_id);
 extern void run_writer_allow_inline(RunWriter *w, List *live);

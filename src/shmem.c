@@ -17,6 +17,7 @@
 #include "storage/lwlock.h"
 
 #include "catalog_lock.h"
+#include "catalog_row_ids.h"
 #include "maint_compaction.h"
 #include "maint_worker.h"
 #include "run_publish.h"
@@ -43,6 +44,7 @@ pk_shmem_request(void)
 	size = add_size(size, compact_shmem_size());
 	size = add_size(size, worker_shmem_size());
 	size = add_size(size, readstats_shmem_size());
+	size = add_size(size, rowids_shmem_size());
 	RequestAddinShmemSpace(size);
 }
 
@@ -66,6 +68,7 @@ pk_shmem_startup(void)
 	compact_shmem_init();
 	worker_shmem_init(*tranche);
 	readstats_shmem_init(*tranche);
+	rowids_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 }
 

@@ -18,6 +18,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/table.h"
@@ -86,6 +87,80 @@ not_supported(const char *what, const char *relname, const char *hint)
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("%s is not supported on pkmerge table \"%s\"", what, relname),
 			 hint ? errhint("%s", hint) : 0));
+}
+
+#define UNIQUE_HINT \
+	"A pkmerge table enforces uniqueness of its primary key only; other indexes on it are not unique."
+
+#define REINDEX_CONCURRENTLY_HINT \
+	"Run REINDEX without CONCURRENTLY: writes to the table wait until it is done."
+
+/*
+ * REINDEX ... CONCURRENTLY builds each index again beside the old one and
+ * commits the copies before it fills them in, which a pkmerge table's
+ * indexes cannot do (as CREATE INDEX CONCURRENTLY): refused before it
+ * begins, rather than failing with the copies left behind, for a pkmerge
+ * table, an index of one, or a schema or database that holds one.
+ */
+static void
+reindex_check(ReindexStmt *stmt)
+{
+	bool		concurrent = false;
+	ListCell   *lc;
+	Oid			relid = InvalidOid;
+	Oid			nspid = InvalidOid;
+	Relation	pgclass;
+	TableScanDesc scan;
+	HeapTuple	tup;
+
+	foreach(lc, stmt->params)
+	{
+		DefElem    *opt = lfirst(lc);
+
+		if (strcmp(opt->defname, "concurrently") == 0)
+			concurrent = defGetBoolean(opt);
+	}
+	if (!concurrent)
+		return;
+	switch (stmt->kind)
+	{
+		case REINDEX_OBJECT_INDEX:
+			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+			relid = OidIsValid(relid) ? IndexGetRelation(relid, true) : InvalidOid;
+			break;
+		case REINDEX_OBJECT_TABLE:
+			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+			break;
+		case REINDEX_OBJECT_SCHEMA:
+			nspid = get_namespace_oid(stmt->name, true);
+			if (!OidIsValid(nspid))
+				return;
+			break;
+		default:
+			break;
+	}
+	if (stmt->kind == REINDEX_OBJECT_INDEX || stmt->kind == REINDEX_OBJECT_TABLE)
+	{
+		if (OidIsValid(relid) && pk_relid_is_pkmerge(relid))
+			not_supported("REINDEX CONCURRENTLY", get_rel_name(relid),
+						  REINDEX_CONCURRENTLY_HINT);
+		return;
+	}
+	if (!OidIsValid(pk_table_am_oid()))
+		return;
+	pgclass = table_open(RelationRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(pgclass, 0, NULL);
+	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Form_pg_class form = (Form_pg_class) GETSTRUCT(tup);
+
+		if (form->relkind == RELKIND_RELATION && form->relam == pk_table_am_oid() &&
+			(!OidIsValid(nspid) || form->relnamespace == nspid))
+			not_supported("REINDEX CONCURRENTLY", NameStr(form->relname),
+						  REINDEX_CONCURRENTLY_HINT);
+	}
+	table_endscan(scan);
+	table_close(pgclass, AccessShareLock);
 }
 
 #define KEY_CHANGE_HINT "The primary key of a pkmerge table cannot be changed: create a new table and copy the rows."
@@ -372,7 +447,7 @@ prepare_create(CreateStmt *stmt)
 		}
 		else if (c->contype == CONSTR_UNIQUE || c->contype == CONSTR_EXCLUSION)
 			not_supported("a UNIQUE or EXCLUDE constraint", relname,
-						  "A pkmerge table's only index is its primary key.");
+						  UNIQUE_HINT);
 	}
 
 	if (constraint_key && opt_key && !same_key(constraint_key, opt_key))
@@ -654,7 +729,7 @@ handle_alter(AlterTableStmt *stmt)
 					}
 					else if (c->contype == CONSTR_UNIQUE || c->contype == CONSTR_EXCLUSION)
 						not_supported("a UNIQUE or EXCLUDE constraint", relname,
-									  "A pkmerge table's only index is its primary key.");
+									  UNIQUE_HINT);
 					keep = lappend(keep, cmd);
 				}
 				break;
@@ -669,7 +744,7 @@ handle_alter(AlterTableStmt *stmt)
 
 						if (c->contype == CONSTR_PRIMARY || c->contype == CONSTR_UNIQUE)
 							not_supported("adding a key column", relname,
-										  "Add the column without PRIMARY KEY or UNIQUE: a pkmerge table's key cannot change, and it has no other index.");
+										  "Add the column without PRIMARY KEY or UNIQUE: a pkmerge table's key cannot change, and it has no other unique index.");
 						/*
 						 * A column whose values must be computed for every
 						 * row (a volatile default, serial, a domain with
@@ -917,13 +992,24 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 				}
 				else if (stmt->transformed && stmt->primary && !on_pkmerge && key_am)
 					stmt->accessMethod = DEFAULT_INDEX_TYPE;
-				if (on_pkmerge && !(stmt->primary && key_am) && stmt->transformed)
-					not_supported("copying an index other than the primary key", stmt->relation->relname,
-								  "A pkmerge table's only index is its primary key: copy with LIKE ... INCLUDING ALL EXCLUDING INDEXES and declare the PRIMARY KEY.");
-				if (on_pkmerge && !(stmt->primary && key_am))
-					not_supported("CREATE INDEX", stmt->relation->relname,
-								  "A pkmerge table's only index is its primary key, which serves key lookups, ranges and ORDER BY.");
+				/* secondary indexes: not unique, built while writes wait */
+				if (on_pkmerge && !(stmt->primary && key_am) &&
+					(stmt->unique || stmt->excludeOpNames != NIL))
+					not_supported(stmt->excludeOpNames ? "an EXCLUDE constraint" :
+								  "a unique index other than the primary key",
+								  stmt->relation->relname,
+								  UNIQUE_HINT);
+				if (on_pkmerge && stmt->accessMethod &&
+					strcmp(stmt->accessMethod, "brin") == 0)
+					not_supported("a BRIN index", stmt->relation->relname,
+								  "BRIN summarizes ranges of a table's blocks, and a pkmerge table's TIDs name row versions, not blocks: use a btree index.");
+				if (on_pkmerge && !(stmt->primary && key_am) && stmt->concurrent)
+					not_supported("CREATE INDEX CONCURRENTLY", stmt->relation->relname,
+								  "Build the index without CONCURRENTLY: writes to the table wait until it is built.");
 			}
+			break;
+		case T_ReindexStmt:
+			reindex_check((ReindexStmt *) parsetree);
 			break;
 		case T_ClusterStmt:
 			{

@@ -43,6 +43,7 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
+#include "catalog_row_ids.h"
 #include "pg_compat.h"
 #include "relcache_hub.h"
 #include "table_desc.h"
@@ -345,6 +346,7 @@ build_table(Relation rel)
 	t->tupdesc = CreateTupleDescCopy(RelationGetDescr(rel));
 
 	pkopt_parse(pk_reloptions(t->relid), &t->opts);
+	t->row_ids = rowids_enabled(t->relid);
 
 	/* a table created without a key has none until ALTER TABLE adds it */
 	cols = t->opts.primary_key ? pkopt_split_key(t->opts.primary_key) : NIL;

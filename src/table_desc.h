@@ -49,6 +49,7 @@ typedef struct PkTable
 	 * changes the producer later invalidates this entry first.
 	 */
 	int64		producer_from;
+	bool		row_ids;		/* its rows have ids (catalog_row_ids.c) */
 	MemoryContext mcxt;
 } PkTable;
 

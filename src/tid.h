@@ -88,6 +88,14 @@ pk_tid_number(ItemPointer tid)
 	return (uint64) blk * PK_TIDS_PER_BLOCK + (off - 1);
 }
 
+/* the number a TID names, write buffer TIDs' whole (what pk_tid_from_row made) */
+static inline uint64
+pk_tid_id(ItemPointer tid)
+{
+	return (uint64) ItemPointerGetBlockNumberNoCheck(tid) * PK_TIDS_PER_BLOCK +
+		(ItemPointerGetOffsetNumberNoCheck(tid) - 1);
+}
+
 static inline bool
 pk_tid_valid(ItemPointer tid)
 {

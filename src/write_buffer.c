@@ -24,6 +24,7 @@
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
+#include "catalog_row_ids.h"
 #include "pg_compat.h"
 #include "tid.h"
 #include "write_buffer.h"
@@ -229,7 +230,20 @@ wbuf_append(WriteBuffer *wb, PkTable *t, uint8 kind, MinimalTuple tup,
 	}
 	wb->nkeys = t->nkeys;
 	wb->bytes += wbuf_entry_bytes(wb, e);
-	e->tidpos = wb->next_tidpos++;
+	if (t->row_ids)
+	{
+		/* a row id, from the transaction's chunk of them */
+		if (wb->next_id == wb->end_id)
+		{
+			uint32		chunk = Min(Max(wb->n, 16), 4096);
+
+			wb->next_id = rowids_reserve(t->relid, chunk);
+			wb->end_id = wb->next_id + chunk;
+		}
+		e->id = wb->next_id++;
+	}
+	else
+		e->id = (uint64) PK_WBUF_BLOCK0 * PK_TIDS_PER_BLOCK + wb->next_tidpos++;
 	e->cid = cid;
 	e->subid = GetCurrentSubTransactionId();
 	e->kind = kind;
@@ -384,7 +398,7 @@ wbuf_pinned_extent(WriteBuffer *wb)
 /*
  * Take the entries from position from on out of the log, except those
  * keep[p - from] asks to keep, which move down in order (their TIDs stay:
- * they are tidpos, not positions).  No pinned view may reach from.
+ * they are ids, not positions).  No pinned view may reach from.
  */
 void
 wbuf_remove(WriteBuffer *wb, uint32 from, const bool *keep)
@@ -417,7 +431,7 @@ wbuf_remove(WriteBuffer *wb, uint32 from, const bool *keep)
 void
 wbuf_tid(WriteBuffer *wb, uint32 pos, ItemPointer tid)
 {
-	pk_tid_from_wbuf(tid, wbuf_entry(wb, pos)->tidpos);
+	pk_tid_from_row(tid, wbuf_entry(wb, pos)->id);
 }
 
 /*
@@ -427,23 +441,24 @@ wbuf_tid(WriteBuffer *wb, uint32 pos, ItemPointer tid)
 int64
 wbuf_find_tid(WriteBuffer *wb, ItemPointer tid)
 {
-	uint64		tidpos = pk_tid_number(tid);
+	uint64		id = pk_tid_id(tid);
 	uint32		lo = 0,
 				hi;
 
-	if (wb == NULL || !pk_tid_valid(tid) || !pk_tid_is_wbuf(tid))
+	if (wb == NULL || !pk_tid_valid(tid) || wb->n == 0 ||
+		id < wbuf_entry(wb, 0)->id)
 		return -1;
 	hi = wb->n;
 	while (lo < hi)
 	{
 		uint32		mid = lo + (hi - lo) / 2;
 
-		if (wbuf_entry(wb, mid)->tidpos < tidpos)
+		if (wbuf_entry(wb, mid)->id < id)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo < wb->n && wbuf_entry(wb, lo)->tidpos == tidpos &&
+	if (lo < wb->n && wbuf_entry(wb, lo)->id == id &&
 		wbuf_entry(wb, lo)->kind != WB_TRUNCATE)
 		return lo;
 	return -1;

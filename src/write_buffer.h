@@ -40,7 +40,7 @@ typedef struct PkRead
 typedef struct WbEntry
 {
 	MinimalTuple tup;			/* the row (-U/-D: the row retracted) */
-	uint32		tidpos;			/* its TID (tid.h): never reused in the xact */
+	uint64		id;				/* its TID's number (tid.h): ascending */
 	Datum	   *keys;			/* key columns, pointing into tup */
 	uint32		hash;			/* pk_key_hash */
 	CommandId	cid;			/* command that wrote it */
@@ -103,7 +103,10 @@ typedef struct WriteBuffer
 	List	   *views;			/* every view not yet freed */
 	int64		truncate_pos;	/* last WB_TRUNCATE entry, or -1 */
 	int64		rmw_snapshot;		/* least PkRead.snapshot_id of its entries */
-	uint32		next_tidpos;
+	uint32		next_tidpos;	/* TIDs of a table without row ids */
+	uint64		next_id;		/* of a table with row ids: the chunk
+								 * reserved, [next_id, end_id) */
+	uint64		end_id;
 	/* spilling (write_spill.c) */
 	List	   *spills;			/* WbSpill, oldest first */
 	uint32		nspills;		/* spills so far, rolled back ones included */

@@ -260,7 +260,7 @@ commit_table(WriteBuffer *wb, bool preparing, List *before_read)
 		if (!PK_KIND_IS_ADD(e->kind) && truncated && pending == NIL)
 			continue;
 		run_writer_add(w, seq, wbuf_net_kind(wb, &s->pos[start], i - start, newest),
-					   e->tup, e->keys, e->hash);
+					   e->tup, e->keys, e->hash, t->row_ids ? e->id : RUN_NO_ID);
 	}
 	wbuf_sorted_unpin(wb, s);
 	nrows = run_writer_nrows(w);

@@ -258,7 +258,8 @@ spill_range(Relation rel, PkTable *t, WriteBuffer *wb, uint32 from)
 		/* the suffix lies after the last TRUNCATE: a version is visible */
 		e = wbuf_entry(wb, (uint32) wbuf_fold(wb, &sorted[start], i - start,
 											   InvalidCommandId));
-		run_writer_add(w, read, e->kind, e->tup, e->keys, e->hash);
+		run_writer_add(w, read, e->kind, e->tup, e->keys, e->hash,
+					   t->row_ids ? e->id : RUN_NO_ID);
 	}
 	if (run_writer_nrows(w) == 0)
 		return false;			/* every key is held before the suffix */
@@ -287,7 +288,7 @@ spill_range(Relation rel, PkTable *t, WriteBuffer *wb, uint32 from)
 		{
 			WbEntry    *e = wbuf_entry(wb, order[i]);
 
-			run_writer_add(cw, 0, e->kind, e->tup, e->keys, 0);
+			run_writer_add(cw, 0, e->kind, e->tup, e->keys, 0, RUN_NO_ID);
 		}
 		pfree(order);
 		run_writer_set_seq(cw, seq);

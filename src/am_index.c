@@ -1,0 +1,293 @@
+/*-------------------------------------------------------------------------
+ *
+ * am_index.c
+ *	  Secondary indexes of pkmerge tables (DESIGN §11): building an index
+ *	  from the table's rows, each named by its row id, and VACUUM's removal
+ *	  of the index entries whose row versions no run holds any more.
+ *
+ *	  A table gets row ids with its first secondary index, when that index
+ *	  is built: from then on every row version written takes an id
+ *	  (catalog_row_ids.c) that compaction keeps, and that is its TID.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/multixact.h"
+#include "access/tableam.h"
+#include "catalog/index.h"
+#include "commands/vacuum.h"
+#include "executor/executor.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "am_index.h"
+#include "catalog.h"
+#include "catalog_row_ids.h"
+#include "catalog_visible.h"
+#include "pg_compat.h"
+#include "run_list.h"
+#include "run_read.h"
+#include "table_desc.h"
+#include "tid.h"
+#include "write_buffer.h"
+
+/*
+ * The first row id of a table that gets its first secondary index: above
+ * the row number of every row in its runs' pages (the rows of runs kept in
+ * catalog rows have numbers above every id: tid.h), which stay those
+ * rows' ids.  VACUUM FULL keeps them (space_rewrite).
+ */
+static uint64
+first_row_id(Relation rel)
+{
+	uint64		first = 1;
+	ListCell   *lc;
+
+	foreach(lc, cat_runs_visible(RelationGetRelid(rel), SnapshotAny, false))
+	{
+		RunInfo    *r = lfirst(lc);
+
+		if (r->stream == NULL)
+			first = Max(first, (uint64) (r->row_base + r->record_count));
+	}
+	return first;
+}
+
+/*
+ * Build an index of a pkmerge table: each row the latest snapshot sees
+ * (PostgreSQL holds a lock that keeps writers out), with its row id.  The
+ * row versions older snapshots see are not indexed: the index is marked
+ * for use by snapshots taken after it only (indcheckxmin, as heap marks
+ * an index built over broken HOT chains).
+ */
+double
+index_build_scan(Relation table_rel, Relation index_rel, IndexInfo *index_info,
+				 IndexBuildCallback callback, void *callback_state,
+				 TableScanDesc scan)
+{
+	PkTable    *t = pk_table(table_rel);
+	Oid			relid = RelationGetRelid(table_rel);
+	WriteBuffer *wb = wbuf_get(relid, false);
+	EState	   *estate;
+	ExprContext *econtext;
+	TupleTableSlot *slot;
+	ExprState  *predicate;
+	Snapshot	snapshot = NULL;
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+	double		reltuples = 0;
+
+	/* (a table with row ids: buffered rows have theirs already) */
+	if (!t->row_ids && wb != NULL && (wb->n > 0 || wb->spills != NIL))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot build an index on pkmerge table \"%s\" in a transaction that has written to it",
+						RelationGetRelationName(table_rel)),
+				 errhint("Commit the writes first, then build the index.")));
+	if (scan != NULL && !IsMVCCSnapshot(scan->rs_snapshot))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a parallel index build is not supported on pkmerge table \"%s\"",
+						RelationGetRelationName(table_rel)),
+				 errhint("Set max_parallel_maintenance_workers to 0, or reset the table's parallel_workers.")));
+	if (!t->row_ids)
+	{
+		if (!rowids_catalog_present())
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("indexes on pkmerge table \"%s\" need the catalog of pkchangelog 0.13",
+							RelationGetRelationName(table_rel)),
+					 errhint("Run ALTER EXTENSION pkchangelog UPDATE.")));
+		/* the table's relcache entry, and so its PkTable, change at the next command */
+		rowids_enable(relid, first_row_id(table_rel));
+		CacheInvalidateRelcache(table_rel);
+	}
+	index_info->ii_BrokenHotChain = true;
+
+	estate = CreateExecutorState();
+	econtext = GetPerTupleExprContext(estate);
+	slot = table_slot_create(table_rel, NULL);
+	econtext->ecxt_scantuple = slot;
+	predicate = ExecPrepareQual(index_info->ii_Predicate, estate);
+	if (scan == NULL)
+	{
+		snapshot = RegisterSnapshot(GetLatestSnapshot());
+		scan = table_beginscan_strat(table_rel, snapshot, 0, NULL, true, false);
+	}
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		CHECK_FOR_INTERRUPTS();
+		MemoryContextReset(econtext->ecxt_per_tuple_memory);
+		if (predicate != NULL && !ExecQual(predicate, econtext))
+			continue;
+		FormIndexDatum(index_info, slot, estate, values, isnull);
+		callback(index_rel, &slot->tts_tid, values, isnull, true, callback_state);
+		reltuples += 1;
+	}
+	table_endscan(scan);
+	if (snapshot)
+		UnregisterSnapshot(snapshot);
+	ExecDropSingleTupleTableSlot(slot);
+	FreeExecutorState(estate);
+	index_info->ii_ExpressionsState = NIL;
+	index_info->ii_PredicateState = NULL;
+	return reltuples;
+}
+
+/* ---- VACUUM ---- */
+
+/* the ids a run holds, for index_entry_dead */
+typedef struct LiveRun
+{
+	const RunIdEntry *map;		/* by id; NULL: ids from first on */
+	uint64		n;
+	uint64		first;
+} LiveRun;
+
+typedef struct LiveIds
+{
+	uint64		horizon;		/* ids from here on may be in use */
+	int			nruns;
+	LiveRun    *runs;
+	int64		removed;
+} LiveIds;
+
+static bool
+run_holds(const LiveRun *r, uint64 id)
+{
+	if (r->map == NULL)
+		return id >= r->first && id - r->first < r->n;
+	return run_id_map_search(r->map, r->n, id) >= 0;
+}
+
+/* ambulkdelete's callback: is the entry's row version gone? */
+static bool
+index_entry_dead(ItemPointer tid, void *arg)
+{
+	LiveIds    *live = arg;
+	uint64		id = pk_tid_number(tid);
+
+	if (id >= live->horizon)
+		return false;
+	for (int i = 0; i < live->nruns; i++)
+		if (run_holds(&live->runs[i], id))
+			return false;
+	live->removed++;
+	return true;
+}
+
+/*
+ * Wait for every transaction that may write to rel and was running when
+ * this began: their buffered rows hold ids no run holds yet.  Prepared
+ * transactions are not waited for: their rows are in runs already.
+ */
+static void
+wait_for_writers(Relation rel)
+{
+	LOCKTAG		tag;
+	VirtualTransactionId *writers;
+
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, RelationGetRelid(rel));
+	writers = GetLockConflicts(&tag, ShareLock, NULL);
+	for (; VirtualTransactionIdIsValid(*writers); writers++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (!VirtualTransactionIdIsRecoveredPreparedXact(*writers))
+			VirtualXactLock(*writers, true);
+	}
+}
+
+/*
+ * VACUUM of a table with row ids: remove from each secondary index the
+ * entries of the row versions no run holds any more (compaction dropped
+ * them, or their transaction aborted, or a command of it replaced them).
+ * Every data run in the catalog counts, those of old snapshots and of
+ * prepared transactions included; rows still buffered by a running
+ * transaction have ids from the horizon on, or their transaction is
+ * waited for.
+ */
+void
+index_vacuum(Relation rel, VacuumParams *params, BufferAccessStrategy bstrategy)
+{
+	PkTable    *t = pk_table(rel);
+	Relation   *indrels;
+	int			nindexes;
+	LiveIds		live = {0};
+	List	   *runs;
+	ListCell   *lc;
+	MemoryContext cxt;
+	MemoryContext old;
+	double		ntuples = 0;
+
+	if (!t->row_ids || params->index_cleanup == VACOPTVALUE_DISABLED)
+		return;
+	vac_open_indexes(rel, RowExclusiveLock, &nindexes, &indrels);
+	if (nindexes == 0)
+	{
+		vac_close_indexes(nindexes, indrels, NoLock);
+		return;
+	}
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "pkmerge index vacuum",
+								ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+
+	live.horizon = rowids_horizon(RelationGetRelid(rel));
+	wait_for_writers(rel);
+	runs = cat_runs_visible(RelationGetRelid(rel), SnapshotAny, true);
+	live.runs = palloc0(sizeof(LiveRun) * Max(list_length(runs), 1));
+	foreach(lc, runs)
+	{
+		RunInfo    *r = lfirst(lc);
+		LiveRun    *lr = &live.runs[live.nruns];
+
+		if (r->kind != RUN_DATA || r->relfilenode != RelationFileNumber(rel))
+			continue;
+		if (!run_id_map(rel, t, r, &lr->map, &lr->n))
+		{
+			lr->first = (uint64) r->row_base;
+			lr->n = (uint64) r->record_count;
+		}
+		ntuples += (double) r->record_count;
+		live.nruns++;
+	}
+
+	for (int i = 0; i < nindexes; i++)
+	{
+		IndexVacuumInfo ivinfo;
+		IndexBulkDeleteResult *stats;
+
+		/* the key index (pkmerge_key) holds no entries: it reads the runs */
+		if (indrels[i]->rd_index->indisprimary)
+			continue;
+		memset(&ivinfo, 0, sizeof(ivinfo));
+		ivinfo.index = indrels[i];
+		IndexVacuumInfoSetTable(&ivinfo, rel);
+		ivinfo.estimated_count = true;
+		ivinfo.message_level = (params->options & VACOPT_VERBOSE) ? INFO : DEBUG2;
+		ivinfo.num_heap_tuples = ntuples;
+		ivinfo.strategy = bstrategy;
+		live.removed = 0;
+		stats = index_bulk_delete(&ivinfo, NULL, index_entry_dead, &live);
+		stats = index_vacuum_cleanup(&ivinfo, stats);
+		if (stats != NULL && !stats->estimated_count)
+			vac_update_relstats(indrels[i], stats->num_pages, stats->num_index_tuples,
+								0, 0, false, InvalidTransactionId, InvalidMultiXactId,
+								NULL, NULL, false);
+		ereport(ivinfo.message_level,
+				(errmsg("index \"%s\" of pkmerge table \"%s\": %lld entries of row versions no run holds removed",
+						RelationGetRelationName(indrels[i]), RelationGetRelationName(rel),
+						(long long) live.removed),
+				 stats ? errdetail("The index has %.0f entries in %u pages.",
+								   stats->num_index_tuples, stats->num_pages) : 0));
+	}
+	vac_close_indexes(nindexes, indrels, NoLock);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+}

@@ -1,0 +1,21 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog_row_ids.h
+ *	  Row ids of pkmerge tables with secondary indexes: which tables have
+ *	  them, and the ids handed out to their row versions.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PK_CATALOG_ROW_IDS_H
+#define PK_CATALOG_ROW_IDS_H
+
+/* catalog_row_ids.c */
+extern Size rowids_shmem_size(void);
+extern void rowids_shmem_init(void);
+extern bool rowids_catalog_present(void);
+extern bool rowids_enabled(Oid relid);
+extern void rowids_enable(Oid relid, uint64 first);
+extern uint64 rowids_reserve(Oid relid, uint32 n);
+extern uint64 rowids_horizon(Oid relid);
+
+#endif							/* PK_CATALOG_ROW_IDS_H */
