@@ -63,7 +63,7 @@ REGRESS_OPTS = --inputdir=$(srcdir) --load-extension=pkchangelog
 # (max_prepared_transactions > 0; 0 is PostgreSQL's default): make
 # installcheck asks the server and says when it leaves them out, as
 # PostgreSQL's own installcheck-prepared-txns does for its specs.
-ISOLATION_PREPARED = commit_lock_holders lookup_before_lock planner_estimates prepared_commit
+ISOLATION_PREPARED = commit_lock_holders index_vacuum lookup_before_lock planner_estimates prepared_commit
 ISOLATION_ALL = $(sort $(basename $(notdir $(wildcard $(srcdir)/test/isolation/specs/*.spec))))
 ISOLATION = $(if $(PK_NO_PREPARED),$(filter-out $(ISOLATION_PREPARED),$(ISOLATION_ALL)),$(ISOLATION_ALL))
 ISOLATION_OPTS = --inputdir=$(srcdir)/test/isolation --load-extension=pkchangelog

@@ -1,4 +1,4 @@
--- indexes.sql: secondary indexes on a pkmerge table (DESIGN §11).  Every
+-- indexes.sql: secondary indexes on a pkmerge table (DESIGN §6).  Every
 -- index access method that indexes TIDs, kept through every kind of write,
 -- savepoints, spills, compaction, VACUUM, TRUNCATE, VACUUM FULL and
 -- REINDEX.  After each step, each predicate is answered three ways on the

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * am_index.c
- *	  Secondary indexes of pkmerge tables (DESIGN §11): building an index
+ *	  Secondary indexes of pkmerge tables (DESIGN §6): building an index
  *	  from the table's rows, each named by its row id, and VACUUM's removal
  *	  of the index entries whose row versions no run holds any more.
  *
@@ -19,8 +19,6 @@
 #include "catalog/index.h"
 #include "commands/vacuum.h"
 #include "executor/executor.h"
-#include "storage/lmgr.h"
-#include "storage/lock.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -184,34 +182,13 @@ index_entry_dead(ItemPointer tid, void *arg)
 }
 
 /*
- * Wait for every transaction that may write to rel and was running when
- * this began: their buffered rows hold ids no run holds yet.  Prepared
- * transactions are not waited for: their rows are in runs already.
- */
-static void
-wait_for_writers(Relation rel)
-{
-	LOCKTAG		tag;
-	VirtualTransactionId *writers;
-
-	SET_LOCKTAG_RELATION(tag, MyDatabaseId, RelationGetRelid(rel));
-	writers = GetLockConflicts(&tag, ShareLock, NULL);
-	for (; VirtualTransactionIdIsValid(*writers); writers++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		if (!VirtualTransactionIdIsRecoveredPreparedXact(*writers))
-			VirtualXactLock(*writers, true);
-	}
-}
-
-/*
  * VACUUM of a table with row ids: remove from each secondary index the
  * entries of the row versions no run holds any more (compaction dropped
  * them, or their transaction aborted, or a command of it replaced them).
- * Every data run in the catalog counts, those of old snapshots and of
- * prepared transactions included; rows still buffered by a running
- * transaction have ids from the horizon on, or their transaction is
- * waited for.
+ * Every data run in the catalog counts, committed or not (those of old
+ * snapshots, of prepared transactions, spilled by running ones); rows
+ * still buffered by a running transaction have ids from the horizon on
+ * (rowids_horizon), which are kept.  Nothing is waited for.
  */
 void
 index_vacuum(Relation rel, VacuumParams *params, BufferAccessStrategy bstrategy)
@@ -239,7 +216,6 @@ index_vacuum(Relation rel, VacuumParams *params, BufferAccessStrategy bstrategy)
 	old = MemoryContextSwitchTo(cxt);
 
 	live.horizon = rowids_horizon(RelationGetRelid(rel));
-	wait_for_writers(rel);
 	runs = cat_runs_visible(RelationGetRelid(rel), SnapshotAny, true);
 	live.runs = palloc0(sizeof(LiveRun) * Max(list_length(runs), 1));
 	foreach(lc, runs)

@@ -744,6 +744,42 @@ fetch_satisfies_snapshot(Relation rel, TupleTableSlot *slot, Snapshot snapshot)
 }
 
 /*
+ * Planner: an index-only scan needs an index that hands back its columns;
+ * PostgreSQL plans one with any index when the query needs no column
+ * (count(*)), and the key index (pkmerge_key) hands back none, which the
+ * executor would report as an error ("no data returned for index-only
+ * scan").  Such paths of a pkmerge table become plain index scans (not
+ * dropped: the paths they beat are gone already).
+ */
+static void
+plain_returnless_index_only(List *paths)
+{
+	ListCell   *lc;
+
+	foreach(lc, paths)
+	{
+		Path	   *path = lfirst(lc);
+		bool		returns = false;
+
+		if (!IsA(path, IndexPath) || path->pathtype != T_IndexOnlyScan)
+			continue;
+		for (int i = 0; i < ((IndexPath *) path)->indexinfo->ncolumns; i++)
+			returns |= ((IndexPath *) path)->indexinfo->canreturn[i];
+		if (!returns)
+			path->pathtype = T_IndexScan;
+	}
+}
+
+static void
+fix_returnless_index_only(RelOptInfo *rel, RangeTblEntry *rte)
+{
+	if (rte->rtekind != RTE_RELATION || !pk_relid_is_pkmerge(rte->relid))
+		return;
+	plain_returnless_index_only(rel->pathlist);
+	plain_returnless_index_only(rel->partial_pathlist);
+}
+
+/*
  * Planner: a table this transaction has written must stay out of parallel
  * plans altogether (workers cannot see its buffered writes).  The hook
  * runs after the table's paths are made, which took parallel safety from
@@ -757,6 +793,7 @@ pk_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 
 	if (prev_set_rel_pathlist)
 		prev_set_rel_pathlist(root, rel, rti, rte);
+	fix_returnless_index_only(rel, rte);
 	/* any buffer of the table: workers check for one (wbuf_leader_writes) */
 	if (rte->rtekind != RTE_RELATION || !rel->consider_parallel ||
 		wbuf_get(rte->relid, false) == NULL)

@@ -17,7 +17,13 @@
  *	  ids ascend with their positions.
  *
  *	  VACUUM asks for the horizon (rowids_horizon): ids below it were all
- *	  handed out before, to transactions that VACUUM then waits for.
+ *	  handed out to transactions that have ended, or to running ones whose
+ *	  rows are in runs by then (prepared transactions, spills): an index
+ *	  entry of an id below it that no run holds names a version that is
+ *	  gone.  Each backend says, in shared memory, the first id its
+ *	  transaction took of each table (BackendRowIds), set with the ids it
+ *	  takes under the table's slot's lock and cleared when the transaction
+ *	  ends or is prepared (its rows are in runs then).
  *
  *-------------------------------------------------------------------------
  */
@@ -29,7 +35,8 @@
 #include "catalog/indexing.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
-#include "storage/spin.h"
+#include "access/xact.h"
+#include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -38,6 +45,7 @@
 
 #include "catalog.h"
 #include "catalog_row_ids.h"
+#include "pg_compat.h"
 #include "shmem_slots.h"
 #include "tid.h"
 
@@ -54,7 +62,7 @@
 
 typedef struct RowIdSlot
 {
-	slock_t		mutex;
+	LWLock		lock;
 	Oid			dbid;
 	Oid			relid;			/* InvalidOid: free */
 	uint64		next;			/* the next id to hand out */
@@ -63,16 +71,104 @@ typedef struct RowIdSlot
 
 static RowIdSlot *slots = NULL;
 
+/*
+ * Per backend (by its PGPROC's number): the first id its transaction took
+ * of each table it wrote, up to XACT_TABLES of them, then overflow.  A
+ * table's entry is written under its slot's lock, which rowids_horizon
+ * holds while it reads; written by the backend only.
+ */
+#define XACT_TABLES 4
+typedef struct BackendRowIds
+{
+	Oid			dbid;
+	int			ntables;
+	bool		overflow;		/* more tables than entries */
+	Oid			relid[XACT_TABLES];
+	uint64		first[XACT_TABLES];
+} BackendRowIds;
+
+static BackendRowIds *backends = NULL;
+static bool took_ids = false;	/* this backend's entry is set */
+
+static Size
+backends_size(void)
+{
+	return mul_size(MaxBackends + NUM_AUXILIARY_PROCS, sizeof(BackendRowIds));
+}
+
 Size
 rowids_shmem_size(void)
 {
-	return mul_size(NSLOTS, sizeof(RowIdSlot));
+	return add_size(mul_size(NSLOTS, sizeof(RowIdSlot)), backends_size());
+}
+
+static void
+rowids_xact_callback(XactEvent event, void *arg)
+{
+	/* ended, or prepared: its rows are in runs */
+	if (took_ids && backends && MyProc &&
+		(event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		 event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
+		 event == XACT_EVENT_PARALLEL_ABORT))
+	{
+		BackendRowIds *b = &backends[GetNumberFromPGProc(MyProc)];
+
+		b->ntables = 0;
+		b->overflow = false;
+		took_ids = false;
+	}
 }
 
 void
-rowids_shmem_init(void)
+rowids_shmem_init(int tranche)
 {
-	slots = pk_shmem_slots("pkchangelog row ids", NSLOTS, sizeof(RowIdSlot));
+	bool		found;
+
+	slots = pk_shmem_lwlock_slots("pkchangelog row ids", NSLOTS, sizeof(RowIdSlot),
+								  tranche);
+	backends = ShmemInitStruct("pkchangelog backend row ids", backends_size(), &found);
+	if (!found)
+		memset(backends, 0, backends_size());
+}
+
+/* set up in each backend (the library's _PG_init) */
+void
+rowids_init(void)
+{
+	RegisterXactCallback(rowids_xact_callback, NULL);
+}
+
+/*
+ * This backend's transaction takes ids of relid from first on (the
+ * caller holds the table's slot's lock)
+ */
+static void
+note_first_id(Oid relid, uint64 first)
+{
+	BackendRowIds *b;
+
+	if (MyProc == NULL)
+		return;
+	b = &backends[GetNumberFromPGProc(MyProc)];
+	if (!took_ids)
+	{
+		b->ntables = 0;
+		b->overflow = false;
+		b->dbid = MyDatabaseId;
+		took_ids = true;
+	}
+	for (int i = 0; i < b->ntables; i++)
+		if (b->relid[i] == relid)
+			return;
+	if (b->ntables == XACT_TABLES)
+	{
+		b->overflow = true;
+		return;
+	}
+	b->relid[b->ntables] = relid;
+	b->first[b->ntables] = first;
+	pg_write_barrier();
+	b->ntables++;
 }
 
 static RowIdSlot *
@@ -140,10 +236,10 @@ rowids_enable(Oid relid, uint64 first)
 	table_close(crel, RowExclusiveLock);
 
 	/* what a slot knew of an earlier attempt is forgotten */
-	SpinLockAcquire(&slot->mutex);
+	LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
 	if (slot_holds(slot, relid))
 		slot->relid = InvalidOid;
-	SpinLockRelease(&slot->mutex);
+	LWLockRelease(&slot->lock);
 }
 
 /*
@@ -189,24 +285,25 @@ rowids_reserve(Oid relid, uint32 n)
 		bool		nulls[2] = {false, false};
 		bool		replace[2] = {false, true};
 
-		SpinLockAcquire(&slot->mutex);
+		LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
 		if (slot_holds(slot, relid) && slot->next + n <= slot->limit)
 		{
 			first = slot->next;
 			slot->next += n;
-			SpinLockRelease(&slot->mutex);
+			note_first_id(relid, first);
+			LWLockRelease(&slot->lock);
 			return first;
 		}
-		SpinLockRelease(&slot->mutex);
+		LWLockRelease(&slot->lock);
 
 		/* a refill: one at a time, under the catalog row's lock */
 		crel = table_open(cat_oid("row_ids", false), RowExclusiveLock);
 		catalog_next = catalog_next_id(crel, relid, &state, &tup);
-		SpinLockAcquire(&slot->mutex);
+		LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
 		if (slot_holds(slot, relid) && slot->next + n <= slot->limit)
 		{
 			/* another backend refilled it meanwhile */
-			SpinLockRelease(&slot->mutex);
+			LWLockRelease(&slot->lock);
 			systable_inplace_update_cancel(state);
 			table_close(crel, RowExclusiveLock);
 			continue;
@@ -224,7 +321,7 @@ rowids_reserve(Oid relid, uint32 n)
 		}
 		slot->limit = slot->next;
 		limit = Max(slot->next, catalog_next) + Max(ROWID_STEP, n);
-		SpinLockRelease(&slot->mutex);
+		LWLockRelease(&slot->lock);
 		if (limit > ROWID_LIMIT)
 		{
 			systable_inplace_update_cancel(state);
@@ -243,17 +340,20 @@ rowids_reserve(Oid relid, uint32 n)
 		table_close(crel, RowExclusiveLock);
 
 		/* (another table may have taken the slot meanwhile: then retry) */
-		SpinLockAcquire(&slot->mutex);
+		LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
 		if (slot_holds(slot, relid))
 			slot->limit = limit;
-		SpinLockRelease(&slot->mutex);
+		LWLockRelease(&slot->lock);
 	}
 }
 
 /*
- * The lowest id a transaction may yet be handed out for the table: every
- * id below it was handed out before (or never will be).  Read under the
- * catalog row's lock, so that no refill is halfway.
+ * The horizon of the table's ids (see the header comment): the next id to
+ * be handed out, or the first one a running transaction took, if lower
+ * (0 if a transaction of this database wrote more tables than its entry
+ * holds).  Read under the catalog row's lock, so that no refill is
+ * halfway, and the slot's, so that no transaction is between taking ids
+ * and saying so.
  */
 uint64
 rowids_horizon(Oid relid)
@@ -266,10 +366,24 @@ rowids_horizon(Oid relid)
 
 	crel = table_open(cat_oid("row_ids", false), RowExclusiveLock);
 	horizon = catalog_next_id(crel, relid, &state, &tup);
-	SpinLockAcquire(&slot->mutex);
+	LWLockAcquire(&slot->lock, LW_SHARED);
 	if (slot_holds(slot, relid))
 		horizon = slot->next;
-	SpinLockRelease(&slot->mutex);
+	for (int p = 0; p < MaxBackends + NUM_AUXILIARY_PROCS; p++)
+	{
+		BackendRowIds *b = &backends[p];
+		int			n = b->ntables;
+
+		pg_read_barrier();
+		if (b->dbid != MyDatabaseId || (n == 0 && !b->overflow))
+			continue;
+		if (b->overflow)
+			horizon = 0;
+		for (int i = 0; i < Min(n, XACT_TABLES); i++)
+			if (b->relid[i] == relid)
+				horizon = Min(horizon, b->first[i]);
+	}
+	LWLockRelease(&slot->lock);
 	systable_inplace_update_cancel(state);
 	table_close(crel, RowExclusiveLock);
 	return horizon;

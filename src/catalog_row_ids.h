@@ -11,7 +11,8 @@
 
 /* catalog_row_ids.c */
 extern Size rowids_shmem_size(void);
-extern void rowids_shmem_init(void);
+extern void rowids_shmem_init(int tranche);
+extern void rowids_init(void);
 extern bool rowids_catalog_present(void);
 extern bool rowids_enabled(Oid relid);
 extern void rowids_enable(Oid relid, uint64 first);

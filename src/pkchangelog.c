@@ -22,6 +22,7 @@
 #include "am_scan.h"
 #include "catalog.h"
 #include "catalog_lock.h"
+#include "catalog_row_ids.h"
 #include "guc.h"
 #include "maint_worker.h"
 #include "mat.h"
@@ -76,6 +77,7 @@ _PG_init(void)
 	wal_rmgr_register();		/* WAL resource manager (wal_rmgr_id) */
 	catalog_init();				/* xact callback: runs changed; relcache: OIDs */
 	pktable_init();				/* relcache callback: table descriptors */
+	rowids_init();				/* xact callback: the ids a transaction takes */
 	spill_init();				/* ExecutorStart/End: readers of spills */
 	commit_init();				/* xact and subxact callbacks: the commit */
 	ddl_init();					/* ProcessUtility, object access, xact callback */

@@ -946,11 +946,13 @@ decode_stored(Relation rel, const RunInfo *run, const RunIndexEntry *ie,
 			corrupt(rel, run, "block", blockno,
 					"The zstd frame's size does not match the block header.");
 	}
-	else if (RUN_BLOCK_METHOD(bh.method) != PK_COMPRESSION_NONE ||
-			 (bh.method & RUN_BLOCK_IDS && run->kind != RUN_DATA))
+	else if (RUN_BLOCK_METHOD(bh.method) != PK_COMPRESSION_NONE)
 		corrupt(rel, run, "block", blockno, "Unknown compression method.");
 	else if (bh.raw_len != bh.stored_len)
 		corrupt(rel, run, "block", blockno, "The block's lengths disagree.");
+	/* rows of a table with row ids: a data run's, or a delta run's (was one) */
+	if ((bh.method & RUN_BLOCK_IDS) && run->kind != RUN_DATA && run->kind != RUN_DELTA)
+		corrupt(rel, run, "block", blockno, "The block has row ids, which only data runs have.");
 	if (bh.nrows > bh.raw_len / sizeof(RunRowHeader))
 		corrupt(rel, run, "block", blockno, "The block holds more rows than fit in it.");
 

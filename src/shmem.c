@@ -68,7 +68,7 @@ pk_shmem_startup(void)
 	compact_shmem_init();
 	worker_shmem_init(*tranche);
 	readstats_shmem_init(*tranche);
-	rowids_shmem_init();
+	rowids_shmem_init(*tranche);
 	LWLockRelease(AddinShmemInitLock);
 }
 

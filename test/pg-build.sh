@@ -28,9 +28,11 @@ prefix=${2:-$cache/pg$major}
 read -r -a extra <<<"${PK_PG_CONFIGURE:-}"
 opts=(--enable-tap-tests --with-icu --with-zstd --without-readline "${extra[@]}")
 stamp=$prefix/.pkchangelog-build
+# the modules of contrib/ the tests use (beside the server's own)
+contrib=(test_decoding pg_walinspect pageinspect pg_stat_statements amcheck pg_trgm btree_gist)
 
-# a build of this major with these options is reused
-want="postgresql-$major ${opts[*]} CFLAGS=${CFLAGS:-} CPPFLAGS=${CPPFLAGS:-}"
+# a build of this major with these options and modules is reused
+want="postgresql-$major ${opts[*]} contrib=${contrib[*]} CFLAGS=${CFLAGS:-} CPPFLAGS=${CPPFLAGS:-}"
 if [ -x "$prefix/bin/pg_config" ] && [ "$(head -n 1 "$stamp" 2>/dev/null)" = "$want" ]; then
 	echo "$prefix/bin/pg_config"
 	exit 0
@@ -98,8 +100,7 @@ rm -rf "$prefix"
 	"$src/configure" --prefix="$prefix" "${opts[@]}" >configure.log 2>&1 &&
 	make -j"$jobs" -s >make.log 2>&1 &&
 	make -s install >install.log 2>&1 &&
-	for d in src/test/isolation contrib/test_decoding contrib/pg_walinspect \
-		contrib/pageinspect contrib/pg_stat_statements; do
+	for d in src/test/isolation "${contrib[@]/#/contrib/}"; do
 		make -C "$d" -j"$jobs" -s install >>install.log 2>&1 || exit 1
 	done) ||
 	{ tail -n 40 "$build"/obj/*.log >&2; echo "PostgreSQL $major build failed: see $build/obj" >&2; exit 1; }

@@ -184,6 +184,25 @@ bulk_upsert_seconds()
 	time_sql "$(load_sql "$1" "$2" "$upsert_loaded")" "$(upsert_sql "$1" "$2" "$source")"
 }
 
+# rewrite_rate TABLE SPEC [SQL]: rows/s of a full rewrite of $rows rows
+# loaded in 4 commits (4 sorted runs), SQL run after the table is created
+# (indexes): SELECT pk_compact(TABLE, true), or heap's VACUUM FULL.
+rewrite_rate()
+{
+	local setup i part=$((rows / 4)) rewrite
+	setup="$(create_sql "$1" "$2") ${3:-}"
+	for i in 0 1 2; do
+		setup+=" INSERT INTO $1 $(rows_sql $((i * part + 1)) $(((i + 1) * part)));"
+	done
+	setup+=" INSERT INTO $1 $(rows_sql $((3 * part + 1)) "$rows"); $(settle_sql "$1" "$2")"
+	if is_heap "$2"; then
+		rewrite="VACUUM FULL $1;"
+	else
+		rewrite="SELECT pk_compact('$1', true);"
+	fi
+	div "$rows" "$(time_sql "$setup" "$rewrite")"
+}
+
 # ---------------------------------------------------------------- comparing
 
 # sides LABEL_A SPEC_A LABEL_B SPEC_B: the two tables compare measures,

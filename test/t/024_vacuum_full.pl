@@ -39,7 +39,10 @@ $node->safe_psql('postgres', q{UPDATE big SET v = 'updated' WHERE id % 1000 = 0}
 $node->safe_psql('postgres', q{INSERT INTO small SELECT g, g FROM generate_series(1, 1000) g});
 $node->safe_psql('postgres', q{UPDATE small SET v = -v WHERE id <= 10});
 
-$node->safe_psql('postgres', q{SELECT pg_create_physical_replication_slot('vfs')});
+# the slot keeps the WAL from before the backup on (immediately_reserve):
+# unreserved until the standby connects, a checkpoint (the end of a crash
+# recovery below) could remove the segment the standby starts from
+$node->safe_psql('postgres', q{SELECT pg_create_physical_replication_slot('vfs', true)});
 $node->backup('bkp');
 my $standby = PostgreSQL::Test::Cluster->new("vfs_$$");
 $standby->init_from_backup($node, 'bkp', has_streaming => 1);

@@ -109,6 +109,12 @@ for my $p (@producers)
 		"$p: the table has snapshots and a stream before the update");
 }
 
+# a first secondary index needs the catalog's pkchangelog.row_ids: refused
+# before the update, with the hint to update, and nothing changes
+my ($irc, $iout, $ierr) = $node->psql('upgraded', "CREATE INDEX ON $table{lookup} (grp)");
+like($ierr, qr/ERROR:  indexes on pkmerge table "\S+" need the catalog of pkchangelog 0\.13.*HINT:  Run ALTER EXTENSION pkchangelog UPDATE/s,
+	'before the update: a secondary index is refused, the hint says to update');
+
 # --- the update ----------------------------------------------------------
 my ($rc, $out, $err) = $node->psql('upgraded', 'ALTER EXTENSION pkchangelog UPDATE');
 is($rc, 0, "ALTER EXTENSION pkchangelog UPDATE from $base to $default") or diag($err);
@@ -323,6 +329,23 @@ ROLLBACK});
 }
 is($node->safe_psql('fresh', q{INSERT INTO probe VALUES (1); SELECT count(*) FROM probe}), '1',
 	'the catalog of the right shape is used');
+
+# --- the filled tables take secondary indexes: the rows written under the
+# base catalog keep their row numbers as ids, and an index scan answers as
+# a sequential scan through updates, a compaction and VACUUM
+for my $p (@producers)
+{
+	my $t = $table{$p};
+	$node->safe_psql('upgraded', qq{CREATE INDEX ${t}_grp ON $t (grp)});
+	$node->safe_psql('upgraded', qq{UPDATE $t SET grp = grp + 100 WHERE id % 7 = 0});
+	$node->safe_psql('upgraded', qq{SELECT pk_compact('$t', true)});
+	$node->safe_psql('upgraded', qq{VACUUM $t});
+	my $q = qq{SELECT count(*), sum(amount) FROM $t WHERE grp > 50};
+	my $by_index = $node->safe_psql('upgraded', qq{SET enable_seqscan = off; SET enable_bitmapscan = off; $q});
+	isnt($by_index, '0|', "$p: rows found by the index");
+	is($by_index, $node->safe_psql('upgraded', qq{SET enable_indexscan = off; SET enable_bitmapscan = off; $q}),
+		"$p: an index built after the update answers as a sequential scan");
+}
 
 $node->stop;
 done_testing();

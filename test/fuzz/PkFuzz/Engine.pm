@@ -588,6 +588,11 @@ sub queries
 		desc  => "SELECT $kt FROM %T x ORDER BY $kd LIMIT 5",
 		after => "SELECT $kt FROM %T x WHERE " . PkFuzz::Gen::key_pred($g, $t, 'open') . " ORDER BY $ko LIMIT 4",
 		group => 'SELECT x.g, count(*), sum(octet_length(x.v)) FROM %T x GROUP BY x.g ORDER BY x.g NULLS FIRST',
+		# through the secondary indexes (PkFuzz::Gen::create_sql)
+		byg   => "SELECT $kt, md5(x::text) FROM %T x WHERE x.g = " . $g->{rng}->between(-3, 41) . " ORDER BY $ko",
+		grange => "SELECT $kt, x.g FROM %T x WHERE x.g BETWEEN " . (my $lo = $g->{rng}->between(-3, 40))
+		  . ' AND ' . ($lo + 4) . " ORDER BY $ko",
+		byv   => "SELECT $kt, x.g FROM %T x WHERE left(x.v, 12) = 'v" . $g->{rng}->between(0, 999) . "' ORDER BY $ko",
 		lookup => 'SELECT ' . join(', ', map { "s.$_" } @{ $t->{key} }) . ', md5(x::text) FROM ('
 		  . PkFuzz::Gen::values_sql($t, $t->{key}, PkFuzz::Gen::gen_rows($g, $t, 6, $t->{key})) . ') AS s('
 		  . join(', ', @{ $t->{key} }) . ') JOIN %T x ON ' . PkFuzz::Gen::key_on($t) . ' ORDER BY 1'
@@ -654,7 +659,7 @@ sub check_pair
 	for (1 .. 2)
 	{
 		my $name = $r->pick(\@names);
-		my $mode = $r->pick([ '', '', 'enable_seqscan', 'enable_indexscan' ]);
+		my $mode = $r->pick([ '', '', 'enable_seqscan', 'enable_indexscan', 'enable_bitmapscan' ]);
 		my $setting = $mode ? "SET $mode = off" : undef;
 		if ($setting)
 		{

@@ -168,7 +168,9 @@ sub col_ddl
 	return $d;
 }
 
-# CREATE TABLE statements of table $t: (pkmerge, heap twin)
+# CREATE TABLE statements of table $t: (pkmerge, heap twin), then the
+# same secondary indexes on both (btree on g, and on an expression of v;
+# the queries check them, PkFuzz::Engine::queries)
 sub create_sql
 {
 	my ($t) = @_;
@@ -180,7 +182,9 @@ sub create_sql
 	} sort keys %{ $t->{opts} });
 	return (
 		"CREATE TABLE $t->{name} ($cols, PRIMARY KEY ($key)) USING pkmerge WITH ($with)",
-		"CREATE TABLE $t->{heap} ($cols, PRIMARY KEY ($key) DEFERRABLE)");
+		"CREATE TABLE $t->{heap} ($cols, PRIMARY KEY ($key) DEFERRABLE)",
+		map { ("CREATE INDEX $_->[0]_g ON $_->[0] (g)", "CREATE INDEX $_->[0]_v ON $_->[0] (left(v, 12), g)") }
+		  ([ $t->{name} ], [ $t->{heap} ]));
 }
 
 sub describe
