@@ -580,6 +580,7 @@ sub queries
 	my $kt = PkFuzz::Gen::key_text($t);
 	my $ko = PkFuzz::Gen::key_order($t);
 	my $kd = PkFuzz::Gen::key_order($t, 'DESC');
+	my $glo = $g->{rng}->between(-3, 40);
 	my %q = (
 		agg   => 'SELECT count(*), count(x.g), sum(x.g), count(x.v), sum(octet_length(x.v)), max(left(x.v, 12)) FROM %T x',
 		range => "SELECT $kt, md5(x::text) FROM %T x WHERE " . PkFuzz::Gen::key_pred($g, $t, 'range') . " ORDER BY $ko",
@@ -590,8 +591,7 @@ sub queries
 		group => 'SELECT x.g, count(*), sum(octet_length(x.v)) FROM %T x GROUP BY x.g ORDER BY x.g NULLS FIRST',
 		# through the secondary indexes (PkFuzz::Gen::create_sql)
 		byg   => "SELECT $kt, md5(x::text) FROM %T x WHERE x.g = " . $g->{rng}->between(-3, 41) . " ORDER BY $ko",
-		grange => "SELECT $kt, x.g FROM %T x WHERE x.g BETWEEN " . (my $lo = $g->{rng}->between(-3, 40))
-		  . ' AND ' . ($lo + 4) . " ORDER BY $ko",
+		grange => "SELECT $kt, x.g FROM %T x WHERE x.g BETWEEN $glo AND " . ($glo + 4) . " ORDER BY $ko",
 		byv   => "SELECT $kt, x.g FROM %T x WHERE left(x.v, 12) = 'v" . $g->{rng}->between(0, 999) . "' ORDER BY $ko",
 		lookup => 'SELECT ' . join(', ', map { "s.$_" } @{ $t->{key} }) . ', md5(x::text) FROM ('
 		  . PkFuzz::Gen::values_sql($t, $t->{key}, PkFuzz::Gen::gen_rows($g, $t, 6, $t->{key})) . ') AS s('
