@@ -251,6 +251,7 @@ fmt()
 		s) printf '%.3f s' "$1";;
 		ms) awk -v v="$1" 'BEGIN { printf (v < 10 ? "%.3f ms" : "%.1f ms"), v }';;
 		MB) printf '%.1f MB' "$1";;
+		x) printf '%.2fx' "$1";;
 		*) printf '%.0f %s' "$1" "$2";;
 	esac
 }

@@ -37,8 +37,10 @@ INSERT INTO c VALUES (2, 2);
 INSERT INTO c VALUES (3, 3);
 INSERT INTO c VALUES (1, 10);
 });
+# (one run, or two when the worker merged the first three before the
+# fourth commit: it is woken by the commit that reaches the trigger)
 ok($node->poll_query_until('postgres',
-		q{SELECT count(*) = 1 FROM pk_runs('c') WHERE kind = 'data'}),
+		q{SELECT count(*) <= 2 AND count(*) FILTER (WHERE level > 0) = 1 FROM pk_runs('c') WHERE kind = 'data'}),
 	'the worker merged the runs once they reached the trigger');
 is($node->safe_psql('postgres',
 		q{SELECT count(*) FROM pk_snapshots('c') WHERE commit_kind = 'COMPACT'}) >= 1,
