@@ -76,7 +76,8 @@ CREATE INDEX ix_hash ON ix USING hash (cust);
 CREATE INDEX ix_tags ON ix USING gin (tags);
 CREATE INDEX ix_doc ON ix USING gin (doc jsonb_path_ops);
 CREATE INDEX ix_pt ON ix USING gist (pt);
-CREATE INDEX ix_note ON ix USING spgist (note);
+-- (once the table has row ids, an index can be built CONCURRENTLY)
+CREATE INDEX CONCURRENTLY ix_note ON ix USING spgist (note);
 \d ix
 SELECT * FROM ix_check();
 
@@ -197,12 +198,12 @@ SELECT * FROM ix_check();
 CREATE UNIQUE INDEX ON ix (note);
 ALTER TABLE ix ADD CONSTRAINT ix_note_unique UNIQUE (note);
 ALTER TABLE ix ADD CONSTRAINT ix_excl EXCLUDE USING gist (pt WITH ~=);
-CREATE INDEX CONCURRENTLY ON ix (note);
 REINDEX TABLE CONCURRENTLY ix;
 CREATE INDEX ON ix USING brin (ts);
 -- the first index of a table is built only before the transaction writes
 -- to it; once the table has row ids, the transaction's rows have theirs
 CREATE TABLE ix_new (id int PRIMARY KEY, v int) USING pkmerge;
+CREATE INDEX CONCURRENTLY ON ix_new (v);
 BEGIN;
 INSERT INTO ix_new VALUES (1, 1);
 CREATE INDEX ON ix_new (v);

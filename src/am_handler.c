@@ -121,9 +121,10 @@ pk_tuple_get_latest_tid(TableScanDesc scan, ItemPointer tid)
 
 /*
  * A btree index asks which of its entries it may delete before it splits
- * a page (bottom-up deletion): none, here.  Whether a row version is gone
- * for every snapshot is VACUUM's to find out (am_index.c), which removes
- * the entries of those no run holds any more.
+ * a page (bottom-up deletion): none, here (DECISIONS, "Secondary
+ * indexes").  Whether a row version is gone for every snapshot is VACUUM's
+ * to find out (am_index.c), which removes the entries of those no run
+ * holds any more.
  */
 static TransactionId
 pk_index_delete_tuples(Relation rel, TM_IndexDeleteOp *delstate)
@@ -403,7 +404,7 @@ pk_index_validate_scan(Relation table_rel, Relation index_rel,
 					   struct IndexInfo *index_info, Snapshot snapshot,
 					   struct ValidateIndexState *state)
 {
-	not_supported(table_rel, "CREATE INDEX CONCURRENTLY", NULL);
+	index_validate(table_rel, index_rel, index_info, snapshot, state);
 }
 
 static bool

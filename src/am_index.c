@@ -24,6 +24,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/tuplesort.h"
 
 #include "am_index.h"
 #include "catalog.h"
@@ -137,6 +138,92 @@ index_build_scan(Relation table_rel, Relation index_rel, IndexInfo *index_info,
 	index_info->ii_ExpressionsState = NIL;
 	index_info->ii_PredicateState = NULL;
 	return reltuples;
+}
+
+/* qsort comparator of encoded TIDs */
+static int
+tid_cmp(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/*
+ * CREATE INDEX CONCURRENTLY's second pass: insert into the index every row
+ * snapshot sees whose row id it lacks (rows written between the build's
+ * snapshot and the index's being ready for writers).  state's tuplesort
+ * holds the index's TIDs, sorted; the rows come in key order, so the TIDs
+ * are read into an array to probe.  Only for a table with row ids: its
+ * first index is built without CONCURRENTLY (sql_ddl.c), since a
+ * transaction writing meanwhile would mix TIDs of both kinds.
+ */
+void
+index_validate(Relation table_rel, Relation index_rel, IndexInfo *index_info,
+			   Snapshot snapshot, ValidateIndexState *state)
+{
+	EState	   *estate;
+	ExprContext *econtext;
+	TupleTableSlot *slot;
+	ExprState  *predicate;
+	TableScanDesc scan;
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+	int64	   *tids;
+	int64		ntids = 0;
+	int64		cap = 1024;
+	Datum		d;
+	bool		dnull;
+
+	if (!pk_table(table_rel)->row_ids)
+		elog(ERROR, "pkmerge table \"%s\" has no row ids to validate an index with",
+			 RelationGetRelationName(table_rel));
+	tids = palloc(sizeof(int64) * cap);
+	while (tuplesort_getdatum(state->tuplesort, true, false, &d, &dnull, NULL))
+	{
+		if (dnull)
+			continue;
+		if (ntids == cap)
+		{
+			cap *= 2;
+			tids = repalloc_huge(tids, sizeof(int64) * cap);
+		}
+		tids[ntids++] = DatumGetInt64(d);
+		state->itups += 1;
+	}
+	/* (sorted by the caller; sorted again, in case) */
+	qsort(tids, ntids, sizeof(int64), tid_cmp);
+
+	estate = CreateExecutorState();
+	econtext = GetPerTupleExprContext(estate);
+	slot = table_slot_create(table_rel, NULL);
+	econtext->ecxt_scantuple = slot;
+	predicate = ExecPrepareQual(index_info->ii_Predicate, estate);
+	scan = table_beginscan_strat(table_rel, snapshot, 0, NULL, true, false);
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		int64		tid = itemptr_encode(&slot->tts_tid);
+
+		CHECK_FOR_INTERRUPTS();
+		state->htups += 1;
+		if (bsearch(&tid, tids, ntids, sizeof(int64), tid_cmp) != NULL)
+			continue;
+		MemoryContextReset(econtext->ecxt_per_tuple_memory);
+		if (predicate != NULL && !ExecQual(predicate, econtext))
+			continue;
+		FormIndexDatum(index_info, slot, estate, values, isnull);
+		index_insert(index_rel, values, isnull, &slot->tts_tid, table_rel,
+					 index_info->ii_Unique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
+					 false, index_info);
+		state->tups_inserted += 1;
+	}
+	table_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	FreeExecutorState(estate);
+	index_info->ii_ExpressionsState = NIL;
+	index_info->ii_PredicateState = NULL;
+	pfree(tids);
 }
 
 /* ---- VACUUM ---- */

@@ -16,6 +16,9 @@
 extern double index_build_scan(Relation table_rel, Relation index_rel,
 							   IndexInfo *index_info, IndexBuildCallback callback,
 							   void *callback_state, TableScanDesc scan);
+extern void index_validate(Relation table_rel, Relation index_rel,
+						   IndexInfo *index_info, Snapshot snapshot,
+						   struct ValidateIndexState *state);
 extern void index_vacuum(Relation rel, VacuumParams *params,
 						 BufferAccessStrategy bstrategy);
 

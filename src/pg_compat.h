@@ -252,6 +252,14 @@ compat_bitmap_scan_no_prefetch(PlanState *ps)
 	((void) (starttime), pgstat_report_vacuum(relid, shared, live, dead))
 #endif
 
+/* ---- index builds ---- */
+
+#if PG_VERSION_NUM < 180000
+/* 16 let the caller say whether a pass-by-reference datum is copied */
+#define tuplesort_getdatum(state, forward, copy, val, isnull, abbrev) \
+	((void) (copy), tuplesort_getdatum(state, forward, val, isnull, abbrev))
+#endif
+
 /* ---- VACUUM of indexes ---- */
 
 #if PG_VERSION_NUM >= 180000

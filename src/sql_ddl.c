@@ -49,6 +49,7 @@
 #include "utils/syscache.h"
 
 #include "catalog.h"
+#include "catalog_row_ids.h"
 #include "guc.h"
 #include "maint_compaction.h"
 #include "mat.h"
@@ -1003,9 +1004,15 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 					strcmp(stmt->accessMethod, "brin") == 0)
 					not_supported("a BRIN index", stmt->relation->relname,
 								  "BRIN summarizes ranges of a table's blocks, and a pkmerge table's TIDs name row versions, not blocks: use a btree index.");
-				if (on_pkmerge && !(stmt->primary && key_am) && stmt->concurrent)
-					not_supported("CREATE INDEX CONCURRENTLY", stmt->relation->relname,
-								  "Build the index without CONCURRENTLY: writes to the table wait until it is built.");
+				/*
+				 * CONCURRENTLY: once the table has row ids (its first index
+				 * gives them, while writes wait: am_index.c)
+				 */
+				if (on_pkmerge && !(stmt->primary && key_am) && stmt->concurrent &&
+					!rowids_enabled(RangeVarGetRelid(stmt->relation, NoLock, false)))
+					not_supported("CREATE INDEX CONCURRENTLY of a first secondary index",
+								  stmt->relation->relname,
+								  "Build the table's first index other than its primary key without CONCURRENTLY (writes wait until it is built); later ones can be built CONCURRENTLY.");
 			}
 			break;
 		case T_ReindexStmt:
