@@ -2,7 +2,7 @@
  *
  * catalog_row_ids.c
  *	  Row ids of the pkmerge tables that have secondary indexes (DESIGN
- *	  §11): which tables have them (a row of pkchangelog.row_ids each), and
+ *	  §6): which tables have them (a row of pkchangelog.row_ids each), and
  *	  the ids handed out to the row versions their transactions write.
  *
  *	  A table's ids come from one counter in shared memory, refilled in
@@ -32,10 +32,10 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/indexing.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
-#include "access/xact.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -189,11 +189,15 @@ slot_holds(RowIdSlot *slot, Oid relid)
 	return slot->relid == relid && slot->dbid == MyDatabaseId;
 }
 
-/* does this catalog have pkchangelog.row_ids (catalog 0.13)? */
+/*
+ * Does this catalog have pkchangelog.row_ids (catalog 0.13), with its
+ * index?  (A restore creates the index after the tables, pkmerge tables
+ * too, whose descriptors ask.)
+ */
 bool
 rowids_catalog_present(void)
 {
-	return OidIsValid(cat_oid("row_ids", true));
+	return OidIsValid(cat_oid("row_ids", true)) && OidIsValid(cat_oid("row_ids_pkey", true));
 }
 
 /* does the table have row ids? */
