@@ -200,14 +200,27 @@ ALTER TABLE ix ADD CONSTRAINT ix_note_unique UNIQUE (note);
 ALTER TABLE ix ADD CONSTRAINT ix_excl EXCLUDE USING gist (pt WITH ~=);
 REINDEX TABLE CONCURRENTLY ix;
 CREATE INDEX ON ix USING brin (ts);
--- the first index of a table is built only before the transaction writes
--- to it; once the table has row ids, the transaction's rows have theirs
+-- a table's first index in the transaction that wrote its rows (a restore
+-- in one transaction): the buffered rows take ids; not in a subtransaction
 CREATE TABLE ix_new (id int PRIMARY KEY, v int) USING pkmerge;
 CREATE INDEX CONCURRENTLY ON ix_new (v);
 BEGIN;
-INSERT INTO ix_new VALUES (1, 1);
+INSERT INTO ix_new SELECT g, g % 3 FROM generate_series(1, 30) g;
+SAVEPOINT s;
 CREATE INDEX ON ix_new (v);
-ROLLBACK;
+ROLLBACK TO SAVEPOINT s;
+RELEASE SAVEPOINT s;
+UPDATE ix_new SET v = 7 WHERE id <= 4;
+CREATE INDEX ix_new_v ON ix_new (v);
+SET LOCAL enable_seqscan = off;
+SET LOCAL enable_bitmapscan = off;
+SELECT v, count(*) FROM ix_new WHERE v IN (0, 7) GROUP BY v ORDER BY v;
+COMMIT;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SELECT v, count(*) FROM ix_new WHERE v IN (0, 7) GROUP BY v ORDER BY v;
+RESET enable_seqscan;
+RESET enable_bitmapscan;
 DROP TABLE ix_new;
 BEGIN;
 INSERT INTO ix (id, cust, pad) VALUES (9000, 1, 'in the transaction');

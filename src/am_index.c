@@ -15,8 +15,10 @@
 
 #include "access/genam.h"
 #include "access/multixact.h"
+#include "access/xact.h"
 #include "access/tableam.h"
 #include "catalog/index.h"
+#include "commands/trigger.h"
 #include "commands/vacuum.h"
 #include "executor/executor.h"
 #include "utils/inval.h"
@@ -60,8 +62,9 @@ first_row_id(Relation rel)
 }
 
 /*
- * Build an index of a pkmerge table: each row the latest snapshot sees
- * (PostgreSQL holds a lock that keeps writers out), with its row id.  The
+ * Build an index of a pkmerge table: each row the latest snapshot sees,
+ * with its row id (a plain CREATE INDEX keeps writers out meanwhile;
+ * CONCURRENTLY adds the rows written meanwhile later, index_validate).  The
  * row versions older snapshots see are not indexed: the index is marked
  * for use by snapshots taken after it only (indcheckxmin, as heap marks
  * an index built over broken HOT chains).
@@ -83,13 +86,20 @@ index_build_scan(Relation table_rel, Relation index_rel, IndexInfo *index_info,
 	bool		isnull[INDEX_MAX_KEYS];
 	double		reltuples = 0;
 
-	/* (a table with row ids: buffered rows have theirs already) */
-	if (!t->row_ids && wb != NULL && (wb->n > 0 || wb->spills != NIL))
+	/*
+	 * The first index of a table its transaction has written (a restore in
+	 * one transaction: the rows, then the indexes): the buffered rows get
+	 * ids in place of their buffer TIDs, which nothing may hold past this
+	 * command but a subtransaction to roll back or a deferred trigger to
+	 * fire (spilled rows keep their row numbers, as committed ones do)
+	 */
+	if (!t->row_ids && wb != NULL && wb->n > 0 &&
+		(GetCurrentTransactionNestLevel() > 1 || AfterTriggerPendingOnRel(relid)))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot build an index on pkmerge table \"%s\" in a transaction that has written to it",
+				 errmsg("cannot build the first index of pkmerge table \"%s\" in a subtransaction or with triggers pending after writing to it",
 						RelationGetRelationName(table_rel)),
-				 errhint("Commit the writes first, then build the index.")));
+				 errhint("Build the index outside the savepoint, or commit the writes first.")));
 	if (scan != NULL && !IsMVCCSnapshot(scan->rs_snapshot))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -98,14 +108,21 @@ index_build_scan(Relation table_rel, Relation index_rel, IndexInfo *index_info,
 				 errhint("Set max_parallel_maintenance_workers to 0, or reset the table's parallel_workers.")));
 	if (!t->row_ids)
 	{
+		uint64		first;
+		uint32		buffered = wb != NULL ? wb->n : 0;
+
 		if (!rowids_catalog_present())
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("indexes on pkmerge table \"%s\" need the catalog of pkchangelog 0.13",
 							RelationGetRelationName(table_rel)),
 					 errhint("Run ALTER EXTENSION pkchangelog UPDATE.")));
+		first = first_row_id(table_rel);
+
 		/* the table's relcache entry, and so its PkTable, change at the next command */
-		rowids_enable(relid, first_row_id(table_rel));
+		rowids_enable(relid, first, buffered);
+		if (buffered > 0)
+			wbuf_assign_ids(wb, first);
 		CacheInvalidateRelcache(table_rel);
 	}
 	index_info->ii_BrokenHotChain = true;

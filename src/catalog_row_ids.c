@@ -220,11 +220,12 @@ rowids_enabled(Oid relid)
 
 /*
  * Give the table row ids (its first secondary index): its catalog row, with
- * ids from first on.  The rows already there keep their row numbers as
- * ids, which are all below first.
+ * ids from first on, the first reserved ones taken (by the rows its
+ * transaction has buffered, wbuf_assign_ids).  The rows already there keep
+ * their row numbers as ids, which are all below first.
  */
 void
-rowids_enable(Oid relid, uint64 first)
+rowids_enable(Oid relid, uint64 first, uint32 reserved)
 {
 	Relation	crel;
 	Datum		values[2];
@@ -234,7 +235,7 @@ rowids_enable(Oid relid, uint64 first)
 
 	crel = table_open(cat_oid("row_ids", false), RowExclusiveLock);
 	values[0] = ObjectIdGetDatum(relid);
-	values[1] = Int64GetDatum((int64) Max(first, 1));
+	values[1] = Int64GetDatum((int64) (Max(first, 1) + reserved));
 	tup = heap_form_tuple(RelationGetDescr(crel), values, nulls);
 	CatalogTupleInsert(crel, tup);
 	table_close(crel, RowExclusiveLock);

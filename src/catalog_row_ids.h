@@ -15,7 +15,7 @@ extern void rowids_shmem_init(int tranche);
 extern void rowids_init(void);
 extern bool rowids_catalog_present(void);
 extern bool rowids_enabled(Oid relid);
-extern void rowids_enable(Oid relid, uint64 first);
+extern void rowids_enable(Oid relid, uint64 first, uint32 reserved);
 extern uint64 rowids_reserve(Oid relid, uint32 n);
 extern uint64 rowids_horizon(Oid relid);
 

@@ -427,6 +427,19 @@ wbuf_remove(WriteBuffer *wb, uint32 from, const bool *keep)
 	}
 }
 
+/*
+ * The table got row ids (its first index) while this buffer holds rows:
+ * its entries take the ids from first on, in order (the caller reserved
+ * them), instead of their buffer TIDs.
+ */
+void
+wbuf_assign_ids(WriteBuffer *wb, uint64 first)
+{
+	for (uint32 pos = 0; pos < wb->n; pos++)
+		wbuf_entry(wb, pos)->id = Max(first, 1) + pos;
+	wb->next_id = wb->end_id = 0;
+}
+
 /* the TID of the entry at pos */
 void
 wbuf_tid(WriteBuffer *wb, uint32 pos, ItemPointer tid)

@@ -145,6 +145,7 @@ extern int64 wbuf_lookup(WriteBuffer *wb, PkTable *t, const Datum *keys,
 						 uint32 hash, CommandId curcid);
 extern bool wbuf_visible(WriteBuffer *wb, uint32 pos, CommandId curcid);
 extern void wbuf_tid(WriteBuffer *wb, uint32 pos, ItemPointer tid);
+extern void wbuf_assign_ids(WriteBuffer *wb, uint64 first);
 extern int64 wbuf_find_tid(WriteBuffer *wb, ItemPointer tid);
 extern uint32 wbuf_pinned_extent(WriteBuffer *wb);
 extern Size wbuf_entry_bytes(WriteBuffer *wb, WbEntry *e);

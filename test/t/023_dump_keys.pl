@@ -37,6 +37,12 @@ INSERT INTO heap_src SELECT g, g * 10 FROM generate_series(1, 20) g;
 INSERT INTO like_heap SELECT * FROM heap_src;
 INSERT INTO heap_copy SELECT * FROM by_opt WHERE k <= 10;
 });
+# secondary indexes, which a restore builds after the rows (in the same
+# transaction with --single-transaction)
+$node->safe_psql('src', q{
+CREATE INDEX by_pk_note ON by_pk (note);
+CREATE INDEX like_heap_amount ON like_heap USING hash (amount);
+});
 
 my @tables = qw(by_pk by_opt named renamed like_heap heap_copy);
 my $in = join(', ', map { "'$_'" } @tables);
@@ -90,7 +96,9 @@ my $shape = sub { my $d = shift; $d =~ s/^\\(un)?restrict .*$//mg; $d };
 # with pg_restore
 my %restore = (
 	dst  => ['psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-f', $plain, '-d'],
-	dst2 => ['pg_restore', '--exit-on-error', $custom, '-d']);
+	dst2 => ['pg_restore', '--exit-on-error', $custom, '-d'],
+	dst3 => ['psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '--single-transaction', '-f', $plain, '-d'],
+	dst4 => ['pg_restore', '--exit-on-error', '-j', '2', $custom, '-d']);
 for my $db (sort keys %restore)
 {
 	$node->safe_psql('postgres', "CREATE DATABASE $db");
@@ -102,7 +110,12 @@ for my $db (sort keys %restore)
 	is($node->safe_psql($db, q{
 SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
 WHERE c.relname IN ('by_opt', 'named', 'renamed', 'like_heap', 'by_pk')}),
-		'5', "$db: one index per pkmerge table");
+		'7', "$db: one key index per pkmerge table, and the two secondary ones");
+	is($node->safe_psql($db, q{
+SET enable_seqscan = off; SET enable_bitmapscan = off;
+SELECT format('%s %s', (SELECT string_agg(id::text, ',') FROM by_pk WHERE note = 'n42'),
+	(SELECT string_agg(id::text, ',') FROM like_heap WHERE amount = 100))}),
+		'42 10', "$db: the secondary indexes find the rows");
 
 	# the key index serves lookups and ON CONFLICT
 	like($node->safe_psql($db, q{SET enable_seqscan = off; EXPLAIN (COSTS OFF) SELECT * FROM by_opt WHERE k = 7}),
