@@ -51,7 +51,7 @@ pgbench_tps()
 point_tps()
 {
 	pgbench_tps "$1" "$2" 1 '\set g random(1, :rows)' \
-		"SELECT id, note FROM $1 WHERE amount = ((:g * 7919) % 1000000) / 100.0;"
+		"SELECT id, note FROM $1 WHERE amount = ((:g::bigint * 7919) % 1000000) / 100.0;"
 }
 update_tps()
 {
