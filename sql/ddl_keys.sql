@@ -87,16 +87,19 @@ DROP TABLE copy_keyless, copy_keyless2;
 CREATE TABLE copy_given (LIKE src_pk INCLUDING CONSTRAINTS, PRIMARY KEY (id)) USING pkmerge;
 CREATE TABLE copy_opt (LIKE src_pk) USING pkmerge WITH (primary_key = 'id');
 \d copy_opt
--- a heap source's other indexes come along, unless unique
+-- a heap source's other indexes come along, unique ones too
 CREATE INDEX src_heap_qty ON src_heap (qty);
 CREATE TABLE copy_idx (LIKE src_heap INCLUDING ALL) USING pkmerge;
 SELECT c.relname, a.amname, i.indisprimary, i.indisunique
 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
 WHERE i.indrelid = 'copy_idx'::regclass ORDER BY c.relname;
 CREATE UNIQUE INDEX src_heap_qty_id ON src_heap (qty, id);
-CREATE TABLE copy_bad (LIKE src_heap INCLUDING ALL) USING pkmerge;
+CREATE TABLE copy_uniq (LIKE src_heap INCLUDING ALL) USING pkmerge;
+SELECT c.relname, a.amname, i.indisprimary, i.indisunique
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
+WHERE i.indrelid = 'copy_uniq'::regclass ORDER BY c.relname;
 CREATE TABLE copy_no_index (LIKE src_heap INCLUDING ALL EXCLUDING INDEXES, PRIMARY KEY (id, line)) USING pkmerge;
 SELECT count(*) AS copy_bad_tables FROM pg_class WHERE relname = 'copy_bad';
 
 DROP TABLE by_opt, by_opt2, src_pk, src_heap, copy_pk, copy_heap, copy_of_heap,
-	copy_back, copy_opt_same, copy_given, copy_opt, copy_no_index, copy_idx;
+	copy_back, copy_opt_same, copy_given, copy_opt, copy_no_index, copy_idx, copy_uniq;

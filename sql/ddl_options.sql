@@ -102,11 +102,9 @@ SELECT rowkind, row FROM pk_changes('nokey2') ORDER BY snapshot_id, rowkind, row
 DROP TABLE nokey, nokey2;
 
 -- what a pkmerge table cannot have
-CREATE TABLE withunique (a int PRIMARY KEY, b int UNIQUE) USING pkmerge;
 CREATE TABLE parted (a int PRIMARY KEY) PARTITION BY RANGE (a);
 CREATE TABLE part1 PARTITION OF parted FOR VALUES FROM (0) TO (10) USING pkmerge;
 CREATE TABLE ctas USING pkmerge AS SELECT 1 AS a;
-CREATE UNIQUE INDEX ON orders (store_id);
 CREATE INDEX CONCURRENTLY ON orders (store_id);
 CREATE TABLE referencing (o bigint REFERENCES orders (order_id));
 CREATE TABLE referencing (o bigint);

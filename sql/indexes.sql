@@ -194,10 +194,8 @@ SELECT * FROM ix_check() WHERE by_index <> 0 OR NOT agree;
 SELECT ix_fill(1, 300, 'ix'), ix_fill(1, 300, 'ix_heap');
 SELECT * FROM ix_check();
 
--- what the indexes cannot be, and when they cannot be built
-CREATE UNIQUE INDEX ON ix (note);
-ALTER TABLE ix ADD CONSTRAINT ix_note_unique UNIQUE (note);
-ALTER TABLE ix ADD CONSTRAINT ix_excl EXCLUDE USING gist (pt WITH ~=);
+-- what the indexes cannot be, and when they cannot be built (unique
+-- indexes: unique.sql)
 REINDEX TABLE CONCURRENTLY ix;
 CREATE INDEX ON ix USING brin (ts);
 -- a table's first index in the transaction that wrote its rows (a restore

@@ -284,9 +284,18 @@ dml_insert(Relation rel, TupleTableSlot *slot, CommandId cid, bool speculative)
 	MinimalTuple tup = buffer_row(rel, slot);
 	PkRead		read;
 	DmlRecordAs *ra = recorded_as(rel, cid);
-	bool		absent_read = speculative;
+	bool		absent_read;
 
 	pk_check_key_not_null(t, tup);
+	/* ON CONFLICT on other columns: blind on the key (am_onconflict.c) */
+	if (speculative)
+	{
+		WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), true);
+
+		if (wb->key_blind_cid == cid)
+			speculative = false;
+	}
+	absent_read = speculative;
 
 	/*
 	 * ON CONFLICT found the key absent (base_seq 0).  The runs that date
@@ -326,6 +335,24 @@ dml_insert(Relation rel, TupleTableSlot *slot, CommandId cid, bool speculative)
 	/* the cumulative statistics' n_tup_ins (an upsert counts as an insert) */
 	pgstat_count_heap_insert(rel, 1);
 	slot->tts_tableOid = RelationGetRelid(rel);
+}
+
+/*
+ * INSERT ... ON CONFLICT inserted the row at tid, then found another
+ * transaction's row in an arbiter index (it appeared after the command
+ * looked): the row goes again, as heap's speculative insertion kills its
+ * tuple, and the command looks again.  It is the buffer's last entry.
+ */
+void
+dml_cancel_insert(Relation rel, ItemPointer tid)
+{
+	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), false);
+	int64		pos = wb ? wbuf_find_tid(wb, tid) : -1;
+
+	if (pos < 0 || pos != (int64) wb->n - 1 || wbuf_pinned_extent(wb) > (uint32) pos)
+		elog(ERROR, "speculative insert into pkmerge table \"%s\" is not its buffer's last entry",
+			 RelationGetRelationName(rel));
+	wbuf_remove(wb, (uint32) pos, NULL);
 }
 
 /*

@@ -30,6 +30,7 @@ typedef struct DmlRecordAs
 } DmlRecordAs;
 
 /* am_dml.c */
+extern void dml_cancel_insert(Relation rel, ItemPointer tid);
 extern void dml_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 					   bool speculative);
 extern TM_Result dml_delete(Relation rel, ItemPointer tid, CommandId cid,

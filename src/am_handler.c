@@ -157,16 +157,19 @@ pk_tuple_insert_speculative(Relation rel, TupleTableSlot *slot, CommandId cid,
 }
 
 /*
- * Nothing to confirm or kill: a speculative insert is not visible to
- * other sessions before commit anyway (it is in the buffer), and it does
- * not fail afterwards, because pkmerge_key reports no conflict at index
- * insertion: the arbiter check before the insert is the check, and an
- * insert of the same key by another transaction is caught at commit.
+ * A speculative insert is not visible to other sessions before commit (it
+ * is in the buffer): nothing to confirm.  pkmerge_key reports no conflict
+ * at index insertion (the arbiter check before the insert is the check,
+ * and an insert of the same key by another transaction is caught at
+ * commit), but a unique index of other columns may have met another
+ * transaction's new row meanwhile: then the row goes.
  */
 static void
 pk_tuple_complete_speculative(Relation rel, TupleTableSlot *slot,
 							  uint32 specToken, bool succeeded)
 {
+	if (!succeeded)
+		dml_cancel_insert(rel, &slot->tts_tid);
 }
 
 static void

@@ -28,6 +28,7 @@
 #include "nodes/execnodes.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/relcache.h"
 
 #include "am_onconflict.h"
 #include "table_desc.h"
@@ -53,6 +54,17 @@ prepare_result_relation(ResultRelInfo *rri, CommandId cid)
 		WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), true);
 
 		wb->nospill_cid = Min(wb->nospill_cid, cid);
+		/*
+		 * Arbiters that leave out the key (ON CONFLICT on a unique index of
+		 * other columns): the key is not checked, and an insert of a key
+		 * that has a row replaces it, as a plain INSERT does.
+		 */
+		if (rri->ri_onConflictArbiterIndexes != NIL)
+		{
+			(void) RelationGetIndexList(rel);	/* sets rd_pkindex */
+			if (!list_member_oid(rri->ri_onConflictArbiterIndexes, rel->rd_pkindex))
+				wb->key_blind_cid = cid;
+		}
 	}
 	if (!rel->rd_rel->relhasindex || rri->ri_IndexRelationDescs != NULL)
 		return;

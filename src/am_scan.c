@@ -29,11 +29,14 @@
 #include "optimizer/paths.h"
 #include "pgstat.h"
 #include "storage/bufmgr.h"
+#include "storage/lmgr.h"
 #include "storage/predicate.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
 #include "am_scan.h"
+#include "catalog_lock.h"
+#include "catalog_row_ids.h"
 #include "lookup.h"
 #include "pg_compat.h"
 #include "run_list.h"
@@ -558,8 +561,7 @@ fetch_end(IndexFetchTableData *scan)
 
 /*
  * A dirty snapshot reports back the in-progress transaction a caller must
- * wait for (ON CONFLICT's arbiter check); pkmerge rows are only ever
- * committed or the caller's own, so there is none.
+ * wait for (fetch_dirty); none yet.
  */
 static void
 clear_dirty(Snapshot snapshot)
@@ -573,9 +575,89 @@ clear_dirty(Snapshot snapshot)
 }
 
 /*
+ * Is v, found at tid in runs or the buffer, the version of its key that
+ * snapshot sees?  Its key's newest version there must be it.
+ */
+static bool
+version_is_newest(Relation rel, PkTable *t, List *runs, WriteBuffer *wb,
+				  ItemPointer tid, Snapshot snapshot, PkVersion *v)
+{
+	Datum		key[INDEX_MAX_KEYS];
+	uint32		hash;
+	PkVersion	newest;
+	int64		pos = wbuf_find_tid(wb, tid);
+
+	if (pos >= 0 && !wbuf_visible(wb, (uint32) pos, snapshot_cid(snapshot)))
+		return false;
+	pk_row_key(t, v->tup, key);
+	hash = pk_key_hash(t, key);
+	if (!lookup_buffered(wb, t, key, hash, snapshot_cid(snapshot), &newest) &&
+		!lookup_committed(rel, t, runs, key, hash, &newest))
+		return false;
+	return ItemPointerEquals(&newest.tid, tid) && PK_KIND_IS_ADD(newest.kind);
+}
+
+/* what fetch_dirty found */
+typedef enum DirtyFetch
+{
+	DIRTY_NONE,					/* no live version */
+	DIRTY_FOUND,				/* a committed or own live version, in *v */
+	DIRTY_IN_PROGRESS			/* another transaction's, in snapshot->xmin */
+} DirtyFetch;
+
+/*
+ * A dirty snapshot (a unique or exclusion check, logical replication's
+ * apply looking for a row): the version at tid if it is its key's newest
+ * committed or own version.  A row id no committed run holds may be
+ * another running transaction's: in its write buffer or spilled runs (the
+ * backend says so in shared memory, rowids_holder), or in the runs of a
+ * prepared one, which holds the table's commit lock.  Its xid goes to
+ * snapshot->xmin for the caller to wait for and look again (btree's unique
+ * check, which holds the leaf page's lock meanwhile), or, when this backend
+ * holds no LWLock (an index scan's check), is waited for here.  Runs are
+ * read again after the shared entries, which a transaction clears only
+ * once its commit is visible.
+ */
+static DirtyFetch
+fetch_dirty(Relation rel, ItemPointer tid, Snapshot snapshot, PkVersion *v)
+{
+	PkTable    *t = pk_table(rel);
+	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), false);
+
+	for (;;)
+	{
+		List	   *runs = runlist_visible(rel, GetLatestSnapshot());
+		TransactionId xid;
+
+		if (lookup_tid(rel, t, runs, wb, tid, v))
+			return version_is_newest(rel, t, runs, wb, tid, snapshot, v) ?
+				DIRTY_FOUND : DIRTY_NONE;
+		if (!t->row_ids)
+			return DIRTY_NONE;
+		xid = rowids_holder(RelationGetRelid(rel), pk_tid_number(tid));
+		if (!TransactionIdIsValid(xid))
+		{
+			runs = runlist_visible(rel, GetLatestSnapshot());
+			if (lookup_tid(rel, t, runs, wb, tid, v))
+				return version_is_newest(rel, t, runs, wb, tid, snapshot, v) ?
+					DIRTY_FOUND : DIRTY_NONE;
+			xid = cat_commit_lock_prepared(RelationGetRelid(rel));
+			if (!TransactionIdIsValid(xid))
+				return DIRTY_NONE;
+		}
+		if (InterruptHoldoffCount > 0)
+		{
+			snapshot->xmin = xid;
+			return DIRTY_IN_PROGRESS;
+		}
+		XactLockTableWait(xid, rel, tid, XLTW_None);
+	}
+}
+
+/*
  * The version at tid if it is the one snapshot sees of its key (any
- * version for a non-MVCC snapshot: SnapshotAny fetches old rows for
- * triggers and RETURNING).
+ * version for SnapshotAny: it fetches old rows for triggers and
+ * RETURNING).
  */
 static bool
 fetch_visible(Relation rel, ItemPointer tid, Snapshot snapshot, PkVersion *v)
@@ -586,7 +668,6 @@ fetch_visible(Relation rel, ItemPointer tid, Snapshot snapshot, PkVersion *v)
 	Datum		key[INDEX_MAX_KEYS];
 	uint32		hash;
 	PkVersion	newest;
-	int64		pos;
 
 	clear_dirty(snapshot);
 	if (snapshot && IsMVCCSnapshot(snapshot))
@@ -601,6 +682,8 @@ fetch_visible(Relation rel, ItemPointer tid, Snapshot snapshot, PkVersion *v)
 		return lookup_tid(rel, t, runlist_visible(rel, GetLatestSnapshot()), wb, tid, v) ||
 			lookup_tid(rel, t, runlist_visible(rel, SnapshotAny), wb, tid, v);
 	}
+	if (snapshot && snapshot->snapshot_type == SNAPSHOT_DIRTY)
+		return fetch_dirty(rel, tid, snapshot, v) == DIRTY_FOUND;
 	runs = runlist_visible(rel, snapshot);
 	if (!lookup_tid(rel, t, runs, wb, tid, v))
 	{
@@ -620,15 +703,7 @@ fetch_visible(Relation rel, ItemPointer tid, Snapshot snapshot, PkVersion *v)
 			lookup_committed(rel, t, runs, key, hash, &newest) &&
 			newest.seq == v->seq && PK_KIND_IS_ADD(newest.kind);
 	}
-	pos = wbuf_find_tid(wb, tid);
-	if (pos >= 0 && !wbuf_visible(wb, (uint32) pos, snapshot_cid(snapshot)))
-		return false;
-	pk_row_key(t, v->tup, key);
-	hash = pk_key_hash(t, key);
-	if (!lookup_buffered(wb, t, key, hash, snapshot_cid(snapshot), &newest) &&
-		!lookup_committed(rel, t, runs, key, hash, &newest))
-		return false;
-	return ItemPointerEquals(&newest.tid, tid) && PK_KIND_IS_ADD(newest.kind);
+	return version_is_newest(rel, t, runs, wb, tid, snapshot, v);
 }
 
 bool
@@ -644,6 +719,26 @@ fetch_tuple(IndexFetchTableData *scan, ItemPointer tid, Snapshot snapshot,
 	/* the key index merged the row already: no second read */
 	if (fetch_handoff(rel, tid, slot))
 		return true;
+	if (snapshot && snapshot->snapshot_type == SNAPSHOT_DIRTY)
+	{
+		PkVersion	v;
+
+		scan_check_worker(rel);
+		switch (fetch_dirty(rel, tid, snapshot, &v))
+		{
+			case DIRTY_NONE:
+				return false;
+			case DIRTY_FOUND:
+				scan_store_row(rel, v.tup, true, tid, slot);
+				return true;
+			case DIRTY_IN_PROGRESS:
+				/* a row not to be seen: the caller only waits */
+				ExecStoreAllNullTuple(slot);
+				slot->tts_tid = *tid;
+				slot->tts_tableOid = RelationGetRelid(rel);
+				return true;
+		}
+	}
 	return fetch_row_version(rel, tid, snapshot, slot);
 }
 

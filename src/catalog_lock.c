@@ -24,6 +24,7 @@
 
 #include <sched.h>
 
+#include "access/twophase.h"
 #include "access/xact.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
@@ -219,6 +220,34 @@ cat_commit_trylock(Oid relid)
 	if (nheld < HELD_COMMIT_LOCKS)
 		held[nheld++] = relid;
 	return true;
+}
+
+/*
+ * The xid of a prepared transaction that holds the table's commit lock
+ * (its rows are in runs that no snapshot sees before COMMIT PREPARED), or
+ * InvalidTransactionId.
+ */
+TransactionId
+cat_commit_lock_prepared(Oid relid)
+{
+	LOCKTAG		tag;
+	VirtualTransactionId *vxids;
+
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, cat_tables_relid(), relid, 0);
+	vxids = GetLockConflicts(&tag, ExclusiveLock, NULL);
+	for (; VirtualTransactionIdIsValid(*vxids); vxids++)
+	{
+		TransactionId xid;
+		bool		more;
+
+		/* recovered at startup: its vxid is its xid; else cloned at PREPARE */
+		if (VirtualTransactionIdIsRecoveredPreparedXact(*vxids))
+			return (TransactionId) vxids->localTransactionId;
+		xid = TwoPhaseGetXidByVirtualXID(*vxids, &more);
+		if (TransactionIdIsValid(xid))
+			return xid;
+	}
+	return InvalidTransactionId;
 }
 
 /* release a commit lock before transaction end; reads no catalog */

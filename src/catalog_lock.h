@@ -17,6 +17,7 @@ extern void cat_lock_init(void);
 extern LOCKTAG cat_commit_lock(Oid relid);
 extern bool cat_commit_trylock(Oid relid);
 extern void cat_commit_unlock(const LOCKTAG *tag);
+extern TransactionId cat_commit_lock_prepared(Oid relid);
 extern void cat_compaction_lock(Oid relid);
 extern bool cat_compaction_trylock(Oid relid);
 extern bool cat_level0_lock(Oid relid);

@@ -16,14 +16,17 @@
  *	  transaction's write buffer takes them in chunks, and its entries'
  *	  ids ascend with their positions.
  *
+ *	  Each backend says, in shared memory, which ids its transaction took
+ *	  of each table (BackendRowIds: the ranges, and the transaction's xid),
+ *	  set with the ids it takes under the table's slot's lock and cleared
+ *	  when the transaction ends or is prepared (its rows are in runs then).
  *	  VACUUM asks for the horizon (rowids_horizon): ids below it were all
  *	  handed out to transactions that have ended, or to running ones whose
  *	  rows are in runs by then (prepared transactions, spills): an index
  *	  entry of an id below it that no run holds names a version that is
- *	  gone.  Each backend says, in shared memory, the first id its
- *	  transaction took of each table (BackendRowIds), set with the ids it
- *	  takes under the table's slot's lock and cleared when the transaction
- *	  ends or is prepared (its rows are in runs then).
+ *	  gone.  A unique check asks which transaction holds an id that no
+ *	  committed run has (rowids_holder): another's buffered rows are
+ *	  nowhere else to be seen.
  *
  *-------------------------------------------------------------------------
  */
@@ -72,19 +75,31 @@ typedef struct RowIdSlot
 static RowIdSlot *slots = NULL;
 
 /*
- * Per backend (by its PGPROC's number): the first id its transaction took
- * of each table it wrote, up to XACT_TABLES of them, then overflow.  A
- * table's entry is written under its slot's lock, which rowids_horizon
- * holds while it reads; written by the backend only.
+ * Per backend (by its PGPROC's number): the ids its transaction took of
+ * each table it wrote, up to XACT_TABLES of them, then overflow.  A
+ * table's ids are up to XACT_RANGES ranges (a chunk that follows the last
+ * one extends it; past XACT_RANGES, the last range grows over the chunks
+ * of others taken in between: a range may say too much, never too little).
+ * A table's entry is written under its slot's lock, which readers hold;
+ * written by the backend only.
  */
-#define XACT_TABLES 4
+#define XACT_TABLES 8
+#define XACT_RANGES 4
+typedef struct IdRange
+{
+	uint64		from;
+	uint64		to;				/* past the last */
+} IdRange;
+
 typedef struct BackendRowIds
 {
 	Oid			dbid;
+	TransactionId xid;			/* the transaction's (top-level) */
 	int			ntables;
 	bool		overflow;		/* more tables than entries */
 	Oid			relid[XACT_TABLES];
-	uint64		first[XACT_TABLES];
+	int			nranges[XACT_TABLES];
+	IdRange		ranges[XACT_TABLES][XACT_RANGES];
 } BackendRowIds;
 
 static BackendRowIds *backends = NULL;
@@ -139,13 +154,15 @@ rowids_init(void)
 }
 
 /*
- * This backend's transaction takes ids of relid from first on (the
- * caller holds the table's slot's lock)
+ * This backend's transaction (xid) takes ids first .. first + n - 1 of
+ * relid (the caller holds the table's slot's lock)
  */
 static void
-note_first_id(Oid relid, uint64 first)
+note_ids(Oid relid, TransactionId xid, uint64 first, uint32 n)
 {
 	BackendRowIds *b;
+	int			i;
+	IdRange    *r;
 
 	if (MyProc == NULL)
 		return;
@@ -157,18 +174,33 @@ note_first_id(Oid relid, uint64 first)
 		b->dbid = MyDatabaseId;
 		took_ids = true;
 	}
-	for (int i = 0; i < b->ntables; i++)
+	b->xid = xid;
+	for (i = 0; i < b->ntables; i++)
 		if (b->relid[i] == relid)
-			return;
-	if (b->ntables == XACT_TABLES)
+			break;
+	if (i == b->ntables)
 	{
-		b->overflow = true;
+		if (b->ntables == XACT_TABLES)
+		{
+			b->overflow = true;
+			return;
+		}
+		b->relid[i] = relid;
+		b->ranges[i][0].from = first;
+		b->ranges[i][0].to = first + n;
+		b->nranges[i] = 1;
+		pg_write_barrier();
+		b->ntables++;
 		return;
 	}
-	b->relid[b->ntables] = relid;
-	b->first[b->ntables] = first;
-	pg_write_barrier();
-	b->ntables++;
+	r = &b->ranges[i][b->nranges[i] - 1];
+	if (r->to != first && b->nranges[i] < XACT_RANGES)
+	{
+		r++;
+		r->from = first;
+		b->nranges[i]++;
+	}
+	r->to = first + n;
 }
 
 static RowIdSlot *
@@ -276,6 +308,8 @@ uint64
 rowids_reserve(Oid relid, uint32 n)
 {
 	RowIdSlot  *slot = slot_of(relid);
+	/* (whoever waits for the rows waits for it: assigned before the lock) */
+	TransactionId xid = GetTopTransactionId();
 
 	for (;;)
 	{
@@ -295,7 +329,7 @@ rowids_reserve(Oid relid, uint32 n)
 		{
 			first = slot->next;
 			slot->next += n;
-			note_first_id(relid, first);
+			note_ids(relid, xid, first, n);
 			LWLockRelease(&slot->lock);
 			return first;
 		}
@@ -386,10 +420,47 @@ rowids_horizon(Oid relid)
 			horizon = 0;
 		for (int i = 0; i < Min(n, XACT_TABLES); i++)
 			if (b->relid[i] == relid)
-				horizon = Min(horizon, b->first[i]);
+				horizon = Min(horizon, b->ranges[i][0].from);
 	}
 	LWLockRelease(&slot->lock);
 	systable_inplace_update_cancel(state);
 	table_close(crel, RowExclusiveLock);
 	return horizon;
+}
+
+/*
+ * The transaction of another backend, still running and not prepared, that
+ * may hold row id of relid in its buffer or its spilled runs (a
+ * transaction that wrote more tables than its entry holds may hold any);
+ * InvalidTransactionId if none.
+ */
+TransactionId
+rowids_holder(Oid relid, uint64 id)
+{
+	RowIdSlot  *slot = slot_of(relid);
+	TransactionId holder = InvalidTransactionId;
+	int			me = MyProc ? GetNumberFromPGProc(MyProc) : -1;
+
+	LWLockAcquire(&slot->lock, LW_SHARED);
+	for (int p = 0; p < MaxBackends + NUM_AUXILIARY_PROCS && !TransactionIdIsValid(holder); p++)
+	{
+		BackendRowIds *b = &backends[p];
+		int			n = b->ntables;
+
+		pg_read_barrier();
+		if (p == me || b->dbid != MyDatabaseId || (n == 0 && !b->overflow))
+			continue;
+		if (b->overflow)
+			holder = b->xid;
+		for (int i = 0; i < Min(n, XACT_TABLES); i++)
+		{
+			if (b->relid[i] != relid)
+				continue;
+			for (int k = 0; k < b->nranges[i]; k++)
+				if (id >= b->ranges[i][k].from && id < b->ranges[i][k].to)
+					holder = b->xid;
+		}
+	}
+	LWLockRelease(&slot->lock);
+	return holder;
 }

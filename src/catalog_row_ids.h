@@ -18,5 +18,6 @@ extern bool rowids_enabled(Oid relid);
 extern void rowids_enable(Oid relid, uint64 first, uint32 reserved);
 extern uint64 rowids_reserve(Oid relid, uint32 n);
 extern uint64 rowids_horizon(Oid relid);
+extern TransactionId rowids_holder(Oid relid, uint64 id);
 
 #endif							/* PK_CATALOG_ROW_IDS_H */

@@ -90,9 +90,6 @@ not_supported(const char *what, const char *relname, const char *hint)
 			 hint ? errhint("%s", hint) : 0));
 }
 
-#define UNIQUE_HINT \
-	"A pkmerge table enforces uniqueness of its primary key only; other indexes on it are not unique."
-
 #define REINDEX_CONCURRENTLY_HINT \
 	"Run REINDEX without CONCURRENTLY: writes to the table wait until it is done."
 
@@ -446,9 +443,6 @@ prepare_create(CreateStmt *stmt)
 			constraint_key = key_string(keys);
 			c->access_method = "pkmerge_key";
 		}
-		else if (c->contype == CONSTR_UNIQUE || c->contype == CONSTR_EXCLUSION)
-			not_supported("a UNIQUE or EXCLUDE constraint", relname,
-						  UNIQUE_HINT);
 	}
 
 	if (constraint_key && opt_key && !same_key(constraint_key, opt_key))
@@ -728,9 +722,6 @@ handle_alter(AlterTableStmt *stmt)
 						if (OidIsValid(pkindex) && redefine_key(relid, pkindex, c))
 							break;
 					}
-					else if (c->contype == CONSTR_UNIQUE || c->contype == CONSTR_EXCLUSION)
-						not_supported("a UNIQUE or EXCLUDE constraint", relname,
-									  UNIQUE_HINT);
 					keep = lappend(keep, cmd);
 				}
 				break;
@@ -743,9 +734,9 @@ handle_alter(AlterTableStmt *stmt)
 					{
 						Constraint *c = lfirst(cc);
 
-						if (c->contype == CONSTR_PRIMARY || c->contype == CONSTR_UNIQUE)
+						if (c->contype == CONSTR_PRIMARY)
 							not_supported("adding a key column", relname,
-										  "Add the column without PRIMARY KEY or UNIQUE: a pkmerge table's key cannot change, and it has no other unique index.");
+										  "Add the column without PRIMARY KEY: a pkmerge table's key cannot change.");
 						/*
 						 * A column whose values must be computed for every
 						 * row (a volatile default, serial, a domain with
@@ -993,13 +984,6 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 				}
 				else if (stmt->transformed && stmt->primary && !on_pkmerge && key_am)
 					stmt->accessMethod = DEFAULT_INDEX_TYPE;
-				/* secondary indexes: not unique, built while writes wait */
-				if (on_pkmerge && !(stmt->primary && key_am) &&
-					(stmt->unique || stmt->excludeOpNames != NIL))
-					not_supported(stmt->excludeOpNames ? "an EXCLUDE constraint" :
-								  "a unique index other than the primary key",
-								  stmt->relation->relname,
-								  UNIQUE_HINT);
 				if (on_pkmerge && stmt->accessMethod &&
 					strcmp(stmt->accessMethod, "brin") == 0)
 					not_supported("a BRIN index", stmt->relation->relname,

@@ -170,6 +170,7 @@ wbuf_get(Oid relid, bool create)
 		wb->truncate_pos = -1;
 		wb->rmw_snapshot = PG_INT64_MAX;
 		wb->nospill_cid = InvalidCommandId;
+		wb->key_blind_cid = InvalidCommandId;
 		ref->wb = wb;
 		buffer_order = lappend(buffer_order, wb);
 		note_writes(relid);

@@ -112,6 +112,8 @@ typedef struct WriteBuffer
 	uint32		nspills;		/* spills so far, rolled back ones included */
 	CommandId	nospill_cid;	/* records of this command and later ones stay
 								 * until it ends (ON CONFLICT, key updates) */
+	CommandId	key_blind_cid;	/* its ON CONFLICT's arbiters leave out the
+								 * key: its inserts are blind on the key */
 	Size		spill_check_bytes;	/* look for something to spill above this */
 	/* the rows a TRUNCATE removed, written as a run at commit (am_dml.c) */
 	struct Tuplestorestate *removed;
