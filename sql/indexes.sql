@@ -194,9 +194,19 @@ SELECT * FROM ix_check() WHERE by_index <> 0 OR NOT agree;
 SELECT ix_fill(1, 300, 'ix'), ix_fill(1, 300, 'ix_heap');
 SELECT * FROM ix_check();
 
+-- REINDEX ... CONCURRENTLY builds the secondary indexes again beside the
+-- old ones (the key index has no entries: refused alone, left out of a
+-- table's)
+REINDEX TABLE CONCURRENTLY ix;
+SELECT * FROM ix_check();
+REINDEX INDEX CONCURRENTLY ix_cust;
+SELECT * FROM ix_check() WHERE name LIKE 'btree%';
+SELECT count(*) AS invalid_left_behind FROM pg_index WHERE indrelid = 'ix'::regclass AND NOT indisvalid;
+
 -- what the indexes cannot be, and when they cannot be built (unique
 -- indexes: unique.sql)
-REINDEX TABLE CONCURRENTLY ix;
+REINDEX INDEX CONCURRENTLY ix_pkey;
+REINDEX SCHEMA CONCURRENTLY public;
 CREATE INDEX ON ix USING brin (ts);
 -- a table's first index in the transaction that wrote its rows (a restore
 -- in one transaction): the buffered rows take ids; not in a subtransaction

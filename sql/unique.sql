@@ -89,7 +89,7 @@ INSERT INTO acct VALUES (31, 'big@x', 'e31', 99), (32, 'big2@x', 'e32', 99);
 ALTER TABLE acct ADD CONSTRAINT acct_v_unique UNIQUE (v);
 ALTER TABLE acct ADD COLUMN code int UNIQUE;
 INSERT INTO acct VALUES (33, 'c33@x', 'e33', 33, 1), (34, 'c34@x', 'e34', 34, 1);
-SELECT indexrelid::regclass, indisunique FROM pg_index WHERE indrelid = 'acct'::regclass ORDER BY 1::text;
+SELECT indexrelid::regclass, indisunique FROM pg_index WHERE indrelid = 'acct'::regclass ORDER BY indexrelid::regclass::text;
 
 -- a deferred constraint checks at commit (or SET CONSTRAINTS)
 CREATE TABLE seat (id int PRIMARY KEY, pos int UNIQUE DEFERRABLE INITIALLY DEFERRED) USING pkmerge;

@@ -60,6 +60,10 @@
 #include "table_options.h"
 
 static ProcessUtility_hook_type prev_utility = NULL;
+
+static void pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+					   ProcessUtilityContext context, ParamListInfo params,
+					   QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc);
 static object_access_hook_type prev_object_access = NULL;
 
 /*
@@ -91,25 +95,27 @@ not_supported(const char *what, const char *relname, const char *hint)
 }
 
 #define REINDEX_CONCURRENTLY_HINT \
-	"Run REINDEX without CONCURRENTLY: writes to the table wait until it is done."
+	"Reindex each pkmerge table with REINDEX TABLE ... CONCURRENTLY, or run this without CONCURRENTLY."
 
-/*
- * REINDEX ... CONCURRENTLY builds each index again beside the old one and
- * commits the copies before it fills them in, which a pkmerge table's
- * indexes cannot do (as CREATE INDEX CONCURRENTLY): refused before it
- * begins, rather than failing with the copies left behind, for a pkmerge
- * table, an index of one, or a schema or database that holds one.
- */
-static void
-reindex_check(ReindexStmt *stmt)
+/* is the index a pkmerge table's key index (pkmerge_key)? */
+static bool
+index_is_key(Oid indexrelid)
 {
-	bool		concurrent = false;
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(indexrelid));
+	Oid			am;
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	am = ((Form_pg_class) GETSTRUCT(tup))->relam;
+	ReleaseSysCache(tup);
+	return am == get_index_am_oid("pkmerge_key", true);
+}
+
+static bool
+reindex_is_concurrent(ReindexStmt *stmt)
+{
 	ListCell   *lc;
-	Oid			relid = InvalidOid;
-	Oid			nspid = InvalidOid;
-	Relation	pgclass;
-	TableScanDesc scan;
-	HeapTuple	tup;
+	bool		concurrent = false;
 
 	foreach(lc, stmt->params)
 	{
@@ -118,17 +124,40 @@ reindex_check(ReindexStmt *stmt)
 		if (strcmp(opt->defname, "concurrently") == 0)
 			concurrent = defGetBoolean(opt);
 	}
-	if (!concurrent)
+	return concurrent;
+}
+
+/*
+ * REINDEX ... CONCURRENTLY builds each index again beside the old one, as
+ * CREATE INDEX CONCURRENTLY does, which a pkmerge table's secondary
+ * indexes can (am_index.c) but its key index cannot, nor needs: it has no
+ * entries.  REINDEX INDEX of a secondary index goes on; of the key index,
+ * or of a schema or database that holds a pkmerge table, it is refused
+ * before it begins, rather than failing with the copies left behind.
+ * (REINDEX TABLE: reindex_table_concurrently.)
+ */
+static void
+reindex_check(ReindexStmt *stmt)
+{
+	Oid			relid = InvalidOid;
+	Oid			nspid = InvalidOid;
+	Relation	pgclass;
+	TableScanDesc scan;
+	HeapTuple	tup;
+
+	if (!reindex_is_concurrent(stmt))
 		return;
 	switch (stmt->kind)
 	{
 		case REINDEX_OBJECT_INDEX:
 			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
-			relid = OidIsValid(relid) ? IndexGetRelation(relid, true) : InvalidOid;
-			break;
+			if (OidIsValid(relid) && index_is_key(relid))
+				not_supported("REINDEX CONCURRENTLY of the key index",
+							  get_rel_name(IndexGetRelation(relid, false)),
+							  "The key index of a pkmerge table has no entries to build again.");
+			return;
 		case REINDEX_OBJECT_TABLE:
-			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
-			break;
+			return;
 		case REINDEX_OBJECT_SCHEMA:
 			nspid = get_namespace_oid(stmt->name, true);
 			if (!OidIsValid(nspid))
@@ -136,13 +165,6 @@ reindex_check(ReindexStmt *stmt)
 			break;
 		default:
 			break;
-	}
-	if (stmt->kind == REINDEX_OBJECT_INDEX || stmt->kind == REINDEX_OBJECT_TABLE)
-	{
-		if (OidIsValid(relid) && pk_relid_is_pkmerge(relid))
-			not_supported("REINDEX CONCURRENTLY", get_rel_name(relid),
-						  REINDEX_CONCURRENTLY_HINT);
-		return;
 	}
 	if (!OidIsValid(pk_table_am_oid()))
 		return;
@@ -159,6 +181,62 @@ reindex_check(ReindexStmt *stmt)
 	}
 	table_endscan(scan);
 	table_close(pgclass, AccessShareLock);
+}
+
+/*
+ * REINDEX TABLE ... CONCURRENTLY of a pkmerge table: each of its secondary
+ * indexes, as REINDEX INDEX ... CONCURRENTLY (the key index has no entries
+ * to build; PostgreSQL skips the indexes it cannot build so likewise).
+ * False if the statement is not one.
+ */
+static bool
+reindex_table_concurrently(PlannedStmt *pstmt, const char *queryString,
+						   ProcessUtilityContext context, ParamListInfo params,
+						   QueryEnvironment *queryEnv, DestReceiver *dest,
+						   QueryCompletion *qc)
+{
+	ReindexStmt *stmt = (ReindexStmt *) pstmt->utilityStmt;
+	MemoryContext cxt = CurrentMemoryContext;	/* the portal's: survives */
+	Oid			relid;
+	List	   *indexes = NIL;
+	Relation	rel;
+	ListCell   *lc;
+
+	if (stmt->kind != REINDEX_OBJECT_TABLE || !reindex_is_concurrent(stmt))
+		return false;
+	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	if (!OidIsValid(relid) || !pk_relid_is_pkmerge(relid))
+		return false;
+	rel = table_open(relid, AccessShareLock);
+	foreach(lc, RelationGetIndexList(rel))
+	{
+		if (!index_is_key(lfirst_oid(lc)))
+			indexes = lappend(indexes,
+							  makeRangeVar(get_namespace_name(RelationGetNamespace(rel)),
+										   get_rel_name(lfirst_oid(lc)), -1));
+	}
+	table_close(rel, AccessShareLock);
+	if (indexes == NIL)
+		ereport(NOTICE,
+				(errmsg("table \"%s\" has no indexes that can be reindexed concurrently",
+						stmt->relation->relname)));
+	foreach(lc, indexes)
+	{
+		PlannedStmt *one;
+		ReindexStmt *r;
+
+		/* (the one before committed: back to the portal's memory) */
+		MemoryContextSwitchTo(cxt);
+		one = copyObject(pstmt);
+		r = (ReindexStmt *) one->utilityStmt;
+		r->kind = REINDEX_OBJECT_INDEX;
+		r->relation = lfirst(lc);
+		/* each commits: it pops the snapshot the portal pushed */
+		if (!ActiveSnapshotSet())
+			PushActiveSnapshot(GetTransactionSnapshot());
+		pk_utility(one, queryString, false, context, params, queryEnv, dest, qc);
+	}
+	return true;
 }
 
 #define KEY_CHANGE_HINT "The primary key of a pkmerge table cannot be changed: create a new table and copy the rows."
@@ -1000,6 +1078,9 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 			}
 			break;
 		case T_ReindexStmt:
+			if (reindex_table_concurrently(pstmt, queryString, context, params,
+										   queryEnv, dest, qc))
+				return;
 			reindex_check((ReindexStmt *) parsetree);
 			break;
 		case T_ClusterStmt:

@@ -188,7 +188,7 @@ sub checker_sql
 sub setup_sql
 {
 	my ($tables, $used, $checker) = @_;
-	my @sql = ('CREATE EXTENSION pkchangelog', $PkFuzz::Gen::CI_COLLATION);
+	my @sql = ('CREATE EXTENSION pkchangelog', 'CREATE EXTENSION amcheck', $PkFuzz::Gen::CI_COLLATION);
 	push @sql, $checker if $checker;
 	push @sql, PkFuzz::Gen::create_sql($tables->[$_]) for @$used;
 	return @sql;
@@ -236,11 +236,13 @@ sub drop_db
 sub fmt_stats
 {
 	my ($s) = @_;
-	return sprintf('%d transactions, %d statements (%d compared pairs, %d expected errors, %d skipped on a heap 23505, '
-		  . '%d heap VACUUM FULLs failed by PostgreSQL\'s toast race), '
-		  . '%d content checks, %d queries, %d changelog checks over %d changes (%d TRUNCATEs checked); operations: %s',
-		$s->{txns}, $s->{stmts}, $s->{pairs}, $s->{expected_errors}, $s->{skipped}, $s->{heap_toast_races} // 0,
-		$s->{checks}, $s->{queries},
+	return sprintf('%d transactions, %d statements (%d compared pairs, %d expected errors (%d unique violations), '
+		  . '%d skipped on a heap 23505, %d heap VACUUM FULLs failed by PostgreSQL\'s toast race), '
+		  . '%d content checks, %d queries, %d amcheck rounds, %d changelog checks over %d changes '
+		  . '(%d TRUNCATEs checked); operations: %s',
+		$s->{txns}, $s->{stmts}, $s->{pairs}, $s->{expected_errors}, $s->{unique_errors} // 0, $s->{skipped},
+		$s->{heap_toast_races} // 0,
+		$s->{checks}, $s->{queries}, $s->{amchecks} // 0,
 		$s->{clchecks}, $s->{changes}, $s->{overwrites},
 		join(' ', map { "$_=$s->{ops}{$_}" } sort keys %{ $s->{ops} }));
 }

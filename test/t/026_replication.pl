@@ -13,7 +13,11 @@
 # - A none table and the lookup table replicate into pkmerge tables: the
 #   apply worker's inserts are upserts, its updates and deletes find rows
 #   through the key index; both converge, and the lookup target's own
-#   stream is a valid retract stream (check_changelog).
+#   stream is a valid retract stream (check_changelog).  The pkmerge
+#   subscribers have secondary indexes, a unique one among them: the apply
+#   worker's writes keep them (an index scan finds what a sequential scan
+#   finds), and no replaced version holds a unique value against its
+#   successor (the apply worker would stop on a false 23505).
 # - An immediate stop between the commits and their decoding loses nothing
 #   and doubles nothing: after the restart the subscribers converge.
 # - A transaction of 1M changes (500k -U/+U pairs) beyond
@@ -104,6 +108,8 @@ CREATE TABLE o_none ($columns) USING pkmerge;
 CREATE TABLE o_lookup ($columns) USING pkmerge WITH (changelog_producer = 'lookup');
 CREATE TABLE o_keys (k numeric PRIMARY KEY, v int) USING pkmerge WITH (changelog_producer = 'lookup');
 CREATE TABLE h_keys (k numeric PRIMARY KEY, v int) USING pkmerge;
+CREATE UNIQUE INDEX o_lookup_store_order ON o_lookup (store_id, order_id);
+CREATE INDEX o_none_amount ON o_none (amount);
 });
 $node->safe_psql('dst_pk', slurp_file("$FindBin::Bin/../setup/changelog_checker.sql"));
 
@@ -193,6 +199,14 @@ sub check_all
 	{
 		is(rows('dst_pk', $t), rows('src', $t), "$when: pkmerge subscriber of $t equals the source");
 	}
+	is($node->safe_psql('dst_pk', q{
+SET enable_seqscan = off; SET enable_bitmapscan = off;
+SELECT count(*) FROM o_lookup WHERE store_id > -1000;
+SELECT count(*) FROM o_none WHERE amount > -1000;}),
+		$node->safe_psql('dst_pk', q{
+SELECT count(*) FROM o_lookup WHERE store_id IS NOT NULL;
+SELECT count(*) FROM o_none WHERE amount IS NOT NULL;}),
+		"$when: the pkmerge subscribers' indexes find every row");
 	is($node->safe_psql('dst_pk', "SELECT check_changelog('o_lookup')"), 'ok',
 		"$when: the pkmerge subscriber's own lookup stream is a valid retract stream");
 }

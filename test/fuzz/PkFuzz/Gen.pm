@@ -170,7 +170,9 @@ sub col_ddl
 
 # CREATE TABLE statements of table $t: (pkmerge, heap twin), then the
 # same secondary indexes on both (btree on g, and on an expression of v;
-# the queries check them, PkFuzz::Engine::queries)
+# the queries check them, PkFuzz::Engine::queries) and a unique constraint
+# on (v, g), checked at the end of each statement (DEFERRABLE, as the twin's
+# key: heap checks a non-deferrable one row by row, in its own order)
 sub create_sql
 {
 	my ($t) = @_;
@@ -183,8 +185,10 @@ sub create_sql
 	return (
 		"CREATE TABLE $t->{name} ($cols, PRIMARY KEY ($key)) USING pkmerge WITH ($with)",
 		"CREATE TABLE $t->{heap} ($cols, PRIMARY KEY ($key) DEFERRABLE)",
-		map { ("CREATE INDEX $_->[0]_g ON $_->[0] (g)", "CREATE INDEX $_->[0]_v ON $_->[0] (left(v, 12), g)") }
-		  ([ $t->{name} ], [ $t->{heap} ]));
+		map {
+			("CREATE INDEX $_->[0]_g ON $_->[0] (g)", "CREATE INDEX $_->[0]_v ON $_->[0] (left(v, 12), g)",
+				"ALTER TABLE $_->[0] ADD CONSTRAINT $_->[0]_vg UNIQUE (v, g) DEFERRABLE")
+		} ([ $t->{name} ], [ $t->{heap} ]));
 }
 
 sub describe
