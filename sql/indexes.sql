@@ -206,7 +206,10 @@ SELECT count(*) AS invalid_left_behind FROM pg_index WHERE indrelid = 'ix'::regc
 -- what the indexes cannot be, and when they cannot be built (unique
 -- indexes: unique.sql)
 REINDEX INDEX CONCURRENTLY ix_pkey;
-REINDEX SCHEMA CONCURRENTLY public;
+CREATE SCHEMA ix_schema;
+CREATE TABLE ix_schema.t (id int PRIMARY KEY) USING pkmerge;
+REINDEX SCHEMA CONCURRENTLY ix_schema;
+DROP SCHEMA ix_schema CASCADE;
 CREATE INDEX ON ix USING brin (ts);
 -- a table's first index in the transaction that wrote its rows (a restore
 -- in one transaction): the buffered rows take ids; not in a subtransaction
@@ -237,6 +240,24 @@ SET LOCAL enable_seqscan = off;
 SELECT id, cust FROM ix WHERE pad = 'in the transaction';
 ROLLBACK;
 SELECT count(*) AS indexes FROM pg_index WHERE indrelid = 'ix'::regclass;
+
+-- a cursor resting on a row it read through the key index: the row is its
+-- fetch's only; a scan of another index (after an UPDATE through it) sees
+-- the version its own snapshot sees
+CREATE TABLE hc (k int PRIMARY KEY, v int) USING pkmerge;
+CREATE INDEX hc_v ON hc (v);
+INSERT INTO hc SELECT i, i FROM generate_series(1, 5) i;
+BEGIN;
+SET LOCAL enable_seqscan = off;
+SET LOCAL enable_bitmapscan = off;
+DECLARE c CURSOR FOR SELECT * FROM hc WHERE k >= 2 ORDER BY k;
+FETCH 1 FROM c;
+UPDATE hc SET v = 20 WHERE v = 2;
+SELECT * FROM hc WHERE v = 2;
+SELECT * FROM hc WHERE v = 20;
+FETCH 1 FROM c;
+COMMIT;
+DROP TABLE hc;
 
 -- a table's row ids go with it
 SELECT 'ix'::regclass::oid AS ix_oid \gset

@@ -122,4 +122,16 @@ INSERT INTO booking VALUES (3, 103, '[1,5)');
 INSERT INTO booking VALUES (1, 101, '[40,41)');
 SELECT * FROM booking ORDER BY id;
 
-DROP TABLE acct, seat, booking;
+-- a statement moving every key (k = k + 1) while a cursor rests on a row it
+-- read through the key index: each row's old version gives its value up
+CREATE TABLE shift (k int PRIMARY KEY, g int, v text, UNIQUE (v, g)) USING pkmerge;
+INSERT INTO shift SELECT i, i % 7, 'v' || i FROM generate_series(1, 5) i;
+BEGIN;
+DECLARE c CURSOR FOR SELECT * FROM shift ORDER BY k;
+FETCH 2 FROM c;
+UPDATE shift SET k = k + 1;
+UPDATE shift SET k = k + 10;
+COMMIT;
+SELECT * FROM shift ORDER BY k;
+
+DROP TABLE acct, seat, booking, shift;

@@ -34,6 +34,7 @@
 #include "utils/tuplestore.h"
 
 #include "am_dml.h"
+#include "catalog_row_ids.h"
 #include "am_scan.h"
 #include "lookup.h"
 #include "pg_compat.h"
@@ -247,6 +248,9 @@ append(Relation rel, PkTable *t, PkRowKind kind, MinimalTuple tup, CommandId cid
 	/* SERIALIZABLE: a write of the table, against readers of the table */
 	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
 	pos = wbuf_append(wb, t, kind, tup, cid, !owned);
+	/* unique checks of other transactions wait for this one (am_scan.c) */
+	if (t->row_ids)
+		rowids_note_key(RelationGetRelid(rel), wbuf_entry(wb, pos)->hash);
 	if (read)
 	{
 		wbuf_entry(wb, pos)->read = *read;

@@ -248,7 +248,7 @@ arg_as_column(ScanKey key, Oid coltype, Datum *out)
 static void
 key_endpass(KeyScanOpaque *so)
 {
-	scan_handoff(so, InvalidOid, NULL, NULL);	/* its row is about to go */
+	scan_handoff(so, NULL, InvalidOid, NULL, NULL);	/* its row is about to go */
 	if (so->iter)
 		merge_end(so->iter);
 	so->iter = NULL;
@@ -368,7 +368,7 @@ key_next(IndexScanDesc scan)
 	bool		stop;
 
 	/* the row handed over last is about to go */
-	scan_handoff(so, InvalidOid, NULL, NULL);
+	scan_handoff(so, NULL, InvalidOid, NULL, NULL);
 	if (so->done)
 		return false;
 	if (!so->have_runs)
@@ -405,7 +405,8 @@ key_next(IndexScanDesc scan)
 		}
 		scan->xs_heaptid = so->version.tid;
 		scan->xs_recheck = false;
-		scan_handoff(so, RelationGetRelid(heap), &so->version.tid, so->version.tup);
+		scan_handoff(so, scan->xs_heapfetch, RelationGetRelid(heap), &so->version.tid,
+					 so->version.tup);
 		return true;
 	}
 
@@ -431,7 +432,7 @@ key_next(IndexScanDesc scan)
 		{
 			scan->xs_heaptid = row.tid;
 			scan->xs_recheck = false;
-			scan_handoff(so, RelationGetRelid(heap), &row.tid, row.tup);
+			scan_handoff(so, scan->xs_heapfetch, RelationGetRelid(heap), &row.tid, row.tup);
 			return true;
 		}
 		if (stop)
@@ -480,7 +481,8 @@ key_gettuple(IndexScanDesc scan, ScanDirection dir)
 	so->nrows--;
 	scan->xs_heaptid = so->tids[so->nrows];
 	scan->xs_recheck = false;
-	scan_handoff(so, RelationGetRelid(scan->heapRelation), &so->tids[so->nrows],
+	scan_handoff(so, scan->xs_heapfetch, RelationGetRelid(scan->heapRelation),
+				 &so->tids[so->nrows],
 				 so->tups[so->nrows]);
 	return true;
 }

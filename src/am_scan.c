@@ -101,6 +101,7 @@ static void scan_check_worker(Relation rel);
 static struct
 {
 	const void *owner;
+	const void *fetch;			/* the index scan's fetch state */
 	Oid			relid;
 	ItemPointerData tid;
 	MinimalTuple tup;
@@ -490,12 +491,16 @@ scan_parallel_reinitialize(Relation rel, ParallelTableScanDesc pscan)
 /* ---- fetches by TID ---- */
 
 /*
- * The key index hands over the row it returns (tup stays valid until its
- * scan moves on, which clears the handoff first: scan_handoff(owner, ..,
- * NULL)).
+ * The key index hands over the row it returns to its scan's fetch (fetch:
+ * its IndexFetchTableData; tup stays valid until its scan moves on, which
+ * clears the handoff first: scan_handoff(owner, .., NULL)).  Only that
+ * fetch takes it: another scan fetching the same version (a unique check,
+ * another index's scan while a cursor rests on the row) has a snapshot of
+ * its own.
  */
 void
-scan_handoff(const void *owner, Oid relid, ItemPointer tid, MinimalTuple tup)
+scan_handoff(const void *owner, const void *fetch, Oid relid, ItemPointer tid,
+			 MinimalTuple tup)
 {
 	if (tup == NULL)
 	{
@@ -503,6 +508,7 @@ scan_handoff(const void *owner, Oid relid, ItemPointer tid, MinimalTuple tup)
 		return;
 	}
 	handoff.owner = owner;
+	handoff.fetch = fetch;
 	handoff.relid = relid;
 	if (tid)
 		handoff.tid = *tid;
@@ -597,6 +603,16 @@ version_is_newest(Relation rel, PkTable *t, List *runs, WriteBuffer *wb,
 	return ItemPointerEquals(&newest.tid, tid) && PK_KIND_IS_ADD(newest.kind);
 }
 
+/* the hash of v's key */
+static uint32
+version_hash(PkTable *t, PkVersion *v)
+{
+	Datum		key[INDEX_MAX_KEYS];
+
+	pk_row_key(t, v->tup, key);
+	return pk_key_hash(t, key);
+}
+
 /* what fetch_dirty found */
 typedef enum DirtyFetch
 {
@@ -608,44 +624,59 @@ typedef enum DirtyFetch
 /*
  * A dirty snapshot (a unique or exclusion check, logical replication's
  * apply looking for a row): the version at tid if it is its key's newest
- * committed or own version.  A row id no committed run holds may be
+ * committed or own version.
+ *
+ * Another running transaction may have written the key of a committed
+ * version (an UPDATE, a DELETE or an upsert of it: the backend says so in
+ * shared memory, rowids_key_writer); then its xid goes to snapshot->xmax,
+ * as heap names a row's updater.  A row id no committed run holds may be
  * another running transaction's: in its write buffer or spilled runs (the
- * backend says so in shared memory, rowids_holder), or in the runs of a
- * prepared one, which holds the table's commit lock.  Its xid goes to
- * snapshot->xmin for the caller to wait for and look again (btree's unique
- * check, which holds the leaf page's lock meanwhile), or, when this backend
- * holds no LWLock (an index scan's check), is waited for here.  Runs are
- * read again after the shared entries, which a transaction clears only
- * once its commit is visible.
+ * backend says so, rowids_holder), or in the runs of a prepared one, which
+ * holds the table's commit lock; then its xid goes to snapshot->xmin, and
+ * the row is unknown.  The caller waits for the transaction and looks
+ * again (btree's unique check, which holds the leaf page's lock
+ * meanwhile); when this backend holds no LWLock (an index scan's check),
+ * the wait is here, and the row returned is what the fetch finds after.
+ * Runs are read again after the shared entries, which a transaction clears
+ * only once its commit is visible.
  */
 static DirtyFetch
 fetch_dirty(Relation rel, ItemPointer tid, Snapshot snapshot, PkVersion *v)
 {
 	PkTable    *t = pk_table(rel);
-	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), false);
+	Oid			relid = RelationGetRelid(rel);
+	WriteBuffer *wb = wbuf_get(relid, false);
 
 	for (;;)
 	{
 		List	   *runs = runlist_visible(rel, GetLatestSnapshot());
 		TransactionId xid;
+		bool		found = lookup_tid(rel, t, runs, wb, tid, v);
 
-		if (lookup_tid(rel, t, runs, wb, tid, v))
-			return version_is_newest(rel, t, runs, wb, tid, snapshot, v) ?
-				DIRTY_FOUND : DIRTY_NONE;
-		if (!t->row_ids)
-			return DIRTY_NONE;
-		xid = rowids_holder(RelationGetRelid(rel), pk_tid_number(tid));
-		if (!TransactionIdIsValid(xid))
+		if (!found && t->row_ids &&
+			!TransactionIdIsValid(xid = rowids_holder(relid, pk_tid_number(tid))))
 		{
 			runs = runlist_visible(rel, GetLatestSnapshot());
-			if (lookup_tid(rel, t, runs, wb, tid, v))
-				return version_is_newest(rel, t, runs, wb, tid, snapshot, v) ?
-					DIRTY_FOUND : DIRTY_NONE;
-			xid = cat_commit_lock_prepared(RelationGetRelid(rel));
-			if (!TransactionIdIsValid(xid))
+			found = lookup_tid(rel, t, runs, wb, tid, v);
+			if (!found && !TransactionIdIsValid(xid = cat_commit_lock_prepared(relid)))
 				return DIRTY_NONE;
 		}
-		if (InterruptHoldoffCount > 0)
+		if (found)
+		{
+			if (!version_is_newest(rel, t, runs, wb, tid, snapshot, v))
+				return DIRTY_NONE;
+			if (!t->row_ids || wbuf_find_tid(wb, tid) >= 0 ||
+				!TransactionIdIsValid(xid = rowids_key_writer(relid, version_hash(t, v))))
+				return DIRTY_FOUND;
+			if (InterruptHoldoffCount > 0)
+			{
+				snapshot->xmax = xid;
+				return DIRTY_FOUND;
+			}
+		}
+		else if (!t->row_ids)
+			return DIRTY_NONE;
+		else if (InterruptHoldoffCount > 0)
 		{
 			snapshot->xmin = xid;
 			return DIRTY_IN_PROGRESS;
@@ -717,7 +748,7 @@ fetch_tuple(IndexFetchTableData *scan, ItemPointer tid, Snapshot snapshot,
 		*all_dead = false;
 	clear_dirty(snapshot);
 	/* the key index merged the row already: no second read */
-	if (fetch_handoff(rel, tid, slot))
+	if (handoff.fetch == scan && fetch_handoff(rel, tid, slot))
 		return true;
 	if (snapshot && snapshot->snapshot_type == SNAPSHOT_DIRTY)
 	{

@@ -41,8 +41,8 @@ extern bool fetch_row_version(Relation rel, ItemPointer tid, Snapshot snapshot,
 							  TupleTableSlot *slot);
 extern bool fetch_satisfies_snapshot(Relation rel, TupleTableSlot *slot,
 									 Snapshot snapshot);
-extern void scan_handoff(const void *owner, Oid relid, ItemPointer tid,
-						 MinimalTuple tup);
+extern void scan_handoff(const void *owner, const void *fetch, Oid relid,
+						 ItemPointer tid, MinimalTuple tup);
 extern void scan_handoff_forget(const void *owner);
 extern MinimalTuple scan_handoff_tuple(void);
 extern double scan_count_rows(Relation rel, BlockNumber *pages, bool estimate);

@@ -91,6 +91,16 @@ typedef struct IdRange
 	uint64		to;				/* past the last */
 } IdRange;
 
+/*
+ * The keys a transaction wrote of a table, as a bit per key hash (one of
+ * KEY_BITS): a unique check that finds a committed version of such a key
+ * waits for the transaction, as heap's waits for a row's updater (a bit
+ * shared by other keys costs a needless wait, never a missed one).  Set
+ * without a lock (atomically), once the table's entry exists.
+ */
+#define KEY_BITS 1024
+#define KEY_WORDS (KEY_BITS / 64)
+
 typedef struct BackendRowIds
 {
 	Oid			dbid;
@@ -100,10 +110,11 @@ typedef struct BackendRowIds
 	Oid			relid[XACT_TABLES];
 	int			nranges[XACT_TABLES];
 	IdRange		ranges[XACT_TABLES][XACT_RANGES];
+	pg_atomic_uint64 keys[XACT_TABLES][KEY_WORDS];
 } BackendRowIds;
 
 static BackendRowIds *backends = NULL;
-static bool took_ids = false;	/* this backend's entry is set */
+static bool published = false;	/* this backend's entry is its transaction's */
 
 static Size
 backends_size(void)
@@ -121,7 +132,7 @@ static void
 rowids_xact_callback(XactEvent event, void *arg)
 {
 	/* ended, or prepared: its rows are in runs */
-	if (took_ids && backends && MyProc &&
+	if (published && backends && MyProc &&
 		(event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		 event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
 		 event == XACT_EVENT_PARALLEL_ABORT))
@@ -130,7 +141,7 @@ rowids_xact_callback(XactEvent event, void *arg)
 
 		b->ntables = 0;
 		b->overflow = false;
-		took_ids = false;
+		published = false;
 	}
 }
 
@@ -143,7 +154,13 @@ rowids_shmem_init(int tranche)
 								  tranche);
 	backends = ShmemInitStruct("pkchangelog backend row ids", backends_size(), &found);
 	if (!found)
+	{
 		memset(backends, 0, backends_size());
+		for (int p = 0; p < MaxBackends + NUM_AUXILIARY_PROCS; p++)
+			for (int i = 0; i < XACT_TABLES; i++)
+				for (int w = 0; w < KEY_WORDS; w++)
+					pg_atomic_init_u64(&backends[p].keys[i][w], 0);
+	}
 }
 
 /* set up in each backend (the library's _PG_init) */
@@ -151,6 +168,43 @@ void
 rowids_init(void)
 {
 	RegisterXactCallback(rowids_xact_callback, NULL);
+}
+
+/*
+ * This backend's entry, set up for its transaction (xid); -1 or the index
+ * of relid's table entry, made if there is room (create; the caller holds
+ * the table's slot's lock).
+ */
+static int
+table_entry(BackendRowIds *b, Oid relid, TransactionId xid, bool create)
+{
+	int			i;
+
+	if (!published)
+	{
+		b->ntables = 0;
+		b->overflow = false;
+		b->dbid = MyDatabaseId;
+		published = true;
+	}
+	b->xid = xid;
+	for (i = 0; i < b->ntables; i++)
+		if (b->relid[i] == relid)
+			return i;
+	if (!create)
+		return -1;
+	if (b->ntables == XACT_TABLES)
+	{
+		b->overflow = true;
+		return -1;
+	}
+	b->relid[i] = relid;
+	b->nranges[i] = 0;
+	for (int w = 0; w < KEY_WORDS; w++)
+		pg_atomic_write_u64(&b->keys[i][w], 0);
+	pg_write_barrier();
+	b->ntables++;
+	return i;
 }
 
 /*
@@ -167,30 +221,14 @@ note_ids(Oid relid, TransactionId xid, uint64 first, uint32 n)
 	if (MyProc == NULL)
 		return;
 	b = &backends[GetNumberFromPGProc(MyProc)];
-	if (!took_ids)
+	if ((i = table_entry(b, relid, xid, true)) < 0)
+		return;
+	if (b->nranges[i] == 0)
 	{
-		b->ntables = 0;
-		b->overflow = false;
-		b->dbid = MyDatabaseId;
-		took_ids = true;
-	}
-	b->xid = xid;
-	for (i = 0; i < b->ntables; i++)
-		if (b->relid[i] == relid)
-			break;
-	if (i == b->ntables)
-	{
-		if (b->ntables == XACT_TABLES)
-		{
-			b->overflow = true;
-			return;
-		}
-		b->relid[i] = relid;
 		b->ranges[i][0].from = first;
 		b->ranges[i][0].to = first + n;
-		b->nranges[i] = 1;
 		pg_write_barrier();
-		b->ntables++;
+		b->nranges[i] = 1;
 		return;
 	}
 	r = &b->ranges[i][b->nranges[i] - 1];
@@ -198,7 +236,10 @@ note_ids(Oid relid, TransactionId xid, uint64 first, uint32 n)
 	{
 		r++;
 		r->from = first;
+		r->to = first + n;
+		pg_write_barrier();
 		b->nranges[i]++;
+		return;
 	}
 	r->to = first + n;
 }
@@ -419,7 +460,7 @@ rowids_horizon(Oid relid)
 		if (b->overflow)
 			horizon = 0;
 		for (int i = 0; i < Min(n, XACT_TABLES); i++)
-			if (b->relid[i] == relid)
+			if (b->relid[i] == relid && b->nranges[i] > 0)
 				horizon = Min(horizon, b->ranges[i][0].from);
 	}
 	LWLockRelease(&slot->lock);
@@ -463,4 +504,69 @@ rowids_holder(Oid relid, uint64 id)
 	}
 	LWLockRelease(&slot->lock);
 	return holder;
+}
+
+/*
+ * This backend's transaction writes (or retracts) a version of a key of
+ * relid, whose hash is given.
+ */
+void
+rowids_note_key(Oid relid, uint32 hash)
+{
+	BackendRowIds *b;
+	int			i;
+	pg_atomic_uint64 *w;
+	uint64		bit = UINT64CONST(1) << (hash % 64);
+
+	if (MyProc == NULL || backends == NULL)
+		return;
+	b = &backends[GetNumberFromPGProc(MyProc)];
+	i = published ? table_entry(b, relid, GetTopTransactionId(), false) : -1;
+	if (i < 0)
+	{
+		RowIdSlot  *slot = slot_of(relid);
+		TransactionId xid = GetTopTransactionId();
+
+		LWLockAcquire(&slot->lock, LW_EXCLUSIVE);
+		i = table_entry(b, relid, xid, true);
+		LWLockRelease(&slot->lock);
+		if (i < 0)
+			return;				/* overflow: counts as every key */
+	}
+	w = &b->keys[i][(hash / 64) % KEY_WORDS];
+	if ((pg_atomic_read_u64(w) & bit) == 0)
+		pg_atomic_fetch_or_u64(w, bit);
+}
+
+/*
+ * The transaction of another backend, still running and not prepared, that
+ * may have written a version of the key of relid whose hash is given (or
+ * retracted it); InvalidTransactionId if none.
+ */
+TransactionId
+rowids_key_writer(Oid relid, uint32 hash)
+{
+	RowIdSlot  *slot = slot_of(relid);
+	TransactionId writer = InvalidTransactionId;
+	int			me = MyProc ? GetNumberFromPGProc(MyProc) : -1;
+	uint64		bit = UINT64CONST(1) << (hash % 64);
+
+	LWLockAcquire(&slot->lock, LW_SHARED);
+	for (int p = 0; p < MaxBackends + NUM_AUXILIARY_PROCS && !TransactionIdIsValid(writer); p++)
+	{
+		BackendRowIds *b = &backends[p];
+		int			n = b->ntables;
+
+		pg_read_barrier();
+		if (p == me || b->dbid != MyDatabaseId || (n == 0 && !b->overflow))
+			continue;
+		if (b->overflow)
+			writer = b->xid;
+		for (int i = 0; i < Min(n, XACT_TABLES); i++)
+			if (b->relid[i] == relid &&
+				(pg_atomic_read_u64(&b->keys[i][(hash / 64) % KEY_WORDS]) & bit) != 0)
+				writer = b->xid;
+	}
+	LWLockRelease(&slot->lock);
+	return writer;
 }

@@ -19,5 +19,7 @@ extern void rowids_enable(Oid relid, uint64 first, uint32 reserved);
 extern uint64 rowids_reserve(Oid relid, uint32 n);
 extern uint64 rowids_horizon(Oid relid);
 extern TransactionId rowids_holder(Oid relid, uint64 id);
+extern void rowids_note_key(Oid relid, uint32 hash);
+extern TransactionId rowids_key_writer(Oid relid, uint32 hash);
 
 #endif							/* PK_CATALOG_ROW_IDS_H */

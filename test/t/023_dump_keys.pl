@@ -37,11 +37,13 @@ INSERT INTO heap_src SELECT g, g * 10 FROM generate_series(1, 20) g;
 INSERT INTO like_heap SELECT * FROM heap_src;
 INSERT INTO heap_copy SELECT * FROM by_opt WHERE k <= 10;
 });
-# secondary indexes, which a restore builds after the rows (in the same
-# transaction with --single-transaction)
+# secondary indexes, a unique and an exclusion constraint, which a restore
+# builds after the rows (in the same transaction with --single-transaction)
 $node->safe_psql('src', q{
 CREATE INDEX by_pk_note ON by_pk (note);
 CREATE INDEX like_heap_amount ON like_heap USING hash (amount);
+ALTER TABLE renamed ADD CONSTRAINT renamed_v_key UNIQUE (v);
+ALTER TABLE by_opt ADD CONSTRAINT by_opt_v_excl EXCLUDE USING btree (v WITH =);
 });
 
 my @tables = qw(by_pk by_opt named renamed like_heap heap_copy);
@@ -110,7 +112,13 @@ for my $db (sort keys %restore)
 	is($node->safe_psql($db, q{
 SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
 WHERE c.relname IN ('by_opt', 'named', 'renamed', 'like_heap', 'by_pk')}),
-		'7', "$db: one key index per pkmerge table, and the two secondary ones");
+		'9', "$db: one key index per pkmerge table, and the four secondary ones");
+	my ($ret, $out, $err) = $node->psql($db, q{INSERT INTO renamed VALUES (1000, 'r5')});
+	like($err, qr/duplicate key value violates unique constraint "renamed_v_key"/,
+		"$db: the unique constraint is restored and enforced");
+	($ret, $out, $err) = $node->psql($db, q{INSERT INTO by_opt VALUES (1000, 'v5')});
+	like($err, qr/conflicting key value violates exclusion constraint "by_opt_v_excl"/,
+		"$db: the exclusion constraint is restored and enforced");
 	is($node->safe_psql($db, q{
 SET enable_seqscan = off; SET enable_bitmapscan = off;
 SELECT format('%s %s', (SELECT string_agg(id::text, ',') FROM by_pk WHERE note = 'n42'),
