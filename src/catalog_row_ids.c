@@ -469,21 +469,23 @@ rowids_horizon(Oid relid)
 	return horizon;
 }
 
+/* does table entry i of b say what the caller asks (arg)? */
+typedef bool (*EntryTest) (BackendRowIds *b, int i, const void *arg);
+
 /*
- * The transaction of another backend, still running and not prepared, that
- * may hold row id of relid in its buffer or its spilled runs (a
- * transaction that wrote more tables than its entry holds may hold any);
- * InvalidTransactionId if none.
+ * The transaction of another backend of this database, still running and
+ * not prepared, whose entry for relid passes test (one that wrote more
+ * tables than its entry holds passes any); InvalidTransactionId if none.
  */
-TransactionId
-rowids_holder(Oid relid, uint64 id)
+static TransactionId
+other_transaction(Oid relid, EntryTest test, const void *arg)
 {
 	RowIdSlot  *slot = slot_of(relid);
-	TransactionId holder = InvalidTransactionId;
+	TransactionId xid = InvalidTransactionId;
 	int			me = MyProc ? GetNumberFromPGProc(MyProc) : -1;
 
 	LWLockAcquire(&slot->lock, LW_SHARED);
-	for (int p = 0; p < MaxBackends + NUM_AUXILIARY_PROCS && !TransactionIdIsValid(holder); p++)
+	for (int p = 0; p < MaxBackends + NUM_AUXILIARY_PROCS && !TransactionIdIsValid(xid); p++)
 	{
 		BackendRowIds *b = &backends[p];
 		int			n = b->ntables;
@@ -492,18 +494,35 @@ rowids_holder(Oid relid, uint64 id)
 		if (p == me || b->dbid != MyDatabaseId || (n == 0 && !b->overflow))
 			continue;
 		if (b->overflow)
-			holder = b->xid;
+			xid = b->xid;
 		for (int i = 0; i < Min(n, XACT_TABLES); i++)
-		{
-			if (b->relid[i] != relid)
-				continue;
-			for (int k = 0; k < b->nranges[i]; k++)
-				if (id >= b->ranges[i][k].from && id < b->ranges[i][k].to)
-					holder = b->xid;
-		}
+			if (b->relid[i] == relid && test(b, i, arg))
+				xid = b->xid;
 	}
 	LWLockRelease(&slot->lock);
-	return holder;
+	return xid;
+}
+
+static bool
+entry_holds_id(BackendRowIds *b, int i, const void *arg)
+{
+	uint64		id = *(const uint64 *) arg;
+
+	for (int k = 0; k < b->nranges[i]; k++)
+		if (id >= b->ranges[i][k].from && id < b->ranges[i][k].to)
+			return true;
+	return false;
+}
+
+/*
+ * The transaction of another backend, still running and not prepared, that
+ * may hold row id of relid in its buffer or its spilled runs;
+ * InvalidTransactionId if none.
+ */
+TransactionId
+rowids_holder(Oid relid, uint64 id)
+{
+	return other_transaction(relid, entry_holds_id, &id);
 }
 
 /*
@@ -538,6 +557,15 @@ rowids_note_key(Oid relid, uint32 hash)
 		pg_atomic_fetch_or_u64(w, bit);
 }
 
+static bool
+entry_wrote_key(BackendRowIds *b, int i, const void *arg)
+{
+	uint32		hash = *(const uint32 *) arg;
+
+	return (pg_atomic_read_u64(&b->keys[i][(hash / 64) % KEY_WORDS]) &
+			(UINT64CONST(1) << (hash % 64))) != 0;
+}
+
 /*
  * The transaction of another backend, still running and not prepared, that
  * may have written a version of the key of relid whose hash is given (or
@@ -546,27 +574,5 @@ rowids_note_key(Oid relid, uint32 hash)
 TransactionId
 rowids_key_writer(Oid relid, uint32 hash)
 {
-	RowIdSlot  *slot = slot_of(relid);
-	TransactionId writer = InvalidTransactionId;
-	int			me = MyProc ? GetNumberFromPGProc(MyProc) : -1;
-	uint64		bit = UINT64CONST(1) << (hash % 64);
-
-	LWLockAcquire(&slot->lock, LW_SHARED);
-	for (int p = 0; p < MaxBackends + NUM_AUXILIARY_PROCS && !TransactionIdIsValid(writer); p++)
-	{
-		BackendRowIds *b = &backends[p];
-		int			n = b->ntables;
-
-		pg_read_barrier();
-		if (p == me || b->dbid != MyDatabaseId || (n == 0 && !b->overflow))
-			continue;
-		if (b->overflow)
-			writer = b->xid;
-		for (int i = 0; i < Min(n, XACT_TABLES); i++)
-			if (b->relid[i] == relid &&
-				(pg_atomic_read_u64(&b->keys[i][(hash / 64) % KEY_WORDS]) & bit) != 0)
-				writer = b->xid;
-	}
-	LWLockRelease(&slot->lock);
-	return writer;
+	return other_transaction(relid, entry_wrote_key, &hash);
 }
