@@ -83,7 +83,7 @@ static RowIdSlot *slots = NULL;
  * A table's entry is written under its slot's lock, which readers hold;
  * written by the backend only.
  */
-#define XACT_TABLES 8
+#define XACT_TABLES 16
 #define XACT_RANGES 4
 typedef struct IdRange
 {
