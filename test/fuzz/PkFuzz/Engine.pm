@@ -414,7 +414,7 @@ sub run_pair
 		my $p = $e->exec($pk, copy => $s->{pkcopy});
 		return $e->crash($p, $s->{t}, $pk) if $p->{lost};
 		if ($p->{ok} && $hs eq 'XX001' && $hp =~ /^VACUUM FULL /
-			&& $h->{msg} =~ /^missing chunk number \d+ for toast value/)
+			&& $h->{msg} =~ /^(missing|unexpected) chunk number \d+ (\(expected \d+\) )?for toast value/)
 		{
 			# PostgreSQL's own race (bugs #18351, #19519): a VACUUM of the
 			# twin removed toast values of rows its heap part kept, the
@@ -659,8 +659,10 @@ sub check_pair
 			  . " rows; " . scalar(@diff) . " keys differ):\n" . join("\n", @diff[ 0 .. ($#diff < 7 ? $#diff : 7) ]));
 	}
 	# now and then PostgreSQL's own check of the btree indexes against the
-	# rows (every entry of a version the table holds, the tree's order)
-	if ($r->chance(0.1))
+	# rows (every entry of a version the table holds, the tree's order);
+	# outside transactions (a REPEATABLE READ snapshot older than an index
+	# cannot verify it: 40001)
+	if (!$e->{in_txn} && $r->chance(0.1))
 	{
 		my $q = "SELECT bt_index_check(indexrelid, true) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
 		  . " WHERE indrelid = '$t->{name}'::regclass AND c.relam = (SELECT oid FROM pg_am WHERE amname = 'btree')";
