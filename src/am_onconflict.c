@@ -61,7 +61,7 @@ prepare_result_relation(ResultRelInfo *rri, CommandId cid)
 		 */
 		if (rri->ri_onConflictArbiterIndexes != NIL)
 		{
-			(void) RelationGetIndexList(rel);	/* sets rd_pkindex */
+			list_free(RelationGetIndexList(rel));	/* sets rd_pkindex */
 			if (!list_member_oid(rri->ri_onConflictArbiterIndexes, rel->rd_pkindex))
 				wb->key_blind_cid = cid;
 		}

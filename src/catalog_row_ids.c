@@ -115,6 +115,8 @@ typedef struct BackendRowIds
 
 static BackendRowIds *backends = NULL;
 static bool published = false;	/* this backend's entry is its transaction's */
+static Oid	last_relid = InvalidOid;	/* the table rowids_note_key saw last, */
+static int	last_entry = -1;	/* and its entry, while published */
 
 static Size
 backends_size(void)
@@ -142,6 +144,7 @@ rowids_xact_callback(XactEvent event, void *arg)
 		b->ntables = 0;
 		b->overflow = false;
 		published = false;
+		last_entry = -1;
 	}
 }
 
@@ -540,7 +543,11 @@ rowids_note_key(Oid relid, uint32 hash)
 	if (MyProc == NULL || backends == NULL)
 		return;
 	b = &backends[GetNumberFromPGProc(MyProc)];
-	i = published ? table_entry(b, relid, GetTopTransactionId(), false) : -1;
+	/* (a writer's rows come one table at a time: no search, mostly) */
+	if (published && last_entry >= 0 && last_relid == relid)
+		i = last_entry;
+	else
+		i = published ? table_entry(b, relid, GetTopTransactionId(), false) : -1;
 	if (i < 0)
 	{
 		RowIdSlot  *slot = slot_of(relid);
@@ -552,6 +559,8 @@ rowids_note_key(Oid relid, uint32 hash)
 		if (i < 0)
 			return;				/* overflow: counts as every key */
 	}
+	last_relid = relid;
+	last_entry = i;
 	w = &b->keys[i][(hash / 64) % KEY_WORDS];
 	if ((pg_atomic_read_u64(w) & bit) == 0)
 		pg_atomic_fetch_or_u64(w, bit);
