@@ -57,13 +57,13 @@ EXTRA_CLEAN = pkchangelog.exports src/version.h
 REGRESS = extension readme ddl_options ddl_keys dml on_conflict savepoints \
 	explain parallel snapshots storage errors changelog_checker rewrites \
 	key_updates producers stream consume prepared materialize materialize_random decoding monitoring expiration stats compaction \
-	vacuum_full spill pk_write equal_keys privileges run_memory indexes unique
+	vacuum_full spill pk_write equal_keys privileges run_memory indexes unique foreign_keys
 REGRESS_OPTS = --inputdir=$(srcdir) --load-extension=pkchangelog
 # The specs that prepare transactions run where the server allows them
 # (max_prepared_transactions > 0; 0 is PostgreSQL's default): make
 # installcheck asks the server and says when it leaves them out, as
 # PostgreSQL's own installcheck-prepared-txns does for its specs.
-ISOLATION_PREPARED = commit_lock_holders index_vacuum lookup_before_lock planner_estimates prepared_commit unique_prepared
+ISOLATION_PREPARED = commit_lock_holders fk_prepared index_vacuum lookup_before_lock planner_estimates prepared_commit unique_prepared
 ISOLATION_ALL = $(sort $(basename $(notdir $(wildcard $(srcdir)/test/isolation/specs/*.spec))))
 ISOLATION = $(if $(PK_NO_PREPARED),$(filter-out $(ISOLATION_PREPARED),$(ISOLATION_ALL)),$(ISOLATION_ALL))
 ISOLATION_OPTS = --inputdir=$(srcdir)/test/isolation --load-extension=pkchangelog

@@ -106,10 +106,6 @@ CREATE TABLE parted (a int PRIMARY KEY) PARTITION BY RANGE (a);
 CREATE TABLE part1 PARTITION OF parted FOR VALUES FROM (0) TO (10) USING pkmerge;
 CREATE TABLE ctas USING pkmerge AS SELECT 1 AS a;
 CREATE INDEX CONCURRENTLY ON orders (store_id);
-CREATE TABLE referencing (o bigint REFERENCES orders (order_id));
-CREATE TABLE referencing (o bigint);
-ALTER TABLE referencing ADD FOREIGN KEY (o) REFERENCES orders (order_id);
-DROP TABLE referencing;
 
 -- default_table_access_method reaches the same code
 SET default_table_access_method = pkmerge;

@@ -36,6 +36,7 @@
 #include "am_dml.h"
 #include "catalog_row_ids.h"
 #include "am_scan.h"
+#include "key_locks.h"
 #include "lookup.h"
 #include "pg_compat.h"
 #include "run_merge.h"
@@ -464,6 +465,35 @@ check_current(Relation rel, PkTable *t, ItemPointer tid, CommandId cid,
 	return TM_Ok;
 }
 
+/* the hash of the row's key */
+static uint32
+row_key_hash(PkTable *t, MinimalTuple tup)
+{
+	Datum		key[INDEX_MAX_KEYS];
+
+	pk_row_key(t, tup, key);
+	return pk_key_hash(t, key);
+}
+
+/*
+ * A lock (or a removal) of the key of the version at tid, which waited if
+ * another transaction removed (or locked) the key: then the runs it
+ * committed meanwhile are read, and the caller reads the row again.
+ */
+static bool
+key_waited(Relation rel, uint32 hash, ItemPointer tid, bool removal)
+{
+	if (!(removal ? keylock_remove(rel, hash, tid) : keylock_lock(rel, hash, tid)))
+		return false;
+	latest.lxid = InvalidLocalTransactionId;
+	return true;
+}
+
+/*
+ * DELETE (and pk_write's -U and -D, which are DELETE statements): the key
+ * goes, after the transactions that lock it (a foreign key's check of a
+ * row referencing it) have ended (key_locks.c).
+ */
 TM_Result
 dml_delete(Relation rel, ItemPointer tid, CommandId cid, Snapshot snapshot,
 		   TM_FailureData *tmfd)
@@ -471,12 +501,15 @@ dml_delete(Relation rel, ItemPointer tid, CommandId cid, Snapshot snapshot,
 	PkTable    *t = pk_table(rel);
 	PkVersion	old;
 	PkRead		read;
-	TM_Result	res = check_current(rel, t, tid, cid, snapshot, tmfd, &old, &read);
-
+	TM_Result	res;
 	DmlRecordAs *ra = recorded_as(rel, cid);
 
-	if (res != TM_Ok)
-		return res;
+	do
+	{
+		res = check_current(rel, t, tid, cid, snapshot, tmfd, &old, &read);
+		if (res != TM_Ok)
+			return res;
+	} while (key_waited(rel, row_key_hash(t, old.tup), tid, true));
 	/* pk_write's -U or -D: its RowKind and row */
 	if (ra)
 		append(rel, t, ra->kind, ra->row, cid, &read, false, NULL);
@@ -493,17 +526,25 @@ dml_update(Relation rel, ItemPointer otid, TupleTableSlot *slot, CommandId cid,
 	PkTable    *t = pk_table(rel);
 	PkVersion	old;
 	PkRead		read;
-	TM_Result	res = check_current(rel, t, otid, cid, snapshot, tmfd, &old, &read);
-	MinimalTuple tup;
+	TM_Result	res;
+	MinimalTuple tup = NULL;
 	Datum		oldkey[INDEX_MAX_KEYS];
 	Datum		newkey[INDEX_MAX_KEYS];
 
+again:
+	res = check_current(rel, t, otid, cid, snapshot, tmfd, &old, &read);
 	if (res != TM_Ok)
 		return res;
-	tup = buffer_row(rel, slot);
-	pk_check_key_not_null(t, tup);
+	if (tup == NULL)
+	{
+		tup = buffer_row(rel, slot);
+		pk_check_key_not_null(t, tup);
+		pk_row_key(t, tup, newkey);
+	}
 	pk_row_key(t, old.tup, oldkey);
-	pk_row_key(t, tup, newkey);
+	if (pk_key_cmp(t, oldkey, newkey) != 0 &&
+		key_waited(rel, pk_key_hash(t, oldkey), otid, true))
+		goto again;				/* a lock of the old key ended meanwhile */
 	if (pk_key_cmp(t, oldkey, newkey) == 0)
 	{
 		/* pk_write's +U is recorded as given: without the old row's -U */
@@ -535,9 +576,13 @@ dml_update(Relation rel, ItemPointer otid, TupleTableSlot *slot, CommandId cid,
 
 /*
  * Row locks (SELECT FOR UPDATE, the READ COMMITTED re-check of UPDATE and
- * DELETE).  pkmerge takes no row lock: a lock succeeds when the version is
- * its key's newest, and with TUPLE_LOCK_FLAG_FIND_LAST_VERSION moves to the
+ * DELETE, a foreign key's check).  A lock succeeds when the version is its
+ * key's newest, and with TUPLE_LOCK_FLAG_FIND_LAST_VERSION moves to the
  * newest committed version, which the executor re-evaluates (EvalPlanQual).
+ * pkmerge keeps no lock in the row: against writers changing it, commit
+ * checks what was read; against a removal of the key, which would leave a
+ * foreign key's reference dangling, the lock waits for the remover and the
+ * remover for the lock (key_locks.c), whatever the lock's mode.
  */
 TM_Result
 dml_lock(Relation rel, ItemPointer tid, Snapshot snapshot, TupleTableSlot *slot,
@@ -546,8 +591,11 @@ dml_lock(Relation rel, ItemPointer tid, Snapshot snapshot, TupleTableSlot *slot,
 	PkTable    *t = pk_table(rel);
 	PkVersion	old;
 	PkRead		read;
-	TM_Result	res = check_current(rel, t, tid, cid, snapshot, tmfd, &old, &read);
+	TM_Result	res;
 	ItemPointerData locked;
+
+again:
+	res = check_current(rel, t, tid, cid, snapshot, tmfd, &old, &read);
 
 	/*
 	 * Only ON CONFLICT DO UPDATE locks a row its own command wrote (two
@@ -569,6 +617,8 @@ dml_lock(Relation rel, ItemPointer tid, Snapshot snapshot, TupleTableSlot *slot,
 		runs = latest_runs(rel, cid, &again);
 		if (!lookup_tid(rel, t, runs, wb, &tmfd->ctid, &newest))
 			return TM_Deleted;
+		if (key_waited(rel, row_key_hash(t, newest.tup), &tmfd->ctid, false))
+			goto again;
 		*tid = tmfd->ctid;
 		tmfd->traversed = true;
 		locked = *tid;
@@ -577,6 +627,8 @@ dml_lock(Relation rel, ItemPointer tid, Snapshot snapshot, TupleTableSlot *slot,
 	}
 	if (res != TM_Ok)
 		return res;
+	if (key_waited(rel, row_key_hash(t, old.tup), tid, false))
+		goto again;				/* a removal of the key ended meanwhile */
 	/* tid may be the slot's own tts_tid (the apply worker's), which storing resets */
 	locked = *tid;
 	scan_store_row(rel, old.tup, true, &locked, slot);

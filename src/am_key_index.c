@@ -21,16 +21,25 @@
 #include "access/nbtree.h"
 #include "access/reloptions.h"
 #include "access/relscan.h"
+#include "access/table.h"
+#include "catalog/dependency.h"
 #include "catalog/index.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_opclass.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "nodes/pathnodes.h"
 #include "pgstat.h"
 #include "storage/predicate.h"
 #include "utils/lsyscache.h"
+#include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/selfuncs.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "am_scan.h"
 #include "lookup.h"
@@ -39,6 +48,7 @@
 #include "run_merge.h"
 
 PG_FUNCTION_INFO_V1(pkmerge_key_handler);
+PG_FUNCTION_INFO_V1(pk_key_index_btree_opclasses);
 
 typedef struct KeyScanOpaque
 {
@@ -61,6 +71,122 @@ typedef struct KeyScanOpaque
 	ItemPointerData *tids;
 	MinimalTuple *tups;
 } KeyScanOpaque;
+
+/*
+ * btree's operator class that the pkmerge_key class opclass copies (the
+ * extension script's copies: same input type, same operators), or
+ * InvalidOid if there is none.
+ */
+static Oid
+btree_original(Oid opclass)
+{
+	HeapTuple	tup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclass));
+	Form_pg_opclass form;
+	Oid			original = InvalidOid;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator class %u", opclass);
+	form = (Form_pg_opclass) GETSTRUCT(tup);
+	if (form->opcmethod == BTREE_AM_OID)
+		original = opclass;
+	else
+	{
+		Oid			type = form->opcintype;
+		Oid			candidate = GetDefaultOpClass(type, BTREE_AM_OID);
+		bool		same = OidIsValid(candidate);
+
+		for (int s = BTLessStrategyNumber; same && s <= BTGreaterStrategyNumber; s++)
+			same = get_opfamily_member(form->opcfamily, type, type, s) ==
+				get_opfamily_member(get_opclass_family(candidate), type, type, s);
+		if (same)
+			original = candidate;
+	}
+	ReleaseSysCache(tup);
+	return original;
+}
+
+/*
+ * A pkmerge_key index takes btree's operator classes in place of the
+ * copies DefineIndex gave it (an index's classes must be its access
+ * method's there): the same operators and strategy numbers, so scans and
+ * plans are unchanged, and PostgreSQL takes the key as the referenced key
+ * of a foreign key, which it accepts only with b-tree operator classes
+ * (tablecmds.c).  pg_index.indclass and the index's dependencies on its
+ * classes change; a class without a btree original stays.
+ */
+static void
+key_use_btree_opclasses(Oid indexoid)
+{
+	Relation	pg_index = table_open(IndexRelationId, RowExclusiveLock);
+	HeapTuple	tup = SearchSysCacheCopy1(INDEXRELID, ObjectIdGetDatum(indexoid));
+	Datum		values[Natts_pg_index] = {0};
+	bool		nulls[Natts_pg_index] = {0};
+	bool		replace[Natts_pg_index] = {0};
+	oidvector  *indclass;
+	oidvector  *changed;
+	bool		isnull;
+	bool		any = false;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for index %u", indexoid);
+	indclass = (oidvector *) DatumGetPointer(heap_getattr(tup, Anum_pg_index_indclass,
+														  RelationGetDescr(pg_index),
+														  &isnull));
+	changed = buildoidvector(indclass->values, indclass->dim1);
+	for (int i = 0; i < indclass->dim1; i++)
+	{
+		Oid			original = btree_original(indclass->values[i]);
+
+		bool		seen = false;
+
+		if (!OidIsValid(original) || original == indclass->values[i])
+			continue;
+		/* one dependency per class, however many columns have it */
+		for (int j = 0; j < i; j++)
+			seen |= indclass->values[j] == indclass->values[i];
+		if (!seen)
+			changeDependencyFor(RelationRelationId, indexoid, OperatorClassRelationId,
+								indclass->values[i], original);
+		changed->values[i] = original;
+		any = true;
+	}
+	if (any)
+	{
+		HeapTuple	newtup;
+
+		values[Anum_pg_index_indclass - 1] = PointerGetDatum(changed);
+		replace[Anum_pg_index_indclass - 1] = true;
+		newtup = heap_modify_tuple(tup, RelationGetDescr(pg_index), values, nulls, replace);
+		CatalogTupleUpdate(pg_index, &newtup->t_self, newtup);
+		CommandCounterIncrement();
+	}
+	table_close(pg_index, RowExclusiveLock);
+}
+
+/*
+ * pk_key_index_btree_opclasses(index): the update script's way to give
+ * the key indexes made before 0.14 btree's operator classes.
+ */
+Datum
+pk_key_index_btree_opclasses(PG_FUNCTION_ARGS)
+{
+	Oid			indexoid = PG_GETARG_OID(0);
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
+	bool		is_key;
+
+	if (!HeapTupleIsValid(tup))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("index %u does not exist", indexoid)));
+	is_key = ((Form_pg_class) GETSTRUCT(tup))->relam == get_index_am_oid("pkmerge_key", false);
+	ReleaseSysCache(tup);
+	if (!is_key)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a pkmerge_key index", get_rel_name(indexoid))));
+	key_use_btree_opclasses(indexoid);
+	PG_RETURN_VOID();
+}
 
 /*
  * The pkmerge_key index must be the primary key of a pkmerge table, on
@@ -86,6 +212,8 @@ key_build(Relation heap, Relation index, IndexInfo *indexInfo)
 				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 				 errmsg("a pkmerge_key index must be a plain primary key of pkmerge table \"%s\"",
 						RelationGetRelationName(heap))));
+
+	key_use_btree_opclasses(RelationGetRelid(index));
 
 	/*
 	 * Within CREATE TABLE the index is built before sql_ddl.c stores the table's
@@ -503,7 +631,12 @@ pkmerge_key_handler(PG_FUNCTION_ARGS)
 	IndexAmRoutine *amroutine = makeNode(IndexAmRoutine);
 
 	amroutine->amstrategies = BTMaxStrategyNumber;
-	amroutine->amsupport = 1;
+	/*
+	 * Support 1 is the comparison function; the index's classes are btree's
+	 * (key_use_btree_opclasses), whose families have btree's other support
+	 * functions too, unused here but loaded with the classes.
+	 */
+	amroutine->amsupport = BTNProcs;
 	amroutine->amoptsprocnum = 0;
 	amroutine->amcanorder = true;
 	amroutine->amcanorderbyop = false;

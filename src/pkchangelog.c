@@ -23,6 +23,7 @@
 #include "catalog.h"
 #include "catalog_lock.h"
 #include "catalog_row_ids.h"
+#include "key_locks.h"
 #include "guc.h"
 #include "maint_worker.h"
 #include "mat.h"
@@ -78,6 +79,7 @@ _PG_init(void)
 	catalog_init();				/* xact callback: runs changed; relcache: OIDs */
 	pktable_init();				/* relcache callback: table descriptors */
 	rowids_init();				/* xact callback: the ids a transaction takes */
+	keylocks_init();			/* xact callback: keys locked and removed */
 	spill_init();				/* ExecutorStart/End: readers of spills */
 	commit_init();				/* xact and subxact callbacks: the commit */
 	ddl_init();					/* ProcessUtility, object access, xact callback */

@@ -18,6 +18,7 @@
 
 #include "catalog_lock.h"
 #include "catalog_row_ids.h"
+#include "key_locks.h"
 #include "maint_compaction.h"
 #include "maint_worker.h"
 #include "run_publish.h"
@@ -45,6 +46,7 @@ pk_shmem_request(void)
 	size = add_size(size, worker_shmem_size());
 	size = add_size(size, readstats_shmem_size());
 	size = add_size(size, rowids_shmem_size());
+	size = add_size(size, keylocks_shmem_size());
 	RequestAddinShmemSpace(size);
 }
 
@@ -69,6 +71,7 @@ pk_shmem_startup(void)
 	worker_shmem_init(*tranche);
 	readstats_shmem_init(*tranche);
 	rowids_shmem_init(*tranche);
+	keylocks_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 }
 

@@ -32,7 +32,9 @@
 #include "catalog/pg_attribute.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_constraint.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_opclass.h"
 #include "catalog/pg_trigger.h"
 #include "commands/defrem.h"
 #include "commands/tablecmds.h"
@@ -43,6 +45,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -245,21 +248,71 @@ reindex_table_concurrently(PlannedStmt *pstmt, const char *queryString,
 #define CLUSTER_HINT "A pkmerge table's runs are always sorted by its primary key; VACUUM FULL merges them into one run and rewrites the file compactly."
 
 /*
- * PostgreSQL 15 takes only a b-tree unique index as the referenced key of
- * a foreign key; pkmerge_key is not one, and core's own error would name
- * the index rather than the reason.  Refused here with the reason and
- * what to do instead.
+ * Does the pkmerge table's primary key have btree's operator classes?
+ * PostgreSQL takes only those for the referenced key of a foreign key
+ * (tablecmds.c, an internal error otherwise).  Key indexes built from
+ * catalog 0.14 on have them (am_key_index.c); older ones get them from
+ * ALTER EXTENSION pkchangelog UPDATE.
+ */
+static bool
+key_has_btree_opclasses(Oid relid)
+{
+	Relation	pg_index = table_open(IndexRelationId, AccessShareLock);
+	ScanKeyData skey;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	bool		btree = true;
+
+	ScanKeyInit(&skey, Anum_pg_index_indrelid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	scan = systable_beginscan(pg_index, IndexIndrelidIndexId, true, NULL, 1, &skey);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		bool		isnull;
+		oidvector  *indclass;
+
+		if (!((Form_pg_index) GETSTRUCT(tup))->indisprimary)
+			continue;
+		indclass = (oidvector *) DatumGetPointer(heap_getattr(tup, Anum_pg_index_indclass,
+															  RelationGetDescr(pg_index),
+															  &isnull));
+		for (int i = 0; i < indclass->dim1; i++)
+		{
+			HeapTuple	opc = SearchSysCache1(CLAOID, ObjectIdGetDatum(indclass->values[i]));
+
+			if (!HeapTupleIsValid(opc))
+				elog(ERROR, "cache lookup failed for operator class %u", indclass->values[i]);
+			if (((Form_pg_opclass) GETSTRUCT(opc))->opcmethod != BTREE_AM_OID)
+				btree = false;
+			ReleaseSysCache(opc);
+		}
+	}
+	systable_endscan(scan);
+	table_close(pg_index, AccessShareLock);
+	return btree;
+}
+
+/*
+ * A foreign key referencing a pkmerge table whose key index still has the
+ * extension's copies of btree's operator classes (made before catalog
+ * 0.14): refused with the reason and the remedy, before PostgreSQL's
+ * internal error.
  */
 static void
-refuse_fk_to_pkmerge(Constraint *c)
+refuse_fk_to_old_key(Constraint *c)
 {
-	if (c->contype == CONSTR_FOREIGN && rangevar_is_pkmerge(c->pktable))
+	Oid			relid;
+
+	if (c->contype != CONSTR_FOREIGN || !rangevar_is_pkmerge(c->pktable))
+		return;
+	relid = RangeVarGetRelid(c->pktable, NoLock, true);
+	if (!key_has_btree_opclasses(relid))
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("foreign keys referencing pkmerge table \"%s\" are not supported",
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("foreign keys referencing pkmerge table \"%s\" need the catalog of pkchangelog 0.14",
 						c->pktable->relname),
-				 errdetail("PostgreSQL 15 accepts only b-tree keys as targets of foreign keys."),
-				 errhint("Check the reference in the application or with a trigger.")));
+				 errdetail("The table's primary key was made before 0.14, with operator classes PostgreSQL does not take for the referenced key of a foreign key."),
+				 errhint("Run ALTER EXTENSION pkchangelog UPDATE.")));
 }
 
 /* every constraint of a CREATE TABLE, column-level ones included */
@@ -704,7 +757,7 @@ handle_alter(AlterTableStmt *stmt)
 		AlterTableCmd *cmd = lfirst(lc);
 
 		if (cmd->subtype == AT_AddConstraint && IsA(cmd->def, Constraint))
-			refuse_fk_to_pkmerge((Constraint *) cmd->def);
+			refuse_fk_to_old_key((Constraint *) cmd->def);
 		if (!pkmerge && OidIsValid(relid) && cmd->subtype == AT_SetRelOptions &&
 			stmt->objtype == OBJECT_TABLE)
 			pkopt_refuse_elsewhere((List *) cmd->def, relname, false);
@@ -999,7 +1052,7 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 				ListCell   *lc;
 
 				foreach(lc, create_constraints(stmt))
-					refuse_fk_to_pkmerge(lfirst(lc));
+					refuse_fk_to_old_key(lfirst(lc));
 				/* IF NOT EXISTS of an existing table: PostgreSQL skips it */
 				if (stmt->if_not_exists &&
 					OidIsValid(RangeVarGetRelid(stmt->relation, NoLock, true)))

@@ -115,6 +115,35 @@ my ($irc, $iout, $ierr) = $node->psql('upgraded', "CREATE INDEX ON $table{lookup
 like($ierr, qr/ERROR:  indexes on pkmerge table "\S+" need the catalog of pkchangelog 0\.13.*HINT:  Run ALTER EXTENSION pkchangelog UPDATE/s,
 	'before the update: a secondary index is refused, the hint says to update');
 
+# key indexes as libraries before 0.14 made them: with the extension's
+# copies of btree's operator classes (this library gives btree's own when
+# it builds one), which PostgreSQL does not take as a foreign key's
+# referenced key: refused before the update, with the hint to update
+$node->safe_psql('upgraded', q{
+CREATE TEMP TABLE old_classes AS
+SELECT i.indexrelid, array_to_string(array_agg(cp.oid ORDER BY k.n), ' ')::oidvector AS indclass
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid,
+	unnest(i.indclass::oid[]) WITH ORDINALITY k(opc, n)
+	JOIN pg_opclass bt ON bt.oid = k.opc
+	JOIN pg_opclass cp ON cp.opcname = bt.opcname AND cp.opcintype = bt.opcintype
+		AND cp.opcmethod = (SELECT oid FROM pg_am WHERE amname = 'pkmerge_key')
+WHERE c.relam = (SELECT oid FROM pg_am WHERE amname = 'pkmerge_key')
+GROUP BY i.indexrelid;
+UPDATE pg_index i SET indclass = o.indclass FROM old_classes o WHERE o.indexrelid = i.indexrelid;
+INSERT INTO pg_depend
+SELECT DISTINCT 'pg_class'::regclass, o.indexrelid, 0, 'pg_opclass'::regclass, k.opc, 0, 'n'
+FROM old_classes o, unnest(o.indclass::oid[]) k(opc);
+});
+my $copies = q{SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid,
+	unnest(i.indclass::oid[]) k(opc) JOIN pg_opclass o ON o.oid = k.opc
+	WHERE c.relam = (SELECT oid FROM pg_am WHERE amname = 'pkmerge_key')
+	  AND o.opcmethod <> (SELECT oid FROM pg_am WHERE amname = 'btree')};
+is($node->safe_psql('upgraded', $copies), scalar(@producers), 'before the update: the key indexes have the copies');
+my ($frc, $fout, $ferr) = $node->psql('upgraded',
+	"CREATE TABLE fk_before (id int PRIMARY KEY, ref int REFERENCES $table{none})");
+like($ferr, qr/ERROR:  foreign keys referencing pkmerge table "\S+" need the catalog of pkchangelog 0\.14.*HINT:  Run ALTER EXTENSION pkchangelog UPDATE/s,
+	'before the update: a foreign key referencing a pkmerge table is refused, the hint says to update');
+
 # --- the update ----------------------------------------------------------
 my ($rc, $out, $err) = $node->psql('upgraded', 'ALTER EXTENSION pkchangelog UPDATE');
 is($rc, 0, "ALTER EXTENSION pkchangelog UPDATE from $base to $default") or diag($err);
@@ -126,6 +155,14 @@ for my $p (@producers)
 	is_deeply(table_state('upgraded', $table{$p}), $before{$p},
 		"$p: rows, options, snapshots, runs and stream survive the update");
 }
+
+# the key indexes have btree's operator classes, and depend on no copy
+is($node->safe_psql('upgraded', $copies), '0', 'after the update: the key indexes have btree\'s operator classes');
+is($node->safe_psql('upgraded', q{SELECT count(*) FROM pg_depend
+	WHERE classid = 'pg_class'::regclass AND refclassid = 'pg_opclass'::regclass
+	  AND refobjid IN (SELECT oid FROM pg_opclass
+					   WHERE opcmethod = (SELECT oid FROM pg_am WHERE amname = 'pkmerge_key'))}),
+	'0', 'after the update: no index depends on the copies');
 
 # --- writing goes on: snapshot ids continue, the streams check ------------
 $node->safe_psql('upgraded', slurp_file("$FindBin::Bin/../setup/changelog_checker.sql"));
@@ -345,6 +382,19 @@ for my $p (@producers)
 	isnt($by_index, '0|', "$p: rows found by the index");
 	is($by_index, $node->safe_psql('upgraded', qq{SET enable_indexscan = off; SET enable_bitmapscan = off; $q}),
 		"$p: an index built after the update answers as a sequential scan");
+}
+
+# --- the filled tables are referenced by foreign keys, checked and kept
+for my $p (@producers)
+{
+	my $t = $table{$p};
+	$node->safe_psql('upgraded', qq{CREATE TABLE ${t}_ref (id int PRIMARY KEY, ref int REFERENCES $t ON DELETE CASCADE);
+		INSERT INTO ${t}_ref SELECT id, id FROM $t WHERE id <= 20});
+	my ($rrc, $rout, $rerr) = $node->psql('upgraded', qq{INSERT INTO ${t}_ref VALUES (999, 999)});
+	like($rerr, qr/violates foreign key constraint/, "$p: a reference to a missing row is refused");
+	$node->safe_psql('upgraded', qq{DELETE FROM $t WHERE id = 2});
+	is($node->safe_psql('upgraded', qq{SELECT count(*) FROM ${t}_ref WHERE ref = 2}), '0',
+		"$p: a delete of a referenced row cascades");
 }
 
 $node->stop;
