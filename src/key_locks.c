@@ -25,11 +25,12 @@
  *
  *	  A prepared transaction keeps its locks and removals as heavyweight
  *	  locks, which also survive a restart: at PREPARE it takes a share lock
- *	  on the table's "locked keys" or "removed keys" object (its bits are
- *	  cleared then).  With prepared transactions possible, a remover waits
- *	  for the table's prepared lockers, and a locker for its prepared
- *	  removers, whatever their keys, by taking the conflicting lock for a
- *	  moment.
+ *	  on each "locked keys" or "removed keys" object of a table its keys
+ *	  fall in (one of PREPARED_BUCKETS per table and use, by key hash; its
+ *	  bits are cleared then).  With prepared transactions possible, a
+ *	  remover waits for the prepared lockers of its key's bucket, and a
+ *	  locker for the prepared removers, by taking the conflicting lock for
+ *	  a moment.
  *
  *-------------------------------------------------------------------------
  */
@@ -68,6 +69,11 @@ typedef struct BackendKeys
 	TransactionId xid;			/* the transaction's (top-level) */
 	int			ntables;
 	bool		overflow;		/* more tables than entries: every key */
+	/* while it waits (see wait_other): for whom, as which use of which key */
+	TransactionId waits_for;
+	int			waits_use;
+	uint32		waits_hash;
+	Oid			waits_relid;
 	Oid			relid[XACT_TABLES];
 	pg_atomic_uint64 bits[XACT_TABLES][KEY_USES][KEY_WORDS];
 } BackendKeys;
@@ -85,6 +91,8 @@ static KeyLocksShared *shared = NULL;
 /* this backend's transaction */
 static bool published = false;	/* its entry is this transaction's */
 static bool counted[XACT_TABLES][KEY_USES];
+/* bits whose walk found nobody to wait for (see wait_other) */
+static uint64 settled[XACT_TABLES][KEY_USES][KEY_WORDS];
 static Oid	last_relid = InvalidOid;	/* the table noted last, and its */
 static int	last_entry = -1;	/* entry, while published */
 static List *prepare_tables[KEY_USES];	/* every table, for PREPARE */
@@ -130,14 +138,55 @@ users_of(Oid relid, KeyUse use)
 	return &shared->users[hash_bytes((const unsigned char *) key, sizeof(key)) % NCOUNTERS][use];
 }
 
-/* the heavyweight lock a prepared transaction keeps for its use of relid */
+/*
+ * The heavyweight lock a prepared transaction keeps for its use of the keys
+ * of relid whose hashes fall in bucket (the hash's bit within its word:
+ * PREPARED_BUCKETS of them).
+ */
+#define PREPARED_BUCKETS 64
 static LOCKTAG
-prepared_tag(Oid relid, KeyUse use)
+prepared_tag(Oid relid, KeyUse use, int bucket)
 {
 	LOCKTAG		tag;
 
-	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, cat_tables_relid(), relid, 1 + use);
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, cat_tables_relid(), relid,
+					   1 + use * PREPARED_BUCKETS + bucket);
 	return tag;
+}
+
+/*
+ * At PREPARE: for each table whose keys the transaction locked or removed,
+ * a share lock per bucket its keys fall in (every bucket of a table past
+ * the entry's room).
+ */
+static void
+keep_prepared(BackendKeys *b)
+{
+	for (int u = 0; u < KEY_USES; u++)
+	{
+		ListCell   *lc;
+
+		foreach(lc, prepare_tables[u])
+		{
+			Oid			relid = lfirst_oid(lc);
+			uint64		buckets = ~UINT64CONST(0);
+
+			for (int i = 0; i < Min(b->ntables, XACT_TABLES); i++)
+				if (b->relid[i] == relid)
+				{
+					buckets = 0;
+					for (int w = 0; w < KEY_WORDS; w++)
+						buckets |= pg_atomic_read_u64(&b->bits[i][u][w]);
+				}
+			for (int k = 0; k < PREPARED_BUCKETS; k++)
+				if (buckets & (UINT64CONST(1) << k))
+				{
+					LOCKTAG		tag = prepared_tag(relid, u, k);
+
+					(void) LockAcquire(&tag, ShareLock, false, false);
+				}
+		}
+	}
 }
 
 static void
@@ -153,7 +202,9 @@ forget(void)
 		pg_atomic_fetch_sub_u32(&shared->overflowed, 1);
 	b->ntables = 0;
 	b->overflow = false;
+	b->waits_for = InvalidTransactionId;
 	memset(counted, 0, sizeof(counted));
+	memset(settled, 0, sizeof(settled));
 	published = false;
 	last_entry = -1;
 	for (int u = 0; u < KEY_USES; u++)
@@ -166,20 +217,7 @@ keylocks_xact_callback(XactEvent event, void *arg)
 	if (!published || shared == NULL || MyProc == NULL)
 		return;
 	if (event == XACT_EVENT_PRE_PREPARE)
-	{
-		/* locks that outlive this backend's part, and a restart */
-		for (int u = 0; u < KEY_USES; u++)
-		{
-			ListCell   *lc;
-
-			foreach(lc, prepare_tables[u])
-			{
-				LOCKTAG		tag = prepared_tag(lfirst_oid(lc), u);
-
-				(void) LockAcquire(&tag, ShareLock, false, false);
-			}
-		}
-	}
+		keep_prepared(&shared->backends[GetNumberFromPGProc(MyProc)]);
 	else if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 			 event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
 			 event == XACT_EVENT_PARALLEL_ABORT)
@@ -241,8 +279,9 @@ my_entry(BackendKeys *b, Oid relid)
 /*
  * This transaction locks or removes (use) the key of relid whose hash is
  * given: its bit is set, and counted, before the caller looks at others'.
+ * Returns the table's entry, -1 if it has none.
  */
-static void
+static int
 note(Oid relid, uint32 hash, KeyUse use)
 {
 	BackendKeys *b = &shared->backends[GetNumberFromPGProc(MyProc)];
@@ -260,7 +299,7 @@ note(Oid relid, uint32 hash, KeyUse use)
 			MemoryContextSwitchTo(old);
 		}
 		if (i < 0)
-			return;				/* overflowed: a full barrier made it seen */
+			return i;			/* overflowed: a full barrier made it seen */
 		pg_atomic_fetch_add_u32(users_of(relid, use), 1);
 		counted[i][use] = true;
 	}
@@ -268,6 +307,7 @@ note(Oid relid, uint32 hash, KeyUse use)
 	/* (a bit set before was set with a full barrier, before this) */
 	if ((pg_atomic_read_u64(w) & bit) == 0)
 		pg_atomic_fetch_or_u64(w, bit);
+	return i;
 }
 
 /*
@@ -279,6 +319,7 @@ static TransactionId
 other_user(Oid relid, uint32 hash, KeyUse use)
 {
 	int			me = GetNumberFromPGProc(MyProc);
+	TransactionId myxid = GetTopTransactionIdIfAny();
 	uint64		bit = UINT64CONST(1) << (hash % 64);
 	int			word = (hash / 64) % KEY_WORDS;
 
@@ -296,6 +337,13 @@ other_user(Oid relid, uint32 hash, KeyUse use)
 			continue;
 		if (b->overflow)
 			return xid;
+		/* one that waits for this transaction over this very key hash */
+		if (b->waits_for == myxid && TransactionIdIsValid(myxid))
+		{
+			pg_read_barrier();
+			if (b->waits_use == use && b->waits_hash == hash && b->waits_relid == relid)
+				continue;
+		}
 		for (int i = 0; i < Min(n, XACT_TABLES); i++)
 			if (b->relid[i] == relid &&
 				(pg_atomic_read_u64(&b->bits[i][use][word]) & bit) != 0)
@@ -305,13 +353,14 @@ other_user(Oid relid, uint32 hash, KeyUse use)
 }
 
 /*
- * Wait for the prepared transactions that keep a use of relid, if any:
- * true if there were some (the caller reads the row again).
+ * Wait for the prepared transactions that keep a use of keys of relid in
+ * the bucket of hash, if any: true if there were some (the caller reads
+ * the row again).
  */
 static bool
-wait_prepared(Oid relid, KeyUse use)
+wait_prepared(Oid relid, uint32 hash, KeyUse use)
 {
-	LOCKTAG		tag = prepared_tag(relid, use);
+	LOCKTAG		tag = prepared_tag(relid, use, hash % PREPARED_BUCKETS);
 
 	if (max_prepared_xacts == 0)
 		return false;
@@ -326,8 +375,56 @@ wait_prepared(Oid relid, KeyUse use)
 }
 
 /*
+ * Wait for xid, which uses the key whose hash is given in the other way.
+ * Published while it waits, when this transaction's bit of the key's hash
+ * is not settled (it has locked or removed no key of that hash yet, and
+ * cannot while xid's bit is set): xid, walking for the same key, goes on
+ * without waiting for this one, which waits for it anyway.  Without that,
+ * a transaction locking a key again after a remover ended, while the next
+ * remover waits for it, would wait for that remover: a deadlock that heap,
+ * whose waiters queue for the row, does not have (t/044 met it).
+ */
+static void
+wait_for(Relation rel, TransactionId xid, uint32 hash, KeyUse mine,
+		 bool has_entry, ItemPointer tid, XLTW_Oper oper)
+{
+	BackendKeys *b = &shared->backends[GetNumberFromPGProc(MyProc)];
+
+	if (has_entry)
+	{
+		b->waits_use = mine;
+		b->waits_hash = hash;
+		b->waits_relid = RelationGetRelid(rel);
+		pg_write_barrier();
+		b->waits_for = xid;
+	}
+	PG_TRY();
+	{
+		XactLockTableWait(xid, rel, tid, oper);
+	}
+	PG_FINALLY();
+	{
+		b->waits_for = InvalidTransactionId;
+	}
+	PG_END_TRY();
+}
+
+/*
  * Wait for another transaction's use of the key other than this one's.
- * True if it waited: the row may have changed meanwhile.
+ * True if the caller must read the row again: it waited, or (a lock) its
+ * bit was not seen by others when it read the row.
+ *
+ * A bit whose walk found nobody is settled for the rest of the
+ * transaction: a transaction of the other use that sets the bit later
+ * sees this one's and waits for it, and one that had set it and ended
+ * before the walk is visible to any read after the walk.  So a settled
+ * bit needs no walk (also a lock of a key this transaction locked before,
+ * which a remover may wait on: waiting for it would be a deadlock heap
+ * does not have), and a lock reads its row again once after its bit
+ * settles: the row read before the walk may predate a removal committed
+ * just before it.  A removal needs no second read: a lock it did not see
+ * either waits for it or ended before its walk, and then PostgreSQL's
+ * check after the removal sees what that lock's transaction referenced.
  */
 static bool
 wait_other(Relation rel, uint32 hash, KeyUse mine, ItemPointer tid, XLTW_Oper oper)
@@ -335,23 +432,33 @@ wait_other(Relation rel, uint32 hash, KeyUse mine, ItemPointer tid, XLTW_Oper op
 	Oid			relid = RelationGetRelid(rel);
 	KeyUse		theirs = (mine == KEY_LOCKED) ? KEY_REMOVED : KEY_LOCKED;
 	TransactionId xid;
+	int			i;
+	uint64		bit = UINT64CONST(1) << (hash % 64);
+	int			word = (hash / 64) % KEY_WORDS;
 
 	if (shared == NULL || MyProc == NULL)
 		return false;
-	note(relid, hash, mine);
+	i = note(relid, hash, mine);
+	if (i >= 0 && (settled[i][mine][word] & bit) != 0)
+		return false;
 	xid = other_user(relid, hash, theirs);
 	if (TransactionIdIsValid(xid))
 	{
-		XactLockTableWait(xid, rel, tid, oper);
+		wait_for(rel, xid, hash, mine, i >= 0, tid, oper);
 		return true;
 	}
-	return wait_prepared(relid, theirs);
+	if (wait_prepared(relid, hash, theirs))
+		return true;
+	if (i >= 0)
+		settled[i][mine][word] |= bit;
+	return mine == KEY_LOCKED;
 }
 
 /*
  * A row lock of the key whose hash is given (the version at tid): waits
- * for a transaction taking the key away.  True if it waited: the caller
- * reads the row again, and locks again.
+ * for a transaction taking the key away.  True if the caller must read
+ * the row again (and lock again): it waited, or its lock was not settled
+ * when the caller read the row.
  */
 bool
 keylock_lock(Relation rel, uint32 hash, ItemPointer tid)

@@ -45,6 +45,18 @@ CREATE INDEX like_heap_amount ON like_heap USING hash (amount);
 ALTER TABLE renamed ADD CONSTRAINT renamed_v_key UNIQUE (v);
 ALTER TABLE by_opt ADD CONSTRAINT by_opt_v_excl EXCLUDE USING btree (v WITH =);
 });
+# foreign keys referencing pkmerge tables, from a heap and a pkmerge table,
+# which a restore adds after the rows (checking them)
+$node->safe_psql('src', q{
+CREATE TABLE ref_heap (id int PRIMARY KEY, by_pk_id int REFERENCES by_pk);
+CREATE TABLE ref_pk (id int PRIMARY KEY, k int, FOREIGN KEY (k) REFERENCES renamed ON DELETE CASCADE) USING pkmerge;
+INSERT INTO ref_heap SELECT g, g FROM generate_series(1, 100) g;
+INSERT INTO ref_pk SELECT g, g % 50 + 1 FROM generate_series(1, 100) g;
+});
+my $fkeys = q{
+SELECT string_agg(format('%s:%s', conrelid::regclass, pg_get_constraintdef(oid)), E'\n' ORDER BY conname)
+FROM pg_constraint WHERE contype = 'f'};
+my $fk_rows = q{SELECT (SELECT count(*) FROM ref_heap) + (SELECT count(*) FROM ref_pk)};
 
 my @tables = qw(by_pk by_opt named renamed like_heap heap_copy);
 my $in = join(', ', map { "'$_'" } @tables);
@@ -119,6 +131,16 @@ WHERE c.relname IN ('by_opt', 'named', 'renamed', 'like_heap', 'by_pk')}),
 	($ret, $out, $err) = $node->psql($db, q{INSERT INTO by_opt VALUES (1000, 'v5')});
 	like($err, qr/conflicting key value violates exclusion constraint "by_opt_v_excl"/,
 		"$db: the exclusion constraint is restored and enforced");
+	is($node->safe_psql($db, $fkeys), $node->safe_psql('src', $fkeys), "$db: foreign keys identical");
+	is($node->safe_psql($db, $fk_rows), '200', "$db: the referencing rows are restored");
+	($ret, $out, $err) = $node->psql($db, q{INSERT INTO ref_heap VALUES (1000, 1000)});
+	like($err, qr/violates foreign key constraint "ref_heap_by_pk_id_fkey"/,
+		"$db: a reference to a missing row is refused");
+	($ret, $out, $err) = $node->psql($db, q{DELETE FROM by_pk WHERE id = 5});
+	like($err, qr/is still referenced from table "ref_heap"/, "$db: a referenced row stays");
+	is($node->safe_psql($db, q{DELETE FROM renamed WHERE k = 2; SELECT count(*) FROM ref_pk WHERE k = 2}),
+		'0', "$db: a delete cascades to the pkmerge referencing table");
+	$node->safe_psql($db, q{INSERT INTO renamed VALUES (2, 'r2')});
 	is($node->safe_psql($db, q{
 SET enable_seqscan = off; SET enable_bitmapscan = off;
 SELECT format('%s %s', (SELECT string_agg(id::text, ',') FROM by_pk WHERE note = 'n42'),
