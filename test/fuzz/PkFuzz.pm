@@ -236,11 +236,11 @@ sub drop_db
 sub fmt_stats
 {
 	my ($s) = @_;
-	return sprintf('%d transactions, %d statements (%d compared pairs, %d expected errors (%d unique violations), '
-		  . '%d skipped on a heap 23505, %d heap VACUUM FULLs failed by PostgreSQL\'s toast race), '
+	return sprintf('%d transactions, %d statements (%d compared pairs, %d expected errors (%d unique violations, '
+		  . '%d foreign key violations), %d skipped on a heap 23505, %d heap VACUUM FULLs failed by PostgreSQL\'s toast race), '
 		  . '%d content checks, %d queries, %d amcheck rounds, %d changelog checks over %d changes '
 		  . '(%d TRUNCATEs checked); operations: %s',
-		$s->{txns}, $s->{stmts}, $s->{pairs}, $s->{expected_errors}, $s->{unique_errors} // 0, $s->{skipped},
+		$s->{txns}, $s->{stmts}, $s->{pairs}, $s->{expected_errors}, $s->{unique_errors} // 0, $s->{fk_errors} // 0, $s->{skipped},
 		$s->{heap_toast_races} // 0,
 		$s->{checks}, $s->{queries}, $s->{amchecks} // 0,
 		$s->{clchecks}, $s->{changes}, $s->{overwrites},

@@ -437,6 +437,7 @@ sub run_pair
 		}
 		$e->{stats}{expected_errors}++;
 		$e->{stats}{unique_errors}++ if $hs eq '23505';
+		$e->{stats}{fk_errors}++ if $hs eq '23503';
 		return undef;
 	}
 	if ($s->{heapret})
@@ -657,6 +658,26 @@ sub check_pair
 	{
 		return $e->fail('content', $ti, "contents differ $when (pkmerge " . scalar(@$p) . ' rows, heap ' . scalar(@$h)
 			  . " rows; " . scalar(@diff) . " keys differ):\n" . join("\n", @diff[ 0 .. ($#diff < 7 ? $#diff : 7) ]));
+	}
+	# the references: the same on both sides (the pkmerge table's foreign
+	# key deleted those of deleted rows as the twin's triggers did)
+	if ($t->{fk})
+	{
+		my ($pf, $hf, $ff) = $e->both($ti, 'SELECT fid, ' . PkFuzz::Gen::key_text($t) . ' FROM %T_f x ORDER BY fid',
+			'references');
+		return $ff if $ff;
+		my $show = sub { join("\n", map { join(', ', map { $_ // 'NULL' } @$_) } @{ $_[0] }) };
+		my ($ps, $hs) = ($show->($pf), $show->($hf));
+		if ($ps ne $hs)
+		{
+			my @pl = split /\n/, $ps;
+			my @hl = split /\n/, $hs;
+			my %in_h = map { $_ => 1 } @hl;
+			my %in_p = map { $_ => 1 } @pl;
+			my @d = ((map { "pkmerge only: $_" } grep { !$in_h{$_} } @pl), (map { "heap only: $_" } grep { !$in_p{$_} } @hl));
+			return $e->fail('content', $ti, "references differ $when (pkmerge " . scalar(@pl) . ', heap ' . scalar(@hl)
+				  . "):\n" . join("\n", @d[ 0 .. ($#d < 7 ? $#d : 7) ]));
+		}
 	}
 	# now and then PostgreSQL's own check of the btree indexes against the
 	# rows (every entry of a version the table holds, the tree's order);

@@ -153,6 +153,10 @@ sub make_tables
 			# deferrable constraint refuses as an arbiter, and values of
 			# v too long for a btree entry)
 			unique => $i % 2,
+			# a table of references to its rows (%T_f) on every other
+			# table (the others: the unique constraint, whose deferred check
+			# and the references' would fire in an order of their own)
+			fk     => 1 - $i % 2,
 			opts   => \%opt,
 			cols   => \@cols,
 			key    => $sh->{key},
@@ -178,7 +182,10 @@ sub col_ddl
 # the queries check them, PkFuzz::Engine::queries); on every other table a
 # unique constraint on (v, g), checked at the end of each statement
 # (DEFERRABLE, as the twin's key: heap checks a non-deferrable one row by
-# row, in its own order)
+# row, in its own order); on the others a table of references to its keys,
+# %T_f: a foreign key ON DELETE CASCADE to the pkmerge table, and for the
+# heap twin, whose deferrable key a foreign key cannot reference, triggers
+# that do what PostgreSQL's foreign key triggers do (fk_sql)
 sub create_sql
 {
 	my ($t) = @_;
@@ -191,10 +198,44 @@ sub create_sql
 	return (
 		"CREATE TABLE $t->{name} ($cols, PRIMARY KEY ($key)) USING pkmerge WITH ($with)",
 		"CREATE TABLE $t->{heap} ($cols, PRIMARY KEY ($key) DEFERRABLE)",
-		map {
+		(map {
 			("CREATE INDEX $_->[0]_g ON $_->[0] (g)", "CREATE INDEX $_->[0]_v ON $_->[0] (left(v, 12), g)",
 				$t->{unique} ? ("ALTER TABLE $_->[0] ADD CONSTRAINT $_->[0]_vg UNIQUE (v, g) DEFERRABLE") : ())
-		} ([ $t->{name} ], [ $t->{heap} ]));
+		} ([ $t->{name} ], [ $t->{heap} ])),
+		($t->{fk} ? fk_sql($t) : ()));
+}
+
+# the tables of references: the pkmerge table's has the foreign key; the
+# twin's has triggers doing what the key's triggers do at the end of each
+# statement: a reference needs a row of its key (23503); a delete of a row
+# deletes its references; an update of a row's key (to one not equal) with
+# references fails (23503, NO ACTION) unless another row holds the old key
+sub fk_sql
+{
+	my ($t) = @_;
+	my %iskey = map { $_ => 1 } @{ $t->{key} };
+	my $keycols = join(', ', map { col_ddl($_) } grep { $iskey{ $_->{name} } } @{ $t->{cols} });
+	my $key = join(', ', @{ $t->{key} });
+	my $eq = sub { my ($l, $r) = @_; join(' AND ', map { "$l.$_ = $r.$_" } @{ $t->{key} }) };
+	my ($h, $hf) = ($t->{heap}, "$t->{heap}_f");
+	return (
+		"CREATE TABLE $t->{name}_f (fid int PRIMARY KEY, $keycols, FOREIGN KEY ($key) REFERENCES $t->{name} ON DELETE CASCADE)",
+		"CREATE TABLE $hf (fid int PRIMARY KEY, $keycols)",
+		"CREATE FUNCTION ${hf}_ref() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN"
+		  . " IF NOT EXISTS (SELECT 1 FROM $h x WHERE " . $eq->('x', 'NEW') . ") THEN"
+		  . " RAISE foreign_key_violation USING MESSAGE = 'no row of $h for a reference'; END IF;"
+		  . " RETURN NULL; END \$\$",
+		"CREATE TRIGGER ${hf}_ref AFTER INSERT OR UPDATE ON $hf FOR EACH ROW EXECUTE FUNCTION ${hf}_ref()",
+		"CREATE FUNCTION ${hf}_del() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN"
+		  . " DELETE FROM $hf x WHERE " . $eq->('x', 'OLD') . "; RETURN NULL; END \$\$",
+		"CREATE TRIGGER ${hf}_del AFTER DELETE ON $h FOR EACH ROW EXECUTE FUNCTION ${hf}_del()",
+		"CREATE FUNCTION ${hf}_upd() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN"
+		  . " IF NOT (" . $eq->('NEW', 'OLD') . ")"
+		  . " AND NOT EXISTS (SELECT 1 FROM $h x WHERE " . $eq->('x', 'OLD') . ")"
+		  . " AND EXISTS (SELECT 1 FROM $hf x WHERE " . $eq->('x', 'OLD') . ") THEN"
+		  . " RAISE foreign_key_violation USING MESSAGE = 'a row of $h is still referenced'; END IF;"
+		  . " RETURN NULL; END \$\$",
+		"CREATE TRIGGER ${hf}_upd AFTER UPDATE ON $h FOR EACH ROW EXECUTE FUNCTION ${hf}_upd()");
 }
 
 sub describe
@@ -959,7 +1000,24 @@ sub op_truncate
 {
 	my ($g, $t, $ctx) = @_;
 	$ctx->{del}{ $t->{idx} } = 1;
-	return pair($t, 'truncate', 'TRUNCATE %T', undef, cnt => 0);
+	return pair($t, 'truncate', $t->{fk} ? 'TRUNCATE %T, %T_f' : 'TRUNCATE %T', undef, cnt => 0);
+}
+
+# references to keys (most of which have rows), or some taken away again
+sub op_ref
+{
+	my ($g, $t, $ctx) = @_;
+	my $r = $g->{rng};
+	if ($r->chance(0.2))
+	{
+		my $m = $r->between(3, 9);
+		return pair($t, 'unref', 'DELETE FROM %T_f WHERE fid % ' . $m . ' = ' . $r->below($m));
+	}
+	my @rows = map {
+		my $fid = ++$g->{fid};
+		'(' . join(', ', $fid, map { sql_val($t->{type}{$_}, gen_key_val($g, $t, $_)) } @{ $t->{key} }) . ')'
+	} 1 .. $r->between(1, 3);
+	return pair($t, 'ref', 'INSERT INTO %T_f VALUES ' . join(', ', @rows));
 }
 
 # a cursor over the table read piecewise while the transaction goes on
@@ -1095,6 +1153,7 @@ sub op_weights
 		cursor     => ($a->{cursor} || !$ctx->{in_txn}) ? 0 : 2,
 		ddl        => $a->{ddl} ? 0 : 0.4,
 		prepared   => $a->{prepared} ? 0 : 2,
+		ref        => ($t->{fk} && !$a->{ref}) ? 3 : 0,
 	};
 }
 
