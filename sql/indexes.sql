@@ -202,6 +202,20 @@ SELECT * FROM ix_check();
 REINDEX INDEX CONCURRENTLY ix_cust;
 SELECT * FROM ix_check() WHERE name LIKE 'btree%';
 SELECT count(*) AS invalid_left_behind FROM pg_index WHERE indrelid = 'ix'::regclass AND NOT indisvalid;
+-- as on heap, an exclusion constraint's index is left out with a warning
+-- (the index form refuses it), and the other indexes are built again
+CREATE TABLE ix_excl (id int PRIMARY KEY, r int4range, v int,
+					  EXCLUDE USING gist (r WITH &&)) USING pkmerge;
+CREATE INDEX ix_excl_v ON ix_excl (v);
+INSERT INTO ix_excl VALUES (1, '[1,2)', 1), (2, '[3,4)', 2);
+SELECT 'ix_excl_v'::regclass::oid AS v_before \gset
+REINDEX TABLE CONCURRENTLY ix_excl;
+SELECT 'ix_excl_v'::regclass::oid <> :v_before AS v_built_again;
+SET enable_seqscan = off;
+SELECT id FROM ix_excl WHERE v = 2;
+RESET enable_seqscan;
+INSERT INTO ix_excl VALUES (3, '[1,5)', 3);
+DROP TABLE ix_excl;
 
 -- what the indexes cannot be, and when they cannot be built (unique
 -- indexes: unique.sql)

@@ -189,7 +189,9 @@ reindex_check(ReindexStmt *stmt)
 /*
  * REINDEX TABLE ... CONCURRENTLY of a pkmerge table: each of its secondary
  * indexes, as REINDEX INDEX ... CONCURRENTLY (the key index has no entries
- * to build; PostgreSQL skips the indexes it cannot build so likewise).
+ * to build), but those PostgreSQL's table form skips with a warning
+ * (invalid ones, those of exclusion constraints, which the index form
+ * refuses).
  * False if the statement is not one.
  */
 static bool
@@ -213,10 +215,33 @@ reindex_table_concurrently(PlannedStmt *pstmt, const char *queryString,
 	rel = table_open(relid, AccessShareLock);
 	foreach(lc, RelationGetIndexList(rel))
 	{
-		if (!index_is_key(lfirst_oid(lc)))
-			indexes = lappend(indexes,
-							  makeRangeVar(get_namespace_name(RelationGetNamespace(rel)),
-										   get_rel_name(lfirst_oid(lc)), -1));
+		Oid			indexoid = lfirst_oid(lc);
+		char	   *nsp = get_namespace_name(RelationGetNamespace(rel));
+		HeapTuple	itup;
+		bool		valid;
+		bool		exclusion;
+
+		if (index_is_key(indexoid))
+			continue;
+		itup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+		if (!HeapTupleIsValid(itup))
+			elog(ERROR, "cache lookup failed for index %u", indexoid);
+		valid = ((Form_pg_index) GETSTRUCT(itup))->indisvalid;
+		exclusion = ((Form_pg_index) GETSTRUCT(itup))->indisexclusion;
+		ReleaseSysCache(itup);
+		/* what PostgreSQL's REINDEX TABLE ... CONCURRENTLY skips, it says */
+		if (!valid)
+			ereport(WARNING,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot reindex invalid index \"%s.%s\" concurrently, skipping",
+							nsp, get_rel_name(indexoid))));
+		else if (exclusion)
+			ereport(WARNING,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot reindex exclusion constraint index \"%s.%s\" concurrently, skipping",
+							nsp, get_rel_name(indexoid))));
+		else
+			indexes = lappend(indexes, makeRangeVar(nsp, get_rel_name(indexoid), -1));
 	}
 	table_close(rel, AccessShareLock);
 	if (indexes == NIL)
