@@ -217,13 +217,34 @@ RESET enable_seqscan;
 INSERT INTO ix_excl VALUES (3, '[1,5)', 3);
 DROP TABLE ix_excl;
 
+-- the key index alone: a copy (no entries to build) takes its place, its
+-- name and its constraint
+SELECT 'ix_pkey'::regclass::oid AS pkey_before \gset
+REINDEX INDEX CONCURRENTLY ix_pkey;
+SELECT i.indexrelid <> :pkey_before AS replaced, i.indisprimary, i.indisvalid, c.conname
+FROM pg_index i JOIN pg_constraint c ON c.conindid = i.indexrelid
+WHERE i.indexrelid = 'ix_pkey'::regclass;
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT * FROM ix WHERE id = 7;
+RESET enable_seqscan;
+-- a schema's tables, as PostgreSQL chooses them
+CREATE SCHEMA ix_schema;
+CREATE TABLE ix_schema.t (id int PRIMARY KEY, v int) USING pkmerge;
+CREATE INDEX t_v ON ix_schema.t (v);
+CREATE TABLE ix_schema.h (id int PRIMARY KEY, v int);
+INSERT INTO ix_schema.t SELECT g, g % 5 FROM generate_series(1, 50) g;
+SELECT 'ix_schema.t_v'::regclass::oid AS tv_before \gset
+REINDEX SCHEMA CONCURRENTLY ix_schema;
+SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+WHERE c.relnamespace = 'ix_schema'::regnamespace ORDER BY 1;
+SELECT 'ix_schema.t_v'::regclass::oid <> :tv_before AS t_v_built_again;
+SET enable_seqscan = off; SET enable_bitmapscan = off;
+SELECT count(*) FROM ix_schema.t WHERE v = 3;
+RESET enable_seqscan; RESET enable_bitmapscan;
+DROP SCHEMA ix_schema CASCADE;
+
 -- what the indexes cannot be, and when they cannot be built (unique
 -- indexes: unique.sql)
-REINDEX INDEX CONCURRENTLY ix_pkey;
-CREATE SCHEMA ix_schema;
-CREATE TABLE ix_schema.t (id int PRIMARY KEY) USING pkmerge;
-REINDEX SCHEMA CONCURRENTLY ix_schema;
-DROP SCHEMA ix_schema CASCADE;
 CREATE INDEX ON ix USING brin (ts);
 -- a table's first index in the transaction that wrote its rows (a restore
 -- in one transaction): the buffered rows take ids; not in a subtransaction

@@ -97,9 +97,6 @@ not_supported(const char *what, const char *relname, const char *hint)
 			 hint ? errhint("%s", hint) : 0));
 }
 
-#define REINDEX_CONCURRENTLY_HINT \
-	"Reindex each pkmerge table with REINDEX TABLE ... CONCURRENTLY, or run this without CONCURRENTLY."
-
 /* is the index a pkmerge table's key index (pkmerge_key)? */
 static bool
 index_is_key(Oid indexrelid)
@@ -131,67 +128,12 @@ reindex_is_concurrent(ReindexStmt *stmt)
 }
 
 /*
- * REINDEX ... CONCURRENTLY builds each index again beside the old one, as
- * CREATE INDEX CONCURRENTLY does, which a pkmerge table's secondary
- * indexes can (am_index.c) but its key index cannot, nor needs: it has no
- * entries.  REINDEX INDEX of a secondary index goes on; of the key index,
- * or of a schema or database that holds a pkmerge table, it is refused
- * before it begins, rather than failing with the copies left behind.
- * (REINDEX TABLE: reindex_table_concurrently.)
- */
-static void
-reindex_check(ReindexStmt *stmt)
-{
-	Oid			relid = InvalidOid;
-	Oid			nspid = InvalidOid;
-	Relation	pgclass;
-	TableScanDesc scan;
-	HeapTuple	tup;
-
-	if (!reindex_is_concurrent(stmt))
-		return;
-	switch (stmt->kind)
-	{
-		case REINDEX_OBJECT_INDEX:
-			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
-			if (OidIsValid(relid) && index_is_key(relid))
-				not_supported("REINDEX CONCURRENTLY of the key index",
-							  get_rel_name(IndexGetRelation(relid, false)),
-							  "The key index of a pkmerge table has no entries to build again.");
-			return;
-		case REINDEX_OBJECT_TABLE:
-			return;
-		case REINDEX_OBJECT_SCHEMA:
-			nspid = get_namespace_oid(stmt->name, true);
-			if (!OidIsValid(nspid))
-				return;
-			break;
-		default:
-			break;
-	}
-	if (!OidIsValid(pk_table_am_oid()))
-		return;
-	pgclass = table_open(RelationRelationId, AccessShareLock);
-	scan = table_beginscan_catalog(pgclass, 0, NULL);
-	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
-	{
-		Form_pg_class form = (Form_pg_class) GETSTRUCT(tup);
-
-		if (form->relkind == RELKIND_RELATION && form->relam == pk_table_am_oid() &&
-			(!OidIsValid(nspid) || form->relnamespace == nspid))
-			not_supported("REINDEX CONCURRENTLY", NameStr(form->relname),
-						  REINDEX_CONCURRENTLY_HINT);
-	}
-	table_endscan(scan);
-	table_close(pgclass, AccessShareLock);
-}
-
-/*
  * REINDEX TABLE ... CONCURRENTLY of a pkmerge table: each of its secondary
- * indexes, as REINDEX INDEX ... CONCURRENTLY (the key index has no entries
- * to build), but those PostgreSQL's table form skips with a warning
- * (invalid ones, those of exclusion constraints, which the index form
- * refuses).
+ * indexes, as REINDEX INDEX ... CONCURRENTLY, but those PostgreSQL's table
+ * form skips with a warning (invalid ones, those of exclusion constraints,
+ * which the index form refuses).  The key index has no entries to build:
+ * REINDEX INDEX CONCURRENTLY of it (or of a schema or a database, which
+ * PostgreSQL runs itself) puts a copy in its place, for nothing.
  * False if the statement is not one.
  */
 static bool
@@ -1159,7 +1101,6 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 			if (reindex_table_concurrently(pstmt, queryString, context, params,
 										   queryEnv, dest, qc))
 				return;
-			reindex_check((ReindexStmt *) parsetree);
 			break;
 		case T_ClusterStmt:
 			{

@@ -145,4 +145,17 @@ INSERT INTO h SELECT g, 6, 'promoted ' || g, now() FROM generate_series(50001, 5
 is(counts($standby, 't'), heap_counts($standby), 'the promoted standby writes new ids');
 is(amcheck($standby, 1), 't_cust', 'amcheck passes on the promoted standby');
 
+# REINDEX DATABASE ... CONCURRENTLY, PostgreSQL's own: every index of the
+# pkmerge table built again (the key index's copy has no entries), and
+# the answers stay
+my $before = $standby->safe_psql('postgres', q{
+SELECT string_agg(indexrelid::text, ',' ORDER BY indexrelid) FROM pg_index WHERE indrelid = 't'::regclass});
+$standby->safe_psql('postgres', q{REINDEX DATABASE CONCURRENTLY postgres});
+is($standby->safe_psql('postgres', q{
+SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass AND indisvalid AND indexrelid NOT IN (}
+		. $before . q{)}),
+	scalar(split /,/, $before), 'REINDEX DATABASE CONCURRENTLY builds every index of the table again');
+is(counts($standby, 't'), heap_counts($standby), 'and every predicate still agrees');
+is(amcheck($standby, 1), 't_cust', 'amcheck passes after it');
+
 done_testing();
