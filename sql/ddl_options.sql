@@ -105,7 +105,6 @@ DROP TABLE nokey, nokey2;
 CREATE TABLE parted (a int PRIMARY KEY) PARTITION BY RANGE (a);
 CREATE TABLE part1 PARTITION OF parted FOR VALUES FROM (0) TO (10) USING pkmerge;
 CREATE TABLE ctas USING pkmerge AS SELECT 1 AS a;
-CREATE INDEX CONCURRENTLY ON orders (store_id);
 
 -- default_table_access_method reaches the same code
 SET default_table_access_method = pkmerge;

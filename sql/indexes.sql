@@ -243,13 +243,39 @@ SELECT count(*) FROM ix_schema.t WHERE v = 3;
 RESET enable_seqscan; RESET enable_bitmapscan;
 DROP SCHEMA ix_schema CASCADE;
 
+-- a table's first index CONCURRENTLY (beside writers: the spec
+-- index_first_concurrently) gives the table row ids; not in a transaction
+-- block, where nothing changes
+CREATE TABLE ix_cic (id int PRIMARY KEY, v int) USING pkmerge;
+INSERT INTO ix_cic SELECT g, g % 5 FROM generate_series(1, 500) g;
+INSERT INTO ix_cic VALUES (501, 9);
+BEGIN;
+CREATE INDEX CONCURRENTLY ix_cic_v ON ix_cic (v);
+ROLLBACK;
+SELECT count(*) AS with_row_ids FROM pkchangelog.row_ids WHERE relid = 'ix_cic'::regclass;
+CREATE INDEX CONCURRENTLY ix_cic_v ON ix_cic (v);
+SELECT count(*) AS with_row_ids FROM pkchangelog.row_ids WHERE relid = 'ix_cic'::regclass;
+SELECT indisvalid, indisready FROM pg_index WHERE indexrelid = 'ix_cic_v'::regclass;
+INSERT INTO ix_cic VALUES (502, 9);
+UPDATE ix_cic SET v = 9 WHERE id = 1;
+SET enable_seqscan = off; SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) SELECT id FROM ix_cic WHERE v = 9;
+SELECT id FROM ix_cic WHERE v = 9 ORDER BY id;
+RESET enable_seqscan; RESET enable_bitmapscan;
+-- a build that fails (a duplicate) leaves an invalid index; writes go on
+CREATE UNIQUE INDEX CONCURRENTLY ix_cic_u ON ix_cic (v) WHERE id IN (7, 12);
+SELECT indisvalid FROM pg_index WHERE indexrelid = 'ix_cic_u'::regclass;
+INSERT INTO ix_cic VALUES (503, 9);
+DROP INDEX ix_cic_u;
+SELECT count(*) FROM ix_cic WHERE v = 9;
+DROP TABLE ix_cic;
+
 -- what the indexes cannot be, and when they cannot be built (unique
 -- indexes: unique.sql)
 CREATE INDEX ON ix USING brin (ts);
 -- a table's first index in the transaction that wrote its rows (a restore
 -- in one transaction): the buffered rows take ids; not in a subtransaction
 CREATE TABLE ix_new (id int PRIMARY KEY, v int) USING pkmerge;
-CREATE INDEX CONCURRENTLY ON ix_new (v);
 BEGIN;
 INSERT INTO ix_new SELECT g, g % 3 FROM generate_series(1, 30) g;
 SAVEPOINT s;

@@ -30,6 +30,7 @@
 
 #include "am_index.h"
 #include "catalog.h"
+#include "catalog_lock.h"
 #include "catalog_row_ids.h"
 #include "catalog_visible.h"
 #include "pg_compat.h"
@@ -59,6 +60,51 @@ first_row_id(Relation rel)
 			first = Max(first, (uint64) (r->row_base + r->record_count));
 	}
 	return first;
+}
+
+/*
+ * Give the table row ids (its first secondary index): ids above the row
+ * numbers of its runs, the first ones to the rows this transaction has
+ * buffered (wb, or NULL), which had buffer TIDs.
+ */
+static void
+enable_row_ids(Relation rel, WriteBuffer *wb)
+{
+	uint32		buffered = wb != NULL ? wb->n : 0;
+	uint64		first;
+
+	if (!rowids_catalog_present())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("indexes on pkmerge table \"%s\" need the catalog of pkchangelog 0.13",
+						RelationGetRelationName(rel)),
+				 errhint("Run ALTER EXTENSION pkchangelog UPDATE.")));
+	first = first_row_id(rel);
+
+	/* the table's relcache entry, and so its PkTable, change at the next command */
+	rowids_enable(RelationGetRelid(rel), first, buffered);
+	if (buffered > 0)
+		wbuf_assign_ids(wb, first);
+	CacheInvalidateRelcache(rel);
+}
+
+/*
+ * CREATE INDEX CONCURRENTLY of the table's first secondary index, in the
+ * transaction that makes the index (before PostgreSQL commits it): the
+ * table gets row ids there, so that every writer that comes after uses
+ * them.  The writers it waits for before the build may have written rows
+ * without ids: they take ids at commit (write_commit.c), and a run of rows
+ * without ids placed after the ids are out fails (space_reserve).  The
+ * space lock, held until the commit, keeps such runs from taking row
+ * numbers first_row_id did not see.
+ */
+void
+index_concurrent_first(Relation rel)
+{
+	if (pk_table(rel)->row_ids)
+		return;
+	cat_space_lock(RelationGetRelid(rel));
+	enable_row_ids(rel, NULL);
 }
 
 /*
@@ -107,24 +153,7 @@ index_build_scan(Relation table_rel, Relation index_rel, IndexInfo *index_info,
 						RelationGetRelationName(table_rel)),
 				 errhint("Set max_parallel_maintenance_workers to 0, or reset the table's parallel_workers.")));
 	if (!t->row_ids)
-	{
-		uint64		first;
-		uint32		buffered = wb != NULL ? wb->n : 0;
-
-		if (!rowids_catalog_present())
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("indexes on pkmerge table \"%s\" need the catalog of pkchangelog 0.13",
-							RelationGetRelationName(table_rel)),
-					 errhint("Run ALTER EXTENSION pkchangelog UPDATE.")));
-		first = first_row_id(table_rel);
-
-		/* the table's relcache entry, and so its PkTable, change at the next command */
-		rowids_enable(relid, first, buffered);
-		if (buffered > 0)
-			wbuf_assign_ids(wb, first);
-		CacheInvalidateRelcache(table_rel);
-	}
+		enable_row_ids(table_rel, wb);
 	index_info->ii_BrokenHotChain = true;
 
 	estate = CreateExecutorState();
@@ -172,9 +201,8 @@ tid_cmp(const void *a, const void *b)
  * snapshot sees whose row id it lacks (rows written between the build's
  * snapshot and the index's being ready for writers).  state's tuplesort
  * holds the index's TIDs, sorted; the rows come in key order, so the TIDs
- * are read into an array to probe.  Only for a table with row ids: its
- * first index is built without CONCURRENTLY (sql_ddl.c), since a
- * transaction writing meanwhile would mix TIDs of both kinds.
+ * are read into an array to probe.  The table has row ids by then: its
+ * first index's build gave them (index_concurrent_first).
  */
 void
 index_validate(Relation table_rel, Relation index_rel, IndexInfo *index_info,

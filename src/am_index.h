@@ -13,6 +13,7 @@
 #include "nodes/execnodes.h"
 
 /* am_index.c */
+extern void index_concurrent_first(Relation rel);
 extern double index_build_scan(Relation table_rel, Relation index_rel,
 							   IndexInfo *index_info, IndexBuildCallback callback,
 							   void *callback_state, TableScanDesc scan);

@@ -28,6 +28,14 @@
  *	  committed run has (rowids_holder): another's buffered rows are
  *	  nowhere else to be seen.
  *
+ *	  A table gets row ids with its first secondary index.  Built
+ *	  CONCURRENTLY, its writers go on meanwhile, and those that began
+ *	  writing before have rows without ids: shared memory counts the tables
+ *	  given ids (at the commits that give them), so that such a writer
+ *	  notices (rowids_now), gives its buffered rows ids at commit, and never
+ *	  places a run of rows without ids where their numbers could be ids
+ *	  handed out since (run_space.c).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -50,6 +58,7 @@
 #include "catalog_row_ids.h"
 #include "pg_compat.h"
 #include "shmem_slots.h"
+#include "table_desc.h"
 #include "tid.h"
 
 /* ids a refill reserves in the catalog row at once */
@@ -114,6 +123,10 @@ typedef struct BackendRowIds
 } BackendRowIds;
 
 static BackendRowIds *backends = NULL;
+
+/* tables given row ids since startup, counted as their transactions commit */
+static pg_atomic_uint64 *enables = NULL;
+static bool enable_pending = false; /* this transaction gives a table ids */
 static bool published = false;	/* this backend's entry is its transaction's */
 static Oid	last_relid = InvalidOid;	/* the table rowids_note_key saw last, */
 static int	last_entry = -1;	/* and its entry, while published */
@@ -127,12 +140,21 @@ backends_size(void)
 Size
 rowids_shmem_size(void)
 {
-	return add_size(mul_size(NSLOTS, sizeof(RowIdSlot)), backends_size());
+	return add_size(add_size(mul_size(NSLOTS, sizeof(RowIdSlot)), backends_size()),
+					sizeof(pg_atomic_uint64));
 }
 
 static void
 rowids_xact_callback(XactEvent event, void *arg)
 {
+	if (enable_pending && (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+						   event == XACT_EVENT_PREPARE))
+	{
+		/* committed, not yet unlocked: writers waiting for the lock see it */
+		if (event == XACT_EVENT_COMMIT && enables)
+			pg_atomic_fetch_add_u64(enables, 1);
+		enable_pending = false;
+	}
 	/* ended, or prepared: its rows are in runs */
 	if (published && backends && MyProc &&
 		(event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
@@ -155,6 +177,9 @@ rowids_shmem_init(int tranche)
 
 	slots = pk_shmem_lwlock_slots("pkchangelog row ids", NSLOTS, sizeof(RowIdSlot),
 								  tranche);
+	enables = ShmemInitStruct("pkchangelog row id enables", sizeof(pg_atomic_uint64), &found);
+	if (!found)
+		pg_atomic_init_u64(enables, 0);
 	backends = ShmemInitStruct("pkchangelog backend row ids", backends_size(), &found);
 	if (!found)
 	{
@@ -294,6 +319,37 @@ rowids_enabled(Oid relid)
 	return found;
 }
 
+/* how many tables were given row ids since startup (read before the catalog) */
+uint64
+rowids_enables(void)
+{
+	uint64		n = enables ? pg_atomic_read_u64(enables) : 0;
+
+	pg_memory_barrier();
+	return n;
+}
+
+/*
+ * Does the table have row ids now?  t may be older than the commit that
+ * gave them (an index built CONCURRENTLY while its transaction wrote): the
+ * catalog is read again when a table was given ids since t read it.
+ */
+bool
+rowids_now(PkTable *t)
+{
+	uint64		n;
+
+	if (t->row_ids)
+		return true;
+	n = rowids_enables();
+	if (n == t->rowid_enables)
+		return false;
+	if (rowids_enabled(t->relid))
+		return true;
+	t->rowid_enables = n;		/* another table's: no need to look again */
+	return false;
+}
+
 /*
  * Give the table row ids (its first secondary index): its catalog row, with
  * ids from first on, the first reserved ones taken (by the rows its
@@ -315,6 +371,7 @@ rowids_enable(Oid relid, uint64 first, uint32 reserved)
 	tup = heap_form_tuple(RelationGetDescr(crel), values, nulls);
 	CatalogTupleInsert(crel, tup);
 	table_close(crel, RowExclusiveLock);
+	enable_pending = true;
 
 	/* what a slot knew of an earlier attempt is forgotten */
 	LWLockAcquire(&slot->lock, LW_EXCLUSIVE);

@@ -78,7 +78,7 @@ log_snapshot(Relation rel, TableState *st, int64 snapshot_id, CommitKind kind,
 		page.size_bytes = BLCKSZ;
 		page.created_snapshot = snapshot_id;
 		page.min_seq = snapshot_id;
-		space_reserve(rel, &page);
+		space_reserve(rel, &page, false);
 		st->log_run = page.run_id;
 		st->log_block = page.start_block;
 		if (commit_log_append(rel, page.start_block, true, &rec) != LOG_APPENDED)

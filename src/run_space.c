@@ -34,6 +34,7 @@
 #include "commit_log.h"
 #include "pg_compat.h"
 #include "shmem_slots.h"
+#include "table_desc.h"
 #include "tid.h"
 
 /*
@@ -231,9 +232,14 @@ extend(Relation rel, BlockNumber end, BlockNumber nblocks)
  * at the end of the file.  Row numbers follow from the blocks (tid.h), so
  * they need no bookkeeping.  The space lock covers only the choice and the
  * row, so a long compaction does not hold up commits.
+ *
+ * A data run whose rows have no ids (without_ids) names them by these row
+ * numbers, which a table with row ids hands out as ids: refused if the
+ * table got them since its writer began (CREATE INDEX CONCURRENTLY of its
+ * first index holds the space lock until it commits them: am_index.c).
  */
 void
-space_reserve(Relation rel, RunInfo *run)
+space_reserve(Relation rel, RunInfo *run, bool without_ids)
 {
 	Oid			relid = RelationGetRelid(rel);
 	BlockNumber nblocks;
@@ -242,6 +248,13 @@ space_reserve(Relation rel, RunInfo *run)
 	BlockNumber end;
 
 	cat_space_lock(relid);
+	if (without_ids && rowids_now(pk_table(rel)))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to the first index of pkmerge table \"%s\", built concurrently",
+						RelationGetRelationName(rel)),
+				 errdetail("The transaction wrote rows to the table without row ids before the index was started."),
+				 errhint("The transaction might succeed if retried.")));
 	nblocks = RelationGetNumberOfBlocks(rel);
 	used_end = file_end_get(&RelationLocator(rel));
 	if (used_end == InvalidBlockNumber || used_end > nblocks)

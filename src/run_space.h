@@ -16,7 +16,7 @@
 /* run_space.c */
 extern Size space_shmem_size(void);
 extern void space_shmem_init(int tranche);
-extern void space_reserve(Relation rel, RunInfo *run);
+extern void space_reserve(Relation rel, RunInfo *run, bool without_ids);
 extern void space_truncate(Relation rel, BlockNumber *before,
 						   BlockNumber *after, BlockNumber *used);
 extern void space_rewrite(Relation rel, Relation dst, int *nruns,

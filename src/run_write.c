@@ -75,6 +75,7 @@ struct RunWriter
 	StringInfoData raw;			/* rows of the open data block */
 	StringInfoData ids;			/* and their ids (RUN_BLOCK_IDS), if any */
 	uint64		blk_last_id;	/* the id of the block's last row */
+	bool		has_ids;		/* its rows have ids */
 	uint32		blk_nrows;
 	uint64		blk_first_row;
 	MinimalTuple blk_first_key;
@@ -452,6 +453,7 @@ run_writer_add(RunWriter *w, uint64 seq, PkRowKind kind, MinimalTuple tup,
 
 		appendBinaryStringInfo(&w->ids, buf, end - buf);
 		w->blk_last_id = id;
+		w->has_ids = true;
 	}
 
 	/* changelog runs are read in order, never probed: no filters */
@@ -866,7 +868,7 @@ run_writer_finish(RunWriter *w, int64 created_snapshot)
 	else
 	{
 		/* the row first, under the space lock: the blocks are then ours */
-		space_reserve(w->rel, run);
+		space_reserve(w->rel, run, w->kind == RUN_DATA && !w->has_ids);
 		write_pages(w->rel, run->start_block, npages, &w->stream, &hdr);
 	}
 	spool_free(&w->stream);

@@ -51,8 +51,8 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "am_index.h"
 #include "catalog.h"
-#include "catalog_row_ids.h"
 #include "guc.h"
 #include "maint_compaction.h"
 #include "mat.h"
@@ -981,6 +981,24 @@ ddl_vacuum_full_elevel(void)
 }
 
 /*
+ * CREATE INDEX CONCURRENTLY of a secondary index of a pkmerge table: the
+ * table's first one gives it row ids, in the transaction that creates the
+ * index (am_index.c).  Locked and checked as PostgreSQL does next.
+ */
+static void
+index_concurrently(IndexStmt *stmt, bool isTopLevel)
+{
+	Relation	rel;
+
+	PreventInTransactionBlock(isTopLevel, "CREATE INDEX CONCURRENTLY");
+	rel = table_open(RangeVarGetRelidExtended(stmt->relation, ShareUpdateExclusiveLock, 0,
+											  RangeVarCallbackOwnsRelation, NULL),
+					 NoLock);
+	index_concurrent_first(rel);
+	table_close(rel, NoLock);
+}
+
+/*
  * The ProcessUtility hook.  Before the standard processing it takes
  * pkmerge options out of CREATE/ALTER TABLE (and refuses what pkmerge
  * cannot do, before anything changes); after it, it stores the options
@@ -1086,15 +1104,8 @@ pk_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 					strcmp(stmt->accessMethod, "brin") == 0)
 					not_supported("a BRIN index", stmt->relation->relname,
 								  "BRIN summarizes ranges of a table's blocks, and a pkmerge table's TIDs name row versions, not blocks: use a btree index.");
-				/*
-				 * CONCURRENTLY: once the table has row ids (its first index
-				 * gives them, while writes wait: am_index.c)
-				 */
-				if (on_pkmerge && !(stmt->primary && key_am) && stmt->concurrent &&
-					!rowids_enabled(RangeVarGetRelid(stmt->relation, NoLock, false)))
-					not_supported("CREATE INDEX CONCURRENTLY of a first secondary index",
-								  stmt->relation->relname,
-								  "Build the table's first index other than its primary key without CONCURRENTLY (writes wait until it is built); later ones can be built CONCURRENTLY.");
+				if (on_pkmerge && !(stmt->primary && key_am) && stmt->concurrent)
+					index_concurrently(stmt, context == PROCESS_UTILITY_TOPLEVEL);
 			}
 			break;
 		case T_ReindexStmt:

@@ -346,6 +346,7 @@ build_table(Relation rel)
 	t->tupdesc = CreateTupleDescCopy(RelationGetDescr(rel));
 
 	pkopt_parse(pk_reloptions(t->relid), &t->opts);
+	t->rowid_enables = rowids_enables();
 	t->row_ids = rowids_enabled(t->relid);
 
 	/* a table created without a key has none until ALTER TABLE adds it */

@@ -50,6 +50,7 @@ typedef struct PkTable
 	 */
 	int64		producer_from;
 	bool		row_ids;		/* its rows have ids (catalog_row_ids.c) */
+	uint64		rowid_enables;	/* rowids_enables() before row_ids was read */
 	MemoryContext mcxt;
 } PkTable;
 

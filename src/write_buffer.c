@@ -231,7 +231,10 @@ wbuf_append(WriteBuffer *wb, PkTable *t, uint8 kind, MinimalTuple tup,
 	}
 	wb->nkeys = t->nkeys;
 	wb->bytes += wbuf_entry_bytes(wb, e);
-	if (t->row_ids)
+	/* once buffer TIDs are out, the transaction keeps them (see write_commit.c) */
+	if (!wb->ids && wb->next_tidpos == 0)
+		wb->ids = t->row_ids;
+	if (wb->ids)
 	{
 		/* a row id, from the transaction's chunk of them */
 		if (wb->next_id == wb->end_id)
@@ -429,9 +432,9 @@ wbuf_remove(WriteBuffer *wb, uint32 from, const bool *keep)
 }
 
 /*
- * The table got row ids (its first index) while this buffer holds rows:
- * its entries take the ids from first on, in order (the caller reserved
- * them), instead of their buffer TIDs.
+ * The table got row ids (its first index) while this buffer holds rows
+ * with buffer TIDs: its entries take the ids from first on, in order (the
+ * caller reserved them).
  */
 void
 wbuf_assign_ids(WriteBuffer *wb, uint64 first)
@@ -439,6 +442,7 @@ wbuf_assign_ids(WriteBuffer *wb, uint64 first)
 	for (uint32 pos = 0; pos < wb->n; pos++)
 		wbuf_entry(wb, pos)->id = Max(first, 1) + pos;
 	wb->next_id = wb->end_id = 0;
+	wb->ids = true;
 }
 
 /* the TID of the entry at pos */

@@ -103,6 +103,7 @@ typedef struct WriteBuffer
 	List	   *views;			/* every view not yet freed */
 	int64		truncate_pos;	/* last WB_TRUNCATE entry, or -1 */
 	int64		rmw_snapshot;		/* least PkRead.snapshot_id of its entries */
+	bool		ids;			/* entries' ids are row ids, not buffer TIDs */
 	uint32		next_tidpos;	/* TIDs of a table without row ids */
 	uint64		next_id;		/* of a table with row ids: the chunk
 								 * reserved, [next_id, end_id) */

@@ -38,6 +38,7 @@
 #include "catalog_snapshots.h"
 #include "catalog_tables.h"
 #include "catalog_lock.h"
+#include "catalog_row_ids.h"
 #include "changelog_produce.h"
 #include "changelog_wal.h"
 #include "guc.h"
@@ -175,6 +176,15 @@ commit_table(WriteBuffer *wb, bool preparing, List *before_read)
 	t = pk_table(rel);
 
 	/*
+	 * The table's first index was built CONCURRENTLY while the transaction
+	 * wrote to it (the build waited for it): its buffered rows take ids now,
+	 * as the other writers' rows have, in place of buffer TIDs nothing holds
+	 * past this point (deferred triggers have fired).
+	 */
+	if (!wb->ids && wb->n > 0 && rowids_now(t))
+		wbuf_assign_ids(wb, rowids_reserve(wb->relid, wb->n));
+
+	/*
 	 * SERIALIZABLE: readers that read the table after our writes but before
 	 * this commit cannot see them either (they are buffered): check again.
 	 */
@@ -260,7 +270,7 @@ commit_table(WriteBuffer *wb, bool preparing, List *before_read)
 		if (!PK_KIND_IS_ADD(e->kind) && truncated && pending == NIL)
 			continue;
 		run_writer_add(w, seq, wbuf_net_kind(wb, &s->pos[start], i - start, newest),
-					   e->tup, e->keys, e->hash, t->row_ids ? e->id : RUN_NO_ID);
+					   e->tup, e->keys, e->hash, wb->ids ? e->id : RUN_NO_ID);
 	}
 	wbuf_sorted_unpin(wb, s);
 	nrows = run_writer_nrows(w);

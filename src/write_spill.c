@@ -259,7 +259,7 @@ spill_range(Relation rel, PkTable *t, WriteBuffer *wb, uint32 from)
 		e = wbuf_entry(wb, (uint32) wbuf_fold(wb, &sorted[start], i - start,
 											   InvalidCommandId));
 		run_writer_add(w, read, e->kind, e->tup, e->keys, e->hash,
-					   t->row_ids ? e->id : RUN_NO_ID);
+					   wb->ids ? e->id : RUN_NO_ID);
 	}
 	if (run_writer_nrows(w) == 0)
 		return false;			/* every key is held before the suffix */

@@ -16,6 +16,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
+use Time::HiRes qw(usleep);
 
 my $node = PostgreSQL::Test::Cluster->new('ix');
 $node->init(allows_streaming => 1);
@@ -157,5 +158,79 @@ SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass AND indisvalid AND 
 	scalar(split /,/, $before), 'REINDEX DATABASE CONCURRENTLY builds every index of the table again');
 is(counts($standby, 't'), heap_counts($standby), 'and every predicate still agrees');
 is(amcheck($standby, 1), 't_cust', 'amcheck passes after it');
+
+# A table's first index built CONCURRENTLY beside a transaction that wrote
+# rows without row ids before it started, and is then prepared: the build
+# waits for the prepared transaction, whose rows took ids as it was
+# prepared; once committed, the index finds them.  Then the same through
+# an immediate shutdown while the build waits (the index stays invalid,
+# the prepared transaction survives), and REINDEX ... CONCURRENTLY.
+my $pn = $standby;
+sub first_index_beside_prepared
+{
+	my ($table, $crash) = @_;
+	$pn->safe_psql('postgres', qq{
+CREATE TABLE $table (id int PRIMARY KEY, v int) USING pkmerge;
+INSERT INTO $table SELECT g, g % 10 FROM generate_series(1, 5000) g;});
+	my ($ain, $aout, $aerr, $bin, $bout, $berr) = ('', '', '', '', '', '');
+	my @c = ('psql', '-XAtq', '-d', $pn->connstr('postgres'));
+	my $wr = IPC::Run::start(\@c, '<', \$ain, '>', \$aout, '2>', \$aerr, IPC::Run::timeout(120));
+	$ain .= qq{BEGIN;
+INSERT INTO $table SELECT g, 42 FROM generate_series(10001, 13000) g;
+UPDATE $table SET v = 42 WHERE id = 7;
+\\echo WRITTEN
+};
+	$wr->pump while $wr->pumpable && $aout !~ /^WRITTEN$/m;
+	my $bld = IPC::Run::start(\@c, '<', \$bin, '>', \$bout, '2>', \$berr, IPC::Run::timeout(120));
+	$bin .= qq{CREATE INDEX CONCURRENTLY ${table}_v ON $table (v);
+\\echo BUILT
+};
+	my $waiting = 0;
+	for (my $i = 0; $i < 600 && !$waiting; $i++)
+	{
+		$bld->pump_nb;
+		$waiting = $pn->safe_psql('postgres', qq{
+SELECT count(*) FROM pg_stat_activity
+WHERE query LIKE 'CREATE INDEX CONCURRENTLY ${table}_v%' AND wait_event_type = 'Lock'});
+		usleep(100_000) unless $waiting;
+	}
+	ok($waiting, 'the build waits for the writer');
+	$ain .= qq{PREPARE TRANSACTION 'before_$table';
+\\echo PREPARED
+};
+	$wr->pump while $wr->pumpable && $aout !~ /^PREPARED$/m;
+	$wr->finish;
+	if ($crash)
+	{
+		$pn->stop('immediate');
+		$bld->finish;
+		$pn->start;
+		is($pn->safe_psql('postgres', qq{
+SELECT indisvalid FROM pg_index WHERE indexrelid = '${table}_v'::regclass}), 'f',
+			'after the crash the index is invalid');
+		$pn->safe_psql('postgres', qq{COMMIT PREPARED 'before_$table'});
+		$pn->safe_psql('postgres', qq{REINDEX INDEX CONCURRENTLY ${table}_v});
+	}
+	else
+	{
+		$pn->safe_psql('postgres', qq{COMMIT PREPARED 'before_$table'});
+		$bld->pump while $bld->pumpable && $bout !~ /^BUILT$/m;
+		$bld->finish;
+		is($berr, '', 'the build finishes once the prepared transaction commits');
+	}
+	$pn->safe_psql('postgres', qq{INSERT INTO $table VALUES (20001, 42)});
+	is($pn->safe_psql('postgres', qq{
+SET enable_seqscan = off; SET enable_bitmapscan = off;
+SELECT indisvalid FROM pg_index WHERE indexrelid = '${table}_v'::regclass;
+SELECT count(*), sum(id) FROM $table WHERE v = 42;
+SET enable_indexscan = off; SET enable_bitmapscan = on;
+SELECT count(*), sum(id) FROM $table WHERE v = 42;
+SELECT bt_index_parent_check('${table}_v', true) IS NOT NULL;}),
+		"t\n3002|34521508\n3002|34521508\nt",
+		'the index finds the prepared rows, rows written after, and amcheck passes'
+		  . ($crash ? ' (after the crash)' : ''));
+}
+first_index_beside_prepared('f1', 0);
+first_index_beside_prepared('f2', 1);
 
 done_testing();
