@@ -286,8 +286,14 @@ typedef struct LiveIds
 	uint64		horizon;		/* ids from here on may be in use */
 	int			nruns;
 	LiveRun    *runs;
+	/* or a bit per id in [lo, horizon), set when a run holds it */
+	uint64		lo;
+	uint8	   *bits;
 	int64		removed;
 } LiveIds;
+
+/* the most memory the bits of the live ids may take (then: runs' maps) */
+#define LIVE_BITS_MAX	((uint64) 512 * 1024 * 1024)
 
 static bool
 run_holds(const LiveRun *r, uint64 id)
@@ -306,11 +312,62 @@ index_entry_dead(ItemPointer tid, void *arg)
 
 	if (id >= live->horizon)
 		return false;
+	if (live->bits != NULL)
+	{
+		if (id >= live->lo &&
+			(live->bits[(id - live->lo) / 8] & (1 << ((id - live->lo) % 8))) != 0)
+			return false;
+		live->removed++;
+		return true;
+	}
 	for (int i = 0; i < live->nruns; i++)
 		if (run_holds(&live->runs[i], id))
 			return false;
 	live->removed++;
 	return true;
+}
+
+/*
+ * Set live->bits: one per id below the horizon that a run holds, from the
+ * least such id on.  An index's entries come in its order, not by id: a
+ * probe of a bit, not of every run's map, for each (a map search per run
+ * took a sixth of the machine under an 8-client update load).  Not when
+ * the span would take more than LIVE_BITS_MAX.
+ */
+static void
+live_bits(LiveIds *live)
+{
+	uint64		lo = PG_UINT64_MAX;
+	uint64		span;
+
+	for (int i = 0; i < live->nruns; i++)
+	{
+		LiveRun    *r = &live->runs[i];
+
+		if (r->n > 0)
+			lo = Min(lo, r->map ? r->map[0].id : r->first);
+	}
+	if (lo >= live->horizon)
+		return;
+	span = live->horizon - lo;
+	if (span / 8 + 1 > LIVE_BITS_MAX)
+		return;
+	live->lo = lo;
+	live->bits = MemoryContextAllocHuge(CurrentMemoryContext, span / 8 + 1);
+	memset(live->bits, 0, span / 8 + 1);
+	for (int i = 0; i < live->nruns; i++)
+	{
+		LiveRun    *r = &live->runs[i];
+
+		for (uint64 j = 0; j < r->n; j++)
+		{
+			uint64		id = r->map ? r->map[j].id : r->first + j;
+
+			if (id >= live->horizon)
+				break;			/* ids ascend */
+			live->bits[(id - lo) / 8] |= 1 << ((id - lo) % 8);
+		}
+	}
 }
 
 /*
@@ -365,6 +422,7 @@ index_vacuum(Relation rel, VacuumParams *params, BufferAccessStrategy bstrategy)
 		ntuples += (double) r->record_count;
 		live.nruns++;
 	}
+	live_bits(&live);
 
 	for (int i = 0; i < nindexes; i++)
 	{

@@ -27,6 +27,7 @@
 #include "catalog_tables.h"
 #include "commit_log.h"
 #include "pg_compat.h"
+#include "run_list.h"
 #include "tid.h"
 
 static RunInfo *logged_data_run(Oid relid, int64 snapshot_id, Snapshot snapshot);
@@ -363,11 +364,17 @@ cat_logged_snapshots(Oid relid, int64 from, int64 to, int limit, Snapshot snapsh
 	TransactionId xmin;
 	List	   *result = NIL;
 	ListCell   *lc;
+	ItemPointerData hint;
 
 	if (!cat_tables_hold_log() || !RelationIsValid(rel = RelationIdGetRelation(relid)))
 		return NIL;
-	/* the visibility rules need the row's snapshot, not the folded state */
-	if (!IsMVCCSnapshot(snapshot) || cat_table_row_version(relid, snapshot, NULL, &xmin, &st))
+	/*
+	 * the visibility rules need the row's snapshot, not the folded state
+	 * (the version last published, if snapshot sees it: not its chain)
+	 */
+	if (!IsMVCCSnapshot(snapshot) ||
+		cat_table_row_version(relid, snapshot,
+							  runlist_published_row(rel, &hint) ? &hint : NULL, &xmin, &st))
 	{
 		foreach(lc, log_records(rel, from, to, limit, snapshot, snapshot, &st))
 		{

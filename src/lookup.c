@@ -29,6 +29,74 @@ version_from_run(const RunInfo *run, const RunBlock *b, RunRowHeader *rh,
 	pk_tid_from_row(&v->tid, run_block_row_id(run, b, (uint32) (ordinal - b->first_row)));
 }
 
+/*
+ * Where key lookups found rows of tables with row ids lately: an UPDATE or
+ * DELETE by key fetches by TID the version its key's lookup has just
+ * found, which would otherwise take the run's map of ids, loaded and
+ * sorted once per backend for each run (a compaction's output of a
+ * million rows costs each backend a sort of them, as its next update).
+ */
+#define FOUND_SLOTS 8
+
+typedef struct FoundRow
+{
+	Oid			relid;
+	int64		run_id;
+	uint64		id;
+	uint64		ordinal;
+} FoundRow;
+
+static FoundRow found_rows[FOUND_SLOTS];
+static int	found_next = 0;
+
+static void
+found_note(PkTable *t, const RunInfo *run, uint64 id, uint64 ordinal)
+{
+	FoundRow   *f = &found_rows[found_next];
+
+	f->relid = t->relid;
+	f->run_id = run->run_id;
+	f->id = id;
+	f->ordinal = ordinal;
+	found_next = (found_next + 1) % FOUND_SLOTS;
+}
+
+/*
+ * The row of runs with id n, if a lookup found it lately (checked: the
+ * row at the ordinal noted has that id).
+ */
+static bool
+found_again(Relation rel, PkTable *t, List *runs, uint64 n, PkVersion *v)
+{
+	for (int i = 0; i < FOUND_SLOTS; i++)
+	{
+		FoundRow   *f = &found_rows[i];
+		ListCell   *lc;
+
+		if (f->id != n || f->relid != t->relid)
+			continue;
+		foreach(lc, runs)
+		{
+			RunInfo    *run = lfirst(lc);
+			RunBlock   *pinned;
+			RunRowHeader *rh;
+			bool		same;
+
+			if (run->run_id != f->run_id || run->kind != RUN_DATA)
+				continue;
+			rh = run_row_at(rel, t, run, f->ordinal, &pinned);
+			if (rh == NULL)
+				return false;
+			same = run_block_row_id(run, pinned, (uint32) (f->ordinal - pinned->first_row)) == n;
+			if (same)
+				version_from_run(run, pinned, rh, f->ordinal, v);
+			run_block_release(pinned);
+			return same;
+		}
+	}
+	return false;
+}
+
 /* The buffered record at pos, newer than any committed version. */
 static void
 version_from_buffer(WriteBuffer *wb, int64 pos, PkVersion *v)
@@ -63,6 +131,8 @@ probe_run(Relation rel, PkTable *t, RunInfo *run, const Datum *key,
 			pfree(v->tup);
 		version_from_run(run, pinned, rh, ordinal, v);
 		*found = true;
+		if (t->row_ids)
+			found_note(t, run, pk_tid_number(&v->tid), ordinal);
 	}
 	run_block_release(pinned);
 }
@@ -147,6 +217,8 @@ lookup_tid(Relation rel, PkTable *t, List *runs, WriteBuffer *wb,
 		}
 		if (!t->row_ids)
 			return false;
+		if (found_again(rel, t, runs, n, v))
+			return true;
 	}
 	foreach(lc, runs)
 	{
