@@ -386,12 +386,13 @@ dml_write_absent(Relation rel, PkRowKind kind, MinimalTuple tup)
  * Is the version at tid still its key's newest?  Own writes count first
  * (TM_SelfModified, as heap reports a row this transaction already
  * changed); then commits that came after the version was read.  On TM_Ok,
- * *old holds the version and *read_seq what commit must re-check against.
+ * *old holds the version, *hash its key's hash and *read_seq what commit
+ * must re-check against.
  */
 static TM_Result
 check_current(Relation rel, PkTable *t, ItemPointer tid, CommandId cid,
 			  Snapshot snapshot, TM_FailureData *tmfd, PkVersion *old,
-			  PkRead *read)
+			  PkRead *read, uint32 *hash_out)
 {
 	WriteBuffer *wb = wbuf_get(RelationGetRelid(rel), false);
 	List	   *runs;
@@ -417,7 +418,7 @@ check_current(Relation rel, PkTable *t, ItemPointer tid, CommandId cid,
 						t->relname),
 				 errdetail("A compaction or TRUNCATE committed after this statement read the row.")));
 	pk_row_key(t, old->tup, key);
-	hash = pk_key_hash(t, key);
+	hash = *hash_out = pk_key_hash(t, key);
 	read->base_seq = old->seq;
 
 	/*
@@ -465,16 +466,6 @@ check_current(Relation rel, PkTable *t, ItemPointer tid, CommandId cid,
 	return TM_Ok;
 }
 
-/* the hash of the row's key */
-static uint32
-row_key_hash(PkTable *t, MinimalTuple tup)
-{
-	Datum		key[INDEX_MAX_KEYS];
-
-	pk_row_key(t, tup, key);
-	return pk_key_hash(t, key);
-}
-
 /*
  * A lock (or a removal) of the key of the version at tid, which waited if
  * another transaction removed (or locked) the key: then the runs it
@@ -502,14 +493,15 @@ dml_delete(Relation rel, ItemPointer tid, CommandId cid, Snapshot snapshot,
 	PkVersion	old;
 	PkRead		read;
 	TM_Result	res;
+	uint32		hash;
 	DmlRecordAs *ra = recorded_as(rel, cid);
 
 	do
 	{
-		res = check_current(rel, t, tid, cid, snapshot, tmfd, &old, &read);
+		res = check_current(rel, t, tid, cid, snapshot, tmfd, &old, &read, &hash);
 		if (res != TM_Ok)
 			return res;
-	} while (key_waited(rel, row_key_hash(t, old.tup), tid, true));
+	} while (key_waited(rel, hash, tid, true));
 	/* pk_write's -U or -D: its RowKind and row */
 	if (ra)
 		append(rel, t, ra->kind, ra->row, cid, &read, false, NULL);
@@ -530,9 +522,11 @@ dml_update(Relation rel, ItemPointer otid, TupleTableSlot *slot, CommandId cid,
 	MinimalTuple tup = NULL;
 	Datum		oldkey[INDEX_MAX_KEYS];
 	Datum		newkey[INDEX_MAX_KEYS];
+	uint32		hash;
+	bool		moved;
 
 again:
-	res = check_current(rel, t, otid, cid, snapshot, tmfd, &old, &read);
+	res = check_current(rel, t, otid, cid, snapshot, tmfd, &old, &read, &hash);
 	if (res != TM_Ok)
 		return res;
 	if (tup == NULL)
@@ -542,10 +536,10 @@ again:
 		pk_row_key(t, tup, newkey);
 	}
 	pk_row_key(t, old.tup, oldkey);
-	if (pk_key_cmp(t, oldkey, newkey) != 0 &&
-		key_waited(rel, pk_key_hash(t, oldkey), otid, true))
+	moved = pk_key_cmp(t, oldkey, newkey) != 0;
+	if (moved && key_waited(rel, hash, otid, true))
 		goto again;				/* a lock of the old key ended meanwhile */
-	if (pk_key_cmp(t, oldkey, newkey) == 0)
+	if (!moved)
 	{
 		/* pk_write's +U is recorded as given: without the old row's -U */
 		if (!recorded_as(rel, cid))
@@ -593,9 +587,10 @@ dml_lock(Relation rel, ItemPointer tid, Snapshot snapshot, TupleTableSlot *slot,
 	PkRead		read;
 	TM_Result	res;
 	ItemPointerData locked;
+	uint32		hash;
 
 again:
-	res = check_current(rel, t, tid, cid, snapshot, tmfd, &old, &read);
+	res = check_current(rel, t, tid, cid, snapshot, tmfd, &old, &read, &hash);
 
 	/*
 	 * Only ON CONFLICT DO UPDATE locks a row its own command wrote (two
@@ -617,7 +612,8 @@ again:
 		runs = latest_runs(rel, cid, &again);
 		if (!lookup_tid(rel, t, runs, wb, &tmfd->ctid, &newest))
 			return TM_Deleted;
-		if (key_waited(rel, row_key_hash(t, newest.tup), &tmfd->ctid, false))
+		/* (a newer version of the same key: the hash check_current gave) */
+		if (key_waited(rel, hash, &tmfd->ctid, false))
 			goto again;
 		*tid = tmfd->ctid;
 		tmfd->traversed = true;
@@ -627,7 +623,7 @@ again:
 	}
 	if (res != TM_Ok)
 		return res;
-	if (key_waited(rel, row_key_hash(t, old.tup), tid, false))
+	if (key_waited(rel, hash, tid, false))
 		goto again;				/* a removal of the key ended meanwhile */
 	/* tid may be the slot's own tts_tid (the apply worker's), which storing resets */
 	locked = *tid;
