@@ -32,7 +32,7 @@
  *	  CONCURRENTLY, its writers go on meanwhile, and those that began
  *	  writing before have rows without ids: shared memory counts the tables
  *	  given ids (at the commits that give them), so that such a writer
- *	  notices (rowids_now), gives its buffered rows ids at commit, and never
+ *	  notices (pk_table_rowids_now), gives its buffered rows ids at commit, and never
  *	  places a run of rows without ids where their numbers could be ids
  *	  handed out since (run_space.c).
  *
@@ -58,7 +58,6 @@
 #include "catalog_row_ids.h"
 #include "pg_compat.h"
 #include "shmem_slots.h"
-#include "table_desc.h"
 #include "tid.h"
 
 /* ids a refill reserves in the catalog row at once */
@@ -327,27 +326,6 @@ rowids_enables(void)
 
 	pg_memory_barrier();
 	return n;
-}
-
-/*
- * Does the table have row ids now?  t may be older than the commit that
- * gave them (an index built CONCURRENTLY while its transaction wrote): the
- * catalog is read again when a table was given ids since t read it.
- */
-bool
-rowids_now(PkTable *t)
-{
-	uint64		n;
-
-	if (t->row_ids)
-		return true;
-	n = rowids_enables();
-	if (n == t->rowid_enables)
-		return false;
-	if (rowids_enabled(t->relid))
-		return true;
-	t->rowid_enables = n;		/* another table's: no need to look again */
-	return false;
 }
 
 /*

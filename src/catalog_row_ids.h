@@ -9,8 +9,6 @@
 #ifndef PK_CATALOG_ROW_IDS_H
 #define PK_CATALOG_ROW_IDS_H
 
-struct PkTable;
-
 /* catalog_row_ids.c */
 extern Size rowids_shmem_size(void);
 extern void rowids_shmem_init(int tranche);
@@ -18,7 +16,6 @@ extern void rowids_init(void);
 extern bool rowids_catalog_present(void);
 extern bool rowids_enabled(Oid relid);
 extern uint64 rowids_enables(void);
-extern bool rowids_now(struct PkTable *t);
 extern void rowids_enable(Oid relid, uint64 first, uint32 reserved);
 extern uint64 rowids_reserve(Oid relid, uint32 n);
 extern uint64 rowids_horizon(Oid relid);

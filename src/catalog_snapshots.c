@@ -27,7 +27,7 @@
 #include "catalog_tables.h"
 #include "commit_log.h"
 #include "pg_compat.h"
-#include "run_list.h"
+#include "run_publish.h"
 #include "tid.h"
 
 static RunInfo *logged_data_run(Oid relid, int64 snapshot_id, Snapshot snapshot);
@@ -374,7 +374,7 @@ cat_logged_snapshots(Oid relid, int64 from, int64 to, int limit, Snapshot snapsh
 	 */
 	if (!IsMVCCSnapshot(snapshot) ||
 		cat_table_row_version(relid, snapshot,
-							  runlist_published_row(rel, &hint) ? &hint : NULL, &xmin, &st))
+							  run_publish_row(rel, &hint) ? &hint : NULL, &xmin, &st))
 	{
 		foreach(lc, log_records(rel, from, to, limit, snapshot, snapshot, &st))
 		{

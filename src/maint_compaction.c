@@ -45,6 +45,7 @@
 #include "pg_compat.h"
 #include "tid.h"
 #include "run_list.h"
+#include "run_publish.h"
 #include "run_merge.h"
 #include "run_read.h"
 #include "shmem_slots.h"
@@ -844,7 +845,7 @@ merge_and_switch(Relation rel, List *live, List *inputs, int outlevel, bool bott
 	 * committed since the pick, which the switch keeps.
 	 */
 	(void) cat_commit_lock(relid);
-	st = cat_table_state(relid, runlist_published_row(rel, &hint) ? &hint : NULL);
+	st = cat_table_state(relid, run_publish_row(rel, &hint) ? &hint : NULL);
 	/* the runs of that version, unless this transaction rewrote them already */
 	if (!runlist_cached(rel, GetLatestSnapshot(), true, &before))
 		before = NIL;

@@ -713,22 +713,6 @@ runlist_store_commit(Relation rel, const TableState *st, List *runs)
 }
 
 /*
- * Where the version of rel's tables row last published is (a hint for
- * cat_table_state under the commit lock: the version the last commit or
- * compaction wrote, if it published).  False if none was published.
- */
-bool
-runlist_published_row(Relation rel, ItemPointerData *row)
-{
-	PublishedRuns pub;
-
-	if (!run_publish_latest(&RelationLocator(rel), rel->rd_id, &pub))
-		return false;
-	*row = pub.row;
-	return true;
-}
-
-/*
  * The transaction committed (XACT_EVENT_COMMIT: it is visible) and still
  * holds its commit locks: the run lists its commit steps stored are the
  * ones a snapshot taken now sees.  Remember it with them (its completion

@@ -28,7 +28,6 @@ extern bool runlist_committed_state(Relation rel, Snapshot snapshot,
 extern bool runlist_recent_runs(Relation rel, List **runs);
 extern void runlist_store_commit(Relation rel, const TableState *st,
 								 List *runs);
-extern bool runlist_published_row(Relation rel, ItemPointerData *row);
 extern void runlist_commit_visible(void);
 extern void runlist_subxact_abort(SubTransactionId mySubid);
 extern void runlist_xact_end(bool committed);

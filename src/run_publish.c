@@ -24,6 +24,7 @@
 #include "miscadmin.h"
 #include "storage/lwlock.h"
 #include "storage/spin.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 
 #include "run_publish.h"
@@ -469,3 +470,18 @@ run_publish_sees(Snapshot snapshot, const PublishedRuns *pub,
 	return j == (int) snapshot->xcnt;
 }
 
+/*
+ * Where the version of rel's tables row last published is (a hint for
+ * cat_table_state under the commit lock: the version the last commit or
+ * compaction wrote, if it published).  False if none was published.
+ */
+bool
+run_publish_row(Relation rel, ItemPointerData *row)
+{
+	PublishedRuns pub;
+
+	if (!run_publish_latest(&RelationLocator(rel), rel->rd_id, &pub))
+		return false;
+	*row = pub.row;
+	return true;
+}

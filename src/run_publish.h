@@ -11,6 +11,7 @@
 
 #include "storage/itemptr.h"
 #include "pg_compat.h"
+#include "utils/relcache.h"
 #include "utils/snapshot.h"
 
 #include "run_format.h"
@@ -60,6 +61,7 @@ extern void run_publish_list(const PublishedRuns *p);
 extern void run_publish_note_writer(Oid relid, TransactionId xid);
 extern bool run_publish_latest(const RelFileLocator *node, Oid relid,
 							   PublishedRuns *p);
+extern bool run_publish_row(Relation rel, ItemPointerData *row);
 extern bool run_publish_state(const RelFileLocator *node, Oid relid,
 							  PublishedRuns *p, TransactionId *writer,
 							  bool *writer_known);

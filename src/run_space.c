@@ -248,7 +248,7 @@ space_reserve(Relation rel, RunInfo *run, bool without_ids)
 	BlockNumber end;
 
 	cat_space_lock(relid);
-	if (without_ids && rowids_now(pk_table(rel)))
+	if (without_ids && pk_table_rowids_now(pk_table(rel)))
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("could not serialize access due to the first index of pkmerge table \"%s\", built concurrently",

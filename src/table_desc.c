@@ -454,6 +454,27 @@ pk_table(Relation rel)
 }
 
 /*
+ * Does the table have row ids now?  t may be older than the commit that
+ * gave them (an index built CONCURRENTLY while its transaction wrote): the
+ * catalog is read again when a table was given ids since t read it.
+ */
+bool
+pk_table_rowids_now(PkTable *t)
+{
+	uint64		n;
+
+	if (t->row_ids)
+		return true;
+	n = rowids_enables();
+	if (n == t->rowid_enables)
+		return false;
+	if (rowids_enabled(t->relid))
+		return true;
+	t->rowid_enables = n;		/* another table's: no need to look again */
+	return false;
+}
+
+/*
  * The key columns of a row, as Datums pointing into the tuple.
  */
 void

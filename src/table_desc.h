@@ -59,6 +59,7 @@ extern Oid	pk_table_am_oid(void);
 extern bool pk_is_pkmerge(Relation rel);
 extern bool pk_relid_is_pkmerge(Oid relid);
 extern PkTable *pk_table(Relation rel);
+extern bool pk_table_rowids_now(PkTable *t);
 extern void pk_table_check_keyed(PkTable *t);
 extern bool pk_has_key_option(Relation rel);
 extern Datum pk_reloptions(Oid relid);

@@ -48,6 +48,7 @@
 #include "maint_worker.h"
 #include "mat.h"
 #include "run_list.h"
+#include "run_publish.h"
 #include "run_read.h"
 #include "run_write.h"
 #include "write_buffer.h"
@@ -181,7 +182,7 @@ commit_table(WriteBuffer *wb, bool preparing, List *before_read)
 	 * as the other writers' rows have, in place of buffer TIDs nothing holds
 	 * past this point (deferred triggers have fired).
 	 */
-	if (!wb->ids && wb->n > 0 && rowids_now(t))
+	if (!wb->ids && wb->n > 0 && pk_table_rowids_now(t))
 		wbuf_assign_ids(wb, rowids_reserve(wb->relid, wb->n));
 
 	/*
@@ -237,7 +238,7 @@ commit_table(WriteBuffer *wb, bool preparing, List *before_read)
 		dml_check_conflicts(rel, wb, committed, pending);
 	if (!have_state)
 		st = cat_table_state(wb->relid,
-							 runlist_published_row(rel, &hint) ? &hint : NULL);
+							 run_publish_row(rel, &hint) ? &hint : NULL);
 	snapshot_id = st.last_snapshot_id + 1;
 
 	/* the spilled runs come first */
