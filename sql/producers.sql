@@ -2,7 +2,8 @@
 -- on the motivating incident and on the edge cases: insert then update in
 -- one transaction, several writes of one key in one commit, delete of a
 -- key that never existed, re-insert after delete, key-column updates,
--- rollback and savepoints, changelog_row_deduplicate, pk_write, TRUNCATE.
+-- rollback and savepoints, changelog_row_deduplicate, pk_write, TRUNCATE,
+-- and lookup's commit of many keys over runs at two levels.
 -- Streams are read with pk_changes; check_changelog (loaded from
 -- test/setup/changelog_checker.sql) replays them against the table.
 -- The background worker leaves this suite's tables alone: it counts their
@@ -168,6 +169,52 @@ SELECT snapshot_id, rowkind FROM pk_changes('nodedup', 1, 2);
 SELECT count(*) FROM pk_changes('nodedup', 3);
 SELECT count(*) FROM pk_changes('nodedup', 0, 0);
 SELECT count(*) FROM pk_changes(NULL);
+
+-- lookup, a commit of many keys (more than a small commit's 64: looked
+-- up in key order, each run read forward once) over runs at two levels:
+-- a key's newest version in one run and older ones in another, tombstones
+-- over older rows, keys between a run's keys and beyond every run's last,
+-- runs of many blocks.  Its stream holds each written key's value before
+-- the commit and after it; a heap twin given the same writes says which.
+CREATE TABLE lk (id int PRIMARY KEY, v text) USING pkmerge WITH (changelog_producer = 'lookup');
+CREATE TABLE lk_twin (id int PRIMARY KEY, v text);
+CREATE FUNCTION lk_write(sql text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE format('INSERT INTO lk %s', sql);
+	EXECUTE format('INSERT INTO lk_twin %s ON CONFLICT (id) DO UPDATE SET v = EXCLUDED.v', sql);
+END $$;
+SELECT lk_write($$SELECT g, 'loaded ' || g || repeat('x', g % 50) FROM generate_series(2, 20000, 2) g$$);
+SELECT pk_compact('lk', true) IS NOT NULL AS compacted;
+SELECT lk_write($$SELECT g, 'updated ' || g FROM generate_series(6, 20000, 6) g$$);
+DELETE FROM lk WHERE id % 14 = 0;
+DELETE FROM lk_twin WHERE id % 14 = 0;
+SELECT level, kind, record_count FROM pk_runs('lk') ORDER BY level, run_id;
+CREATE TABLE lk_before AS SELECT * FROM lk_twin;
+BEGIN;
+SELECT lk_write($$SELECT g, 'written ' || g FROM generate_series(1, 24000, 3) g$$);
+DELETE FROM lk WHERE id % 11 = 0 AND id <= 4000;
+DELETE FROM lk_twin WHERE id % 11 = 0 AND id <= 4000;
+COMMIT;
+CREATE TABLE lk_expected AS
+	SELECT k.rowkind, k.id, k.v
+	FROM (SELECT g AS id FROM generate_series(1, 24000, 3) g
+		  UNION SELECT g FROM generate_series(11, 4000, 11) g) w
+	LEFT JOIN lk_before b USING (id)
+	LEFT JOIN lk_twin a USING (id)
+	CROSS JOIN LATERAL (VALUES ('+I', w.id, a.v, b.v IS NULL AND a.v IS NOT NULL),
+							   ('-D', w.id, b.v, b.v IS NOT NULL AND a.v IS NULL),
+							   ('-U', w.id, b.v, b.v IS NOT NULL AND a.v IS NOT NULL),
+							   ('+U', w.id, a.v, b.v IS NOT NULL AND a.v IS NOT NULL)) k(rowkind, id, v, emitted)
+	WHERE k.emitted;
+CREATE TABLE lk_stream AS
+	SELECT rowkind, (row->>'id')::int AS id, row->>'v' AS v
+	FROM pk_changes('lk', (SELECT max(snapshot_id) - 1 FROM pk_snapshots('lk')));
+SELECT rowkind, count(*) FROM lk_stream GROUP BY rowkind ORDER BY rowkind;
+SELECT (SELECT count(*) FROM (TABLE lk_expected EXCEPT ALL TABLE lk_stream) e) AS missing,
+	   (SELECT count(*) FROM (TABLE lk_stream EXCEPT ALL TABLE lk_expected) e) AS extra;
+SELECT check_changelog('lk');
+DROP TABLE lk, lk_twin, lk_before, lk_expected, lk_stream;
+DROP FUNCTION lk_write(text);
 
 DROP TABLE orders_none, orders_input, orders_lookup, orders_full_compaction, dedup, nodedup;
 DROP FUNCTION make_orders(text), on_all(text), mark(), stream();

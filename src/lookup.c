@@ -3,7 +3,8 @@
  * lookup.c
  *	  Point reads on a pkmerge table: the newest committed or buffered
  *	  version of one key (bloom filter and block index keep it to at most
- *	  one block per run), and the row behind a TID.
+ *	  one block per run), of many keys in ascending order (a cursor that
+ *	  reads each run forward), and the row behind a TID.
  *
  *-------------------------------------------------------------------------
  */
@@ -137,6 +138,23 @@ probe_run(Relation rel, PkTable *t, RunInfo *run, const Datum *key,
 	run_block_release(pinned);
 }
 
+/* the lowest level above level that runs have a run in; -1 if none */
+static int
+next_level(List *runs, int level)
+{
+	int			next = -1;
+	ListCell   *lc;
+
+	foreach(lc, runs)
+	{
+		RunInfo    *run = lfirst(lc);
+
+		if (run->level > level && (next < 0 || run->level < next))
+			next = run->level;
+	}
+	return next;
+}
+
 /*
  * The newest version of key among runs (tombstones included).  Runs are
  * not sorted by sequence number, and whether they overlap in them is not
@@ -154,9 +172,8 @@ lookup_committed(Relation rel, PkTable *t, List *runs, const Datum *key,
 	bool		found = false;
 
 	/* a pass per level that has runs (up to num_levels: not one per level) */
-	for (int level = 0; level >= 0;)
+	for (int level = 0; level >= 0; level = next_level(runs, level))
 	{
-		int			next = -1;
 		ListCell   *lc;
 
 		foreach(lc, runs)
@@ -165,12 +182,86 @@ lookup_committed(Relation rel, PkTable *t, List *runs, const Datum *key,
 
 			if (run->level == level)
 				probe_run(rel, t, run, key, hash, v, &found);
-			else if (run->level > level && (next < 0 || run->level < next))
-				next = run->level;
 		}
-		level = next;
 	}
 	return found;
+}
+
+/*
+ * Newest versions of keys looked up in ascending order, among the same
+ * runs each time: lookup_committed's answers, from a seeker per run
+ * (run_seek) that goes on from the row it found last.  A commit of many
+ * keys (the lookup producer's) reads each block of the runs it looks in
+ * once, in order, and finds most keys a row or two past the last one.
+ */
+struct LookupCursor
+{
+	Relation	rel;
+	PkTable    *t;
+	int			nruns;
+	RunSeeker  *seekers;		/* level 0 first, then the levels upwards */
+};
+
+LookupCursor *
+lookup_cursor_begin(Relation rel, PkTable *t, List *runs)
+{
+	LookupCursor *c = palloc(sizeof(LookupCursor));
+	int			n = 0;
+
+	c->rel = rel;
+	c->t = t;
+	c->seekers = palloc(sizeof(RunSeeker) * Max(list_length(runs), 1));
+	/* lookup_committed's order */
+	for (int level = 0; level >= 0; level = next_level(runs, level))
+	{
+		ListCell   *lc;
+
+		foreach(lc, runs)
+		{
+			RunInfo    *run = lfirst(lc);
+
+			if (run->level == level)
+				run_seek_init(&c->seekers[n++], run);
+		}
+	}
+	c->nruns = n;
+	return c;
+}
+
+/* lookup_committed of key, greater than every key looked up before */
+bool
+lookup_cursor_next(LookupCursor *c, const Datum *key, uint32 hash, PkVersion *v)
+{
+	bool		found = false;
+
+	for (int i = 0; i < c->nruns; i++)
+	{
+		RunSeeker  *s = &c->seekers[i];
+		RunRowHeader *rh;
+		uint64		ordinal;
+
+		if (found && (uint64) s->run->max_seq < v->seq)
+			continue;			/* only older versions there */
+		if (!run_seek(c->rel, c->t, s, key, hash, &rh, &ordinal))
+			continue;
+		if (!found || run_row_seq(s->run, rh) > v->seq)
+		{
+			if (found)
+				pfree(v->tup);
+			version_from_run(s->run, run_seek_block(s), rh, ordinal, v);
+			found = true;
+		}
+	}
+	return found;
+}
+
+void
+lookup_cursor_end(LookupCursor *c)
+{
+	for (int i = 0; i < c->nruns; i++)
+		run_seek_end(&c->seekers[i]);
+	pfree(c->seekers);
+	pfree(c);
 }
 
 /*

@@ -25,9 +25,15 @@ typedef struct PkVersion
 	ItemPointerData tid;
 } PkVersion;
 
+typedef struct LookupCursor LookupCursor;
+
 /* lookup.c */
 extern bool lookup_committed(Relation rel, PkTable *t, List *runs,
 							 const Datum *key, uint32 hash, PkVersion *v);
+extern LookupCursor *lookup_cursor_begin(Relation rel, PkTable *t, List *runs);
+extern bool lookup_cursor_next(LookupCursor *c, const Datum *key, uint32 hash,
+							   PkVersion *v);
+extern void lookup_cursor_end(LookupCursor *c);
 extern bool lookup_buffered(WriteBuffer *wb, PkTable *t, const Datum *key,
 							uint32 hash, CommandId curcid, PkVersion *v);
 extern bool lookup_tid(Relation rel, PkTable *t, List *runs, WriteBuffer *wb,

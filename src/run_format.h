@@ -102,6 +102,14 @@
 /* a data block closes when its decompressed rows reach this size */
 #define RUN_BLOCK_TARGET	(16 * 1024)
 
+/*
+ * and a changelog run's block at this size: changelog runs are read in
+ * order, never probed for a key, so a larger block costs no lookup its
+ * decompression, and zstd compresses 64 kB in three quarters of the time
+ * it takes for four blocks of 16 kB (its per-call setup), a little smaller
+ */
+#define RUN_CHANGELOG_BLOCK_TARGET (64 * 1024)
+
 /* RowKind of a record (DESIGN §1) */
 typedef enum PkRowKind
 {

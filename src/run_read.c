@@ -1377,6 +1377,111 @@ run_lookup(Relation rel, PkTable *t, const RunInfo *run, const Datum *key,
 }
 
 /*
+ * A run read by keys in ascending order (run_seek): the bulk form of
+ * run_lookup, for a commit that looks up each key it writes.  The block of
+ * the last key sought stays decoded, and the next key is looked for from
+ * the row after it: a key in the same block costs a compare or a few, not
+ * a search of the block index, a block cache lookup and a binary search of
+ * the block.  The seeker's block is its own (private, bypassing the block
+ * cache, which a bulk pass would flush), reused from block to block.
+ */
+void
+run_seek_init(RunSeeker *s, const RunInfo *run)
+{
+	memset(s, 0, sizeof(RunSeeker));
+	s->run = run;
+}
+
+/*
+ * Find key in the seeker's run, key greater than every key sought before.
+ * On success *hdr is the row, valid until the next run_seek or
+ * run_seek_end.
+ */
+bool
+run_seek(Relation rel, PkTable *t, RunSeeker *s, const Datum *key, uint32 hash,
+		 RunRowHeader **hdr, uint64 *ordinal)
+{
+	RunBlock   *b;
+	uint32		lo,
+				hi;
+	Datum		rowkey[INDEX_MAX_KEYS];
+
+	if (!run_key_filter_may_contain(s->run, hash))
+		return false;
+	if (s->idx == NULL)
+		s->idx = run_index_get(rel, t, s->run);
+	if (s->idx->nblocks == 0)
+		return false;
+	/*
+	 * Another block: the one the key would be in, if not this one, and if
+	 * the bloom filter lets it hold the key (in the block already read, the
+	 * rows answer at less than a probe of the filter costs)
+	 */
+	if (s->block == NULL ||
+		(s->blockno + 1 < s->idx->nblocks &&
+		 pk_key_cmp(t, &s->idx->first_keys[(s->blockno + 1) * t->nkeys], key) <= 0))
+	{
+		uint32		blockno;
+
+		if (!bloom_may_contain(rel, s->run, s->idx, hash))
+			return false;
+		blockno = run_index_find_block(t, s->idx, key, t->nkeys, false);
+
+		if (pk_key_cmp(t, &s->idx->first_keys[blockno * t->nkeys], key) > 0)
+			return false;		/* before the run's first key */
+		s->block = run_block_get(rel, t, s->run, s->idx, blockno, true, NULL, s->block);
+		s->blockno = blockno;
+		s->row = 0;
+	}
+	b = s->block;
+
+	/* the first row >= key, from the last one found: the next, mostly */
+	lo = s->row;
+	hi = b->nrows;
+	for (int probes = 0; lo < hi && probes < 4; probes++)
+	{
+		pk_row_key(t, RUN_ROW_TUPLE((RunRowHeader *) (b->raw + b->offsets[lo])), rowkey);
+		if (pk_key_cmp(t, rowkey, key) >= 0)
+			hi = lo;
+		else
+			lo++;
+	}
+	while (lo < hi)
+	{
+		uint32		mid = lo + (hi - lo) / 2;
+
+		pk_row_key(t, RUN_ROW_TUPLE((RunRowHeader *) (b->raw + b->offsets[mid])), rowkey);
+		if (pk_key_cmp(t, rowkey, key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	s->row = lo;
+	if (lo == b->nrows)
+		return false;
+	*hdr = (RunRowHeader *) (b->raw + b->offsets[lo]);
+	pk_row_key(t, RUN_ROW_TUPLE(*hdr), rowkey);
+	if (pk_key_cmp(t, rowkey, key) != 0)
+		return false;
+	*ordinal = b->first_row + lo;
+	return true;
+}
+
+/* the block a seeker's last row is in (run_seek) */
+RunBlock *
+run_seek_block(RunSeeker *s)
+{
+	return s->block;
+}
+
+void
+run_seek_end(RunSeeker *s)
+{
+	run_block_release(s->block);
+	s->block = NULL;
+}
+
+/*
  * The row with the given ordinal in the run; its block stays pinned.
  */
 RunRowHeader *

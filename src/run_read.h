@@ -60,6 +60,16 @@ typedef struct RunBlock
 	Size		stored_cap;
 } RunBlock;
 
+/* a run read by keys in ascending order (run_seek) */
+typedef struct RunSeeker
+{
+	const RunInfo *run;
+	RunIndex   *idx;			/* NULL until the first key passes the filters */
+	RunBlock   *block;			/* NULL until a block is read; private */
+	uint32		blockno;
+	uint32		row;			/* rows before it are below every key to come */
+} RunSeeker;
+
 /*
  * The id of row i of block b of run: its own (a table with row ids), or
  * its row number (tid.h)
@@ -95,6 +105,11 @@ extern bool run_id_map(Relation rel, PkTable *t, const RunInfo *run,
 extern int64 run_id_map_search(const RunIdEntry *map, uint64 n, uint64 id);
 extern bool run_find_id(Relation rel, PkTable *t, const RunInfo *run,
 						uint64 id, uint64 *ordinal);
+extern void run_seek_init(RunSeeker *s, const RunInfo *run);
+extern bool run_seek(Relation rel, PkTable *t, RunSeeker *s, const Datum *key,
+					 uint32 hash, RunRowHeader **hdr, uint64 *ordinal);
+extern RunBlock *run_seek_block(RunSeeker *s);
+extern void run_seek_end(RunSeeker *s);
 extern RunRowHeader *run_row_at(Relation rel, PkTable *t, const RunInfo *run,
 								uint64 ordinal, RunBlock **pinned);
 

@@ -469,7 +469,7 @@ run_writer_add(RunWriter *w, uint64 seq, PkRowKind kind, MinimalTuple tup,
 	if (w->first_keytup == NULL)
 		w->first_keytup = pk_key_form(w->table, keys);
 
-	if (w->raw.len >= RUN_BLOCK_TARGET)
+	if (w->raw.len >= (w->kind == RUN_CHANGELOG ? RUN_CHANGELOG_BLOCK_TARGET : RUN_BLOCK_TARGET))
 		close_block(w);
 }
 
