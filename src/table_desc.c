@@ -57,11 +57,16 @@ typedef struct PkTableEntry
 static HTAB *pk_tables = NULL;
 static Oid	pkmerge_am_oid = InvalidOid;
 
+/* the descriptor pk_table returned last: a statement's rows ask for it each */
+static PkTable *last_table = NULL;
+
 static void
 drop_entry(PkTableEntry *e)
 {
 	if (e->table == NULL)
 		return;
+	if (e->table == last_table)
+		last_table = NULL;
 	/* in use until the transaction ends, if one runs */
 	if (TopTransactionContext != NULL)
 		MemoryContextSetParent(e->table->mcxt, TopTransactionContext);
@@ -429,6 +434,8 @@ pk_table(Relation rel)
 	bool		found;
 	Oid			relid = RelationGetRelid(rel);
 
+	if (last_table && last_table->relid == relid)
+		return last_table;
 	if (pk_tables == NULL)
 	{
 		HASHCTL		ctl;
@@ -450,6 +457,7 @@ pk_table(Relation rel)
 			drop_entry(e);
 		e->table = t;
 	}
+	last_table = e->table;
 	return e->table;
 }
 
