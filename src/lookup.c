@@ -111,6 +111,23 @@ version_from_buffer(WriteBuffer *wb, int64 pos, PkVersion *v)
 }
 
 /*
+ * The row rh of run (at ordinal, in block b) goes to *v if it is newer
+ * than the version there (any, when not *found).
+ */
+static bool
+take_if_newer(const RunInfo *run, const RunBlock *b, RunRowHeader *rh,
+			  uint64 ordinal, PkVersion *v, bool *found)
+{
+	if (*found && run_row_seq(run, rh) <= v->seq)
+		return false;
+	if (*found)
+		pfree(v->tup);
+	version_from_run(run, b, rh, ordinal, v);
+	*found = true;
+	return true;
+}
+
+/*
  * Probe run for key; if it holds a version newer than *v (any, when not
  * *found), that version goes to *v.
  */
@@ -126,33 +143,9 @@ probe_run(Relation rel, PkTable *t, RunInfo *run, const Datum *key,
 		return;					/* only older versions there */
 	if (!run_lookup(rel, t, run, key, hash, &rh, &ordinal, &pinned))
 		return;
-	if (!*found || run_row_seq(run, rh) > v->seq)
-	{
-		if (*found)
-			pfree(v->tup);
-		version_from_run(run, pinned, rh, ordinal, v);
-		*found = true;
-		if (t->row_ids)
-			found_note(t, run, pk_tid_number(&v->tid), ordinal);
-	}
+	if (take_if_newer(run, pinned, rh, ordinal, v, found) && t->row_ids)
+		found_note(t, run, pk_tid_number(&v->tid), ordinal);
 	run_block_release(pinned);
-}
-
-/* the lowest level above level that runs have a run in; -1 if none */
-static int
-next_level(List *runs, int level)
-{
-	int			next = -1;
-	ListCell   *lc;
-
-	foreach(lc, runs)
-	{
-		RunInfo    *run = lfirst(lc);
-
-		if (run->level > level && (next < 0 || run->level < next))
-			next = run->level;
-	}
-	return next;
 }
 
 /*
@@ -172,8 +165,9 @@ lookup_committed(Relation rel, PkTable *t, List *runs, const Datum *key,
 	bool		found = false;
 
 	/* a pass per level that has runs (up to num_levels: not one per level) */
-	for (int level = 0; level >= 0; level = next_level(runs, level))
+	for (int level = 0; level >= 0;)
 	{
+		int			next = -1;
 		ListCell   *lc;
 
 		foreach(lc, runs)
@@ -182,7 +176,10 @@ lookup_committed(Relation rel, PkTable *t, List *runs, const Datum *key,
 
 			if (run->level == level)
 				probe_run(rel, t, run, key, hash, v, &found);
+			else if (run->level > level && (next < 0 || run->level < next))
+				next = run->level;
 		}
+		level = next;
 	}
 	return found;
 }
@@ -202,29 +199,35 @@ struct LookupCursor
 	RunSeeker  *seekers;		/* level 0 first, then the levels upwards */
 };
 
+/* lookup_committed's order: by level, in list order within one */
+static int
+seeker_cmp(const void *a, const void *b)
+{
+	const RunSeeker *x = a;
+	const RunSeeker *y = b;
+
+	if (x->run->level != y->run->level)
+		return x->run->level < y->run->level ? -1 : 1;
+	return (x->listpos > y->listpos) - (x->listpos < y->listpos);
+}
+
 LookupCursor *
 lookup_cursor_begin(Relation rel, PkTable *t, List *runs)
 {
 	LookupCursor *c = palloc(sizeof(LookupCursor));
-	int			n = 0;
+	ListCell   *lc;
 
 	c->rel = rel;
 	c->t = t;
+	c->nruns = 0;
 	c->seekers = palloc(sizeof(RunSeeker) * Max(list_length(runs), 1));
-	/* lookup_committed's order */
-	for (int level = 0; level >= 0; level = next_level(runs, level))
+	foreach(lc, runs)
 	{
-		ListCell   *lc;
-
-		foreach(lc, runs)
-		{
-			RunInfo    *run = lfirst(lc);
-
-			if (run->level == level)
-				run_seek_init(&c->seekers[n++], run);
-		}
+		run_seek_init(&c->seekers[c->nruns], lfirst(lc));
+		c->seekers[c->nruns].listpos = c->nruns;
+		c->nruns++;
 	}
-	c->nruns = n;
+	qsort(c->seekers, c->nruns, sizeof(RunSeeker), seeker_cmp);
 	return c;
 }
 
@@ -242,15 +245,8 @@ lookup_cursor_next(LookupCursor *c, const Datum *key, uint32 hash, PkVersion *v)
 
 		if (found && (uint64) s->run->max_seq < v->seq)
 			continue;			/* only older versions there */
-		if (!run_seek(c->rel, c->t, s, key, hash, &rh, &ordinal))
-			continue;
-		if (!found || run_row_seq(s->run, rh) > v->seq)
-		{
-			if (found)
-				pfree(v->tup);
-			version_from_run(s->run, run_seek_block(s), rh, ordinal, v);
-			found = true;
-		}
+		if (run_seek(c->rel, c->t, s, key, hash, &rh, &ordinal))
+			(void) take_if_newer(s->run, run_seek_block(s), rh, ordinal, v, &found);
 	}
 	return found;
 }

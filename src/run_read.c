@@ -1311,12 +1311,11 @@ run_index_find_block(PkTable *t, RunIndex *idx, const Datum *key, int nprefix,
 	return lo > 0 ? lo - 1 : 0;
 }
 
-/* first row of a block whose key prefix is >= key (nrows if none) */
-uint32
-run_block_lower_bound(PkTable *t, RunBlock *b, const Datum *key, int nprefix)
+/* first row from row lo on whose key prefix is >= key (nrows if none) */
+static uint32
+lower_bound_from(PkTable *t, RunBlock *b, const Datum *key, int nprefix, uint32 lo)
 {
-	uint32		lo = 0,
-				hi = b->nrows;
+	uint32		hi = b->nrows;
 	Datum		rowkey[INDEX_MAX_KEYS];
 
 	while (lo < hi)
@@ -1331,6 +1330,13 @@ run_block_lower_bound(PkTable *t, RunBlock *b, const Datum *key, int nprefix)
 			hi = mid;
 	}
 	return lo;
+}
+
+/* first row of a block whose key prefix is >= key (nrows if none) */
+uint32
+run_block_lower_bound(PkTable *t, RunBlock *b, const Datum *key, int nprefix)
+{
+	return lower_bound_from(t, b, key, nprefix, 0);
 }
 
 /*
@@ -1402,8 +1408,7 @@ run_seek(Relation rel, PkTable *t, RunSeeker *s, const Datum *key, uint32 hash,
 		 RunRowHeader **hdr, uint64 *ordinal)
 {
 	RunBlock   *b;
-	uint32		lo,
-				hi;
+	uint32		lo;
 	Datum		rowkey[INDEX_MAX_KEYS];
 
 	if (!run_key_filter_may_contain(s->run, hash))
@@ -1437,24 +1442,17 @@ run_seek(Relation rel, PkTable *t, RunSeeker *s, const Datum *key, uint32 hash,
 
 	/* the first row >= key, from the last one found: the next, mostly */
 	lo = s->row;
-	hi = b->nrows;
-	for (int probes = 0; lo < hi && probes < 4; probes++)
+	for (int probes = 0; lo < b->nrows; probes++)
 	{
+		if (probes == 4)
+		{
+			lo = lower_bound_from(t, b, key, t->nkeys, lo);
+			break;
+		}
 		pk_row_key(t, RUN_ROW_TUPLE((RunRowHeader *) (b->raw + b->offsets[lo])), rowkey);
 		if (pk_key_cmp(t, rowkey, key) >= 0)
-			hi = lo;
-		else
-			lo++;
-	}
-	while (lo < hi)
-	{
-		uint32		mid = lo + (hi - lo) / 2;
-
-		pk_row_key(t, RUN_ROW_TUPLE((RunRowHeader *) (b->raw + b->offsets[mid])), rowkey);
-		if (pk_key_cmp(t, rowkey, key) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
+			break;
+		lo++;
 	}
 	s->row = lo;
 	if (lo == b->nrows)

@@ -68,6 +68,7 @@ typedef struct RunSeeker
 	RunBlock   *block;			/* NULL until a block is read; private */
 	uint32		blockno;
 	uint32		row;			/* rows before it are below every key to come */
+	int			listpos;		/* the caller's: its place in a list */
 } RunSeeker;
 
 /*

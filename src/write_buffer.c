@@ -291,7 +291,14 @@ item_cmp(const SortItem *a, const SortItem *b)
 										(SortSupport) &sort_table->keys[0].ssup);
 
 	if (c == 0 && sort_table->nkeys > 1)
-		return pos_cmp(a->pos, b->pos);
+	{
+		const Datum *ka = wbuf_entry(sort_wb, a->pos)->keys;
+		const Datum *kb = wbuf_entry(sort_wb, b->pos)->keys;
+
+		for (int i = 1; i < sort_table->nkeys && c == 0; i++)
+			c = ApplySortComparator(ka[i], false, kb[i], false,
+									(SortSupport) &sort_table->keys[i].ssup);
+	}
 	if (c != 0)
 		return c;
 	return (a->pos < b->pos) - (a->pos > b->pos);
