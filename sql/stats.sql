@@ -112,8 +112,10 @@ SELECT pk_compact('st_none', true) IS NOT NULL AS compacted;
 SELECT commits, compactions, runs_per_level, runs_per_kind, changelog_records
 FROM pk_stats('st_none');
 
--- point lookups go through the block cache: a repeated one hits it; the
--- counters are the table's (another table's lookups do not count) ...
+-- point lookups go through the block cache: a repeated one hits it (the
+-- first one in a run also reads the run's last block, to learn its key
+-- range: two misses); the counters are the table's (another table's
+-- lookups do not count) ...
 SELECT lookup_cache_hits AS hits, lookup_cache_misses AS misses FROM pk_stats('st') \gset before_
 SELECT lookup_cache_hits AS hits, lookup_cache_misses AS misses FROM pk_stats('st_none') \gset none_
 SELECT v FROM st WHERE id = 500;
@@ -125,7 +127,8 @@ SELECT lookup_cache_misses - :none_misses AS none_new_misses,
 	   lookup_cache_hits - :none_hits AS none_new_hits
 FROM pk_stats('st_none');
 -- ... and every session's: a new session sees this one's, and adds its
--- own (a miss: its cache starts empty)
+-- own (hits: the blocks this session decompressed are in the server's
+-- shared block cache)
 \c
 SELECT lookup_cache_misses - :before_misses AS new_misses,
 	   lookup_cache_hits - :before_hits AS new_hits

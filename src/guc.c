@@ -10,6 +10,8 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
+
 #include "utils/guc.h"
 
 #include "guc.h"
@@ -22,6 +24,7 @@ int			pk_worker_naptime = 1000;
 int			pk_worker_request_delay = 20;
 int			pk_run_index_cache_size = 4096;	/* kB */
 int			pk_run_memory_limit = 64 * 1024;	/* kB */
+int			pk_block_cache_size = 128 * 1024;	/* kB */
 int			pk_wal_rmgr_id = PK_WAL_RMGR_ID_DEFAULT;
 
 void
@@ -61,6 +64,11 @@ pk_guc_init(void)
 							"Run indexes a backend loads before it frees those of the runs it has not read since it last reached this size.",
 							"Each backend caches the block indexes and bloom filters of the runs it reads; runs that compaction replaced (one per small commit) are not read again. A backend keeps about twice this size, besides the indexes of the runs it reads.",
 							&pk_run_index_cache_size, 4096, 64, 1024 * 1024, PGC_USERSET,
+							GUC_UNIT_KB, NULL, NULL, NULL);
+	DefineCustomIntVariable("pkchangelog.block_cache_size",
+							"Shared memory that holds decompressed data blocks of pkmerge tables for every backend's point lookups.",
+							"A key lookup decompresses the block that holds the key once for the whole server while the block stays here. 0: each backend caches 32MB of blocks of its own instead.",
+							&pk_block_cache_size, 128 * 1024, 0, MAX_KILOBYTES, PGC_POSTMASTER,
 							GUC_UNIT_KB, NULL, NULL, NULL);
 	DefineCustomIntVariable("pkchangelog.wal_rmgr_id",
 							"The id of pkchangelog's custom WAL resource manager, whose records carry pkmerge changes for logical decoding.",

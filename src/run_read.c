@@ -3,18 +3,22 @@
  * run_read.c
  *	  Reads sorted runs: a run's block index and bloom filter (cached per
  *	  backend), its data blocks (CRC-checked, decompressed; cached for point
- *	  lookups in a bounded LRU block cache, counted per table by
- *	  run_read_stats.c), and point lookups by key or by row number.  Cursors
- *	  in key order are run_cursor.c's, over the blocks read here.
+ *	  lookups in the server's shared block cache, block_cache.c, or where
+ *	  that is off or a block does not fit its slots, in a bounded LRU cache
+ *	  per backend; counted per table by run_read_stats.c), and point lookups
+ *	  by key or by row number.  Cursors in key order are run_cursor.c's,
+ *	  over the blocks read here.
  *
  * Runs are immutable and their blocks are reused only after the catalog
  * row of the run is gone, so cached copies never go stale while a snapshot
  * can see the run.  Caches are keyed by the run's relfilenode and run id:
  * run ids come from the extension's sequence and start again at 1 when
  * the extension is created again, relfilenodes are not reused while a
- * file of that name exists.  Both caches are emptied besides when the
- * catalog itself is another one (pkchangelog.runs has another OID), so
- * nothing of a dropped extension's tables is ever decoded for a new one.
+ * file of that name exists.  The backend's caches are emptied besides when
+ * the catalog itself is another one (pkchangelog.runs has another OID), so
+ * nothing of a dropped extension's tables is ever decoded for a new one;
+ * the shared cache's keys name the database, the tablespace and that
+ * catalog as well.
  *
  * Nothing read from a run is trusted before it is checked: every part's
  * CRC first, and no length is allocated by before its CRC matched and it
@@ -35,8 +39,10 @@
 #include "utils/inval.h"
 #include "utils/memutils.h"
 
+#include "block_cache.h"
 #include "catalog.h"
 #include "guc.h"
+#include "pg_compat.h"
 #include "relcache_hub.h"
 #include "run_read_stats.h"
 #include "run_pack.h"
@@ -119,6 +125,7 @@ static HTAB *index_cache = NULL;
 static dlist_head block_lru = DLIST_STATIC_INIT(block_lru);
 static Size block_cache_bytes = 0;
 static int	block_pins = 0;		/* pins held on cached blocks */
+static RunBlock *shared_scratch = NULL; /* decodes blocks for the shared cache */
 static ZSTD_DCtx *zstd_dctx = NULL;
 
 /* the backend's zstd decompression context, made on first use */
@@ -189,6 +196,8 @@ reader_xact_callback(XactEvent event, void *arg)
 		event != XACT_EVENT_PARALLEL_ABORT)
 		return;
 	/* no cursor survives the transaction: drop pins an error left behind */
+	if (bcache_enabled())
+		bcache_unpin_all();
 	if (block_cache && block_pins > 0)
 	{
 		hash_seq_init(&status, block_cache);
@@ -1166,10 +1175,77 @@ evict_blocks(Size need)
 }
 
 /*
+ * A block in the shared cache (block_cache.c): this header, then the
+ * rows' bytes, their offsets and, if the block has them, their ids.
+ */
+typedef struct SharedBlockHeader
+{
+	uint64		first_row;
+	uint32		nrows;
+	uint32		raw_len;		/* the rows' bytes */
+	bool		has_ids;
+} SharedBlockHeader;
+
+/* a block of the shared cache, pinned, as a RunBlock of the transaction's */
+static RunBlock *
+shared_view(const char *data, int slot)
+{
+	const SharedBlockHeader *h = (const SharedBlockHeader *) data;
+	const char *p = data + MAXALIGN(sizeof(SharedBlockHeader));
+	RunBlock   *b = MemoryContextAllocZero(TopTransactionContext, sizeof(RunBlock));
+
+	b->nrows = h->nrows;
+	b->first_row = h->first_row;
+	b->raw = (char *) p;
+	p += MAXALIGN(h->raw_len);
+	b->offsets = (uint32 *) p;
+	p += MAXALIGN(sizeof(uint32) * h->nrows);
+	b->ids = h->has_ids ? (uint64 *) p : NULL;
+	b->pins = 1;
+	b->shared_slot = slot + 1;
+	return b;
+}
+
+/*
+ * Store a decoded block in the shared cache; NULL if it does not fit a
+ * slot or no slot is free.
+ */
+static RunBlock *
+shared_store(const BcacheKey *key, const RunBlock *b)
+{
+	SharedBlockHeader h;
+	BcachePiece pieces[4];
+	int			n = 0;
+	const char *data;
+	int			slot;
+
+	memset(&h, 0, sizeof(h));
+	h.first_row = b->first_row;
+	h.nrows = b->nrows;
+	if (b->nrows > 0)
+	{
+		RunRowHeader *last = (RunRowHeader *) (b->raw + b->offsets[b->nrows - 1]);
+
+		h.raw_len = b->offsets[b->nrows - 1] + RUN_ROW_SIZE(RUN_ROW_TUPLE(last)->t_len);
+	}
+	h.has_ids = b->ids != NULL;
+	pieces[n++] = (BcachePiece) {&h, sizeof(h)};
+	pieces[n++] = (BcachePiece) {b->raw, h.raw_len};
+	pieces[n++] = (BcachePiece) {b->offsets, sizeof(uint32) * b->nrows};
+	if (b->ids)
+		pieces[n++] = (BcachePiece) {b->ids, sizeof(uint64) * b->nrows};
+	if (bcache_stored_size(pieces, n) > BCACHE_SLOT_SIZE)
+		return NULL;
+	data = bcache_put(key, pieces, n, &slot);
+	return data ? shared_view(data, slot) : NULL;
+}
+
+/*
  * A data block, pinned.  A private block (cursors: sequential reads) is
  * the caller's own, decoded into spare's memory if given, and bypasses the
- * cache; otherwise (point lookups) it comes from and goes to the block
- * cache.  Release with run_block_release.
+ * caches; otherwise (point lookups) it comes from and goes to the shared
+ * block cache, or the backend's if the shared one has no room for it (or
+ * the server none).  Release with run_block_release.
  */
 RunBlock *
 run_block_get(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
@@ -1177,6 +1253,8 @@ run_block_get(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
 			  RunBlock *spare)
 {
 	BlockKey	key;
+	BcacheKey	skey;
+	bool		shared = bcache_enabled() && TopTransactionContext != NULL;
 	BlockCacheEntry *e;
 	bool		found;
 	RunBlock   *b;
@@ -1191,11 +1269,29 @@ run_block_get(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
 		return b;
 	}
 
+	if (shared)
+	{
+		const char *data;
+		int			slot;
+
+		memset(&skey, 0, sizeof(skey));
+		skey.db = MyDatabaseId;
+		skey.spc = LocatorTablespace(RelationLocator(rel));
+		skey.relfilenode = run->relfilenode;
+		skey.catalog = cache_catalog;
+		skey.run_id = run->run_id;
+		skey.blockno = blockno;
+		if ((data = bcache_get(&skey, &slot)) != NULL)
+		{
+			readstats_count(RelationGetRelid(rel), true);
+			return shared_view(data, slot);
+		}
+	}
 	memset(&key, 0, sizeof(key));
 	key.run_id = run->run_id;
 	key.relfilenode = run->relfilenode;
 	key.blockno = blockno;
-	e = hash_search(block_cache, &key, HASH_FIND, NULL);
+	e = block_cache_bytes > 0 ? hash_search(block_cache, &key, HASH_FIND, NULL) : NULL;
 	if (e)
 	{
 		readstats_count(RelationGetRelid(rel), true);
@@ -1205,7 +1301,25 @@ run_block_get(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
 		return e->block;
 	}
 	readstats_count(RelationGetRelid(rel), false);
-	b = decode_block(rel, run, idx, blockno, NULL, reader_cxt, NULL);
+	if (shared)
+	{
+		RunBlock   *view;
+
+		/* decoded into the backend's scratch block, kept from miss to miss */
+		shared_scratch = decode_block(rel, run, idx, blockno, NULL, reader_cxt,
+									  shared_scratch);
+		if ((view = shared_store(&skey, shared_scratch)) != NULL)
+			return view;
+		/* too large for a slot, or none free: the scratch block is cached here */
+		b = shared_scratch;
+		shared_scratch = NULL;
+		if (b->stored)
+			pfree(b->stored);
+		b->stored = NULL;
+		b->stored_cap = 0;
+	}
+	else
+		b = decode_block(rel, run, idx, blockno, NULL, reader_cxt, NULL);
 	e = hash_search(block_cache, &key, HASH_ENTER, &found);
 	e->block = b;
 	e->bytes = GetMemoryChunkSpace(b->raw) + GetMemoryChunkSpace(b->offsets) +
@@ -1222,14 +1336,19 @@ run_block_get(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
  * Give back a block run_block_get returned.  A private block is freed at
  * once (a sequential scan would otherwise fill memory with blocks it never
  * reads again); a cached one only loses its pin and stays for later
- * lookups until evict_blocks needs its room.
+ * lookups until evict_blocks (or the shared cache's sweep) needs its room.
  */
 void
 run_block_release(RunBlock *b)
 {
 	if (b == NULL)
 		return;
-	if (b->pins < 0)
+	if (b->shared_slot > 0)
+	{
+		bcache_unpin(b->shared_slot - 1);
+		pfree(b);
+	}
+	else if (b->pins < 0)
 	{
 		if (b->stored)
 			pfree(b->stored);
@@ -1340,8 +1459,34 @@ run_block_lower_bound(PkTable *t, RunBlock *b, const Datum *key, int nprefix)
 }
 
 /*
- * Find key in a run: key filter (a small run's), bloom filter, then the
- * one block that can hold it.
+ * Learn the run's last key from its last block, into the index's memory:
+ * once known, run_lookup turns away keys above the run without its bloom
+ * filter.
+ */
+static void
+learn_last_key(PkTable *t, RunIndex *idx, const RunBlock *last)
+{
+	Datum		keys[INDEX_MAX_KEYS];
+	MemoryContext old;
+	Datum	   *last_key;
+
+	pk_row_key(t, RUN_ROW_TUPLE((RunRowHeader *) (last->raw + last->offsets[last->nrows - 1])),
+			   keys);
+	old = MemoryContextSwitchTo(GetMemoryChunkContext(idx));
+	last_key = palloc(sizeof(Datum) * t->nkeys);
+	pk_key_deform(t, pk_key_form(t, keys), last_key);
+	MemoryContextSwitchTo(old);
+	idx->last_key = last_key;
+}
+
+/*
+ * Find key in a run: key filter (a small run's), the run's key range,
+ * bloom filter, then the one block that can hold it.  The range goes
+ * first: a table loaded in one statement is many runs of disjoint keys,
+ * where a key is in one run's range and each other run's bloom filter
+ * costs cache misses for nothing (43 runs of a 20M-row load: most of a
+ * lookup's time).  A run's last key is learned from its last block
+ * (through the block cache) the first time the run is probed.
  * On success the row's block stays pinned in *pinned.
  */
 bool
@@ -1357,11 +1502,19 @@ run_lookup(Relation rel, PkTable *t, const RunInfo *run, const Datum *key,
 	if (!run_key_filter_may_contain(run, hash))
 		return false;
 	idx = run_index_get(rel, t, run);
-	if (idx->nblocks == 0 || !bloom_may_contain(rel, run, idx, hash))
+	if (idx->nblocks == 0 || pk_key_cmp(t, &idx->first_keys[0], key) > 0)
+		return false;
+	if (idx->last_key == NULL)
+	{
+		b = run_block_get(rel, t, run, idx, idx->nblocks - 1, false, NULL, NULL);
+		if (b->nrows > 0)
+			learn_last_key(t, idx, b);
+		run_block_release(b);
+	}
+	if ((idx->last_key != NULL && pk_key_cmp(t, idx->last_key, key) < 0) ||
+		!bloom_may_contain(rel, run, idx, hash))
 		return false;
 	blockno = run_index_find_block(t, idx, key, t->nkeys, false);
-	if (pk_key_cmp(t, &idx->first_keys[blockno * t->nkeys], key) > 0)
-		return false;
 	b = run_block_get(rel, t, run, idx, blockno, false, NULL, NULL);
 	row = run_block_lower_bound(t, b, key, t->nkeys);
 	if (row < b->nrows)

@@ -32,6 +32,8 @@ typedef struct RunIndex
 	uint32		nblocks;
 	RunIndexEntry *entries;		/* nblocks of them */
 	Datum	   *first_keys;		/* nblocks * nkeys, into keytuples */
+	Datum	   *last_key;		/* the run's last key, once run_lookup
+								 * learned it; NULL until then */
 	uint32		bloom_nbits;
 	uint8	   *bloom;			/* NULL until read (load_bloom) */
 	uint64		bloom_offset;	/* of its RunBloomHeader in the stream */
@@ -53,6 +55,7 @@ typedef struct RunBlock
 	uint64	   *ids;			/* each row's id (RUN_BLOCK_IDS), or NULL */
 	uint64	   *ids_mem;		/* their memory, kept for reuse */
 	int			pins;			/* cache: held by cursors; -1: private */
+	int			shared_slot;	/* > 0: a view of block_cache.c's slot - 1 */
 	Size		raw_cap;		/* allocated sizes, for reuse */
 	uint32		offsets_cap;
 	uint32		ids_cap;

@@ -16,6 +16,7 @@
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 
+#include "block_cache.h"
 #include "catalog_lock.h"
 #include "catalog_row_ids.h"
 #include "key_locks.h"
@@ -47,6 +48,7 @@ pk_shmem_request(void)
 	size = add_size(size, readstats_shmem_size());
 	size = add_size(size, rowids_shmem_size());
 	size = add_size(size, keylocks_shmem_size());
+	size = add_size(size, bcache_shmem_size());
 	RequestAddinShmemSpace(size);
 }
 
@@ -72,6 +74,7 @@ pk_shmem_startup(void)
 	readstats_shmem_init(*tranche);
 	rowids_shmem_init(*tranche);
 	keylocks_shmem_init();
+	bcache_shmem_init(*tranche);
 	LWLockRelease(AddinShmemInitLock);
 }
 

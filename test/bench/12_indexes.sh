@@ -20,7 +20,6 @@ set -euo pipefail
 have_function pk_compact || exit 0
 rows=$(scaled 1000000 4)
 loaded=$(scaled 1000000 2)
-seconds=$(bench_seconds)
 indexes_sql() { echo "CREATE INDEX $1_store ON $1 (store_id); CREATE INDEX $1_amount ON $1 (amount);"; }
 
 # load_indexed TABLE SPEC ROWS: the table with ids 1..ROWS and both indexes
@@ -38,24 +37,14 @@ upsert_indexed()
 		$(settle_sql "$1" "$2")" "$(upsert_sql "$1" "$2" "SELECT * FROM bench_stage")"
 }
 
-# pgbench_tps TABLE SPEC CLIENTS SCRIPT_LINES...: tps of the script
-pgbench_tps()
-{
-	local table=$1 clients=$3 script=$BENCH_SCRATCH/ix_$1_$RANDOM.sql out
-	shift 3
-	printf '%s\n' "$@" >"$script"
-	out=$(pg_bench -n -T "$seconds" -c "$clients" -j "$clients" --max-tries=10 \
-		-D rows="$loaded" -f "$script")
-	sed -n 's/^tps = \([0-9.]*\) .*/\1/p' <<<"$out"
-}
 point_tps()
 {
-	pgbench_tps "$1" "$2" 1 '\set g random(1, :rows)' \
+	pgbench_tps 1 "$loaded" '\set g random(1, :rows)' \
 		"SELECT id, note FROM $1 WHERE amount = ((:g::bigint * 7919) % 1000000) / 100.0;"
 }
 update_tps()
 {
-	pgbench_tps "$1" "$2" "$3" '\set id random(1, :rows)' \
+	pgbench_tps "$3" "$loaded" '\set id random(1, :rows)' \
 		"UPDATE $1 SET store_id = (store_id + 1) % 100 WHERE id = :id;"
 }
 

@@ -38,6 +38,20 @@ sql() { printf '%s\n' "$1" | pg_psql; }
 
 pg_bench() { run_as pgbench "$@"; }
 
+# pgbench_tps CLIENTS ROWS SCRIPT_LINES...: tps of a pgbench -T run of the
+# script (one line per argument; :rows is ROWS), serialization failures
+# retried
+pgbench_tps()
+{
+	local clients=$1 rows=$2 script=$BENCH_SCRATCH/script_$RANDOM.sql out
+	shift 2
+	printf '%s\n' "$@" >"$script"
+	out=$(pg_bench -n -T "$(bench_seconds)" -c "$clients" -j "$clients" --max-tries=10 \
+		-D rows="$rows" -f "$script")
+	rm -f "$script"
+	sed -n 's/^tps = \([0-9.]*\) .*/\1/p' <<<"$out"
+}
+
 # time_sql SETUP TIMED: runs SETUP untimed, then TIMED, in one session, each
 # statement in its own transaction; prints TIMED's wall-clock seconds,
 # commits included, from clock_timestamp() differences.
