@@ -460,6 +460,22 @@ static RunBlock *decode_block(Relation rel, const RunInfo *run, RunIndex *idx,
 							  MemoryContext cxt, RunBlock *reuse);
 static bool run_bloom_may_contain(RunIndex *idx, uint32 hash);
 
+/* the key of row row of block b, copied into cxt */
+static Datum *
+block_key_copy(PkTable *t, const RunBlock *b, uint32 row, MemoryContext cxt)
+{
+	Datum		keys[INDEX_MAX_KEYS];
+	MemoryContext old;
+	Datum	   *copy;
+
+	pk_row_key(t, RUN_ROW_TUPLE((RunRowHeader *) (b->raw + b->offsets[row])), keys);
+	old = MemoryContextSwitchTo(cxt);
+	copy = palloc(sizeof(Datum) * t->nkeys);
+	pk_key_deform(t, pk_key_form(t, keys), copy);
+	MemoryContextSwitchTo(old);
+	return copy;
+}
+
 /*
  * The index of a run stored compact (run_format.h): one entry for its one
  * block, whose first row gives the entry's key, and a bloom filter made
@@ -501,16 +517,9 @@ load_compact_index(Relation rel, PkTable *t, const RunInfo *run, MemoryContext g
 	idx->entries[0].nrows = nrows;
 	/* checks the block against the entry, its CRC and its rows */
 	b = decode_block(rel, run, idx, 0, NULL, CurrentMemoryContext, NULL);
-	{
-		Datum		first[INDEX_MAX_KEYS];
-		MemoryContext old;
-
-		pk_row_key(t, RUN_ROW_TUPLE((RunRowHeader *) (b->raw + b->offsets[0])), first);
-		old = MemoryContextSwitchTo(gen);
-		idx->first_keys = palloc(sizeof(Datum) * t->nkeys);
-		pk_key_deform(t, pk_key_form(t, first), idx->first_keys);
-		MemoryContextSwitchTo(old);
-	}
+	idx->first_keys = block_key_copy(t, b, 0, gen);
+	/* the one block is the last: run_lookup needs not read it for this */
+	idx->last_key = block_key_copy(t, b, b->nrows - 1, gen);
 
 	nbits = Max(64, (b->nrows * RUN_BLOOM_BITS_PER_KEY + 7) & ~7);
 	idx->bloom_nbits = nbits;
@@ -1459,34 +1468,14 @@ run_block_lower_bound(PkTable *t, RunBlock *b, const Datum *key, int nprefix)
 }
 
 /*
- * Learn the run's last key from its last block, into the index's memory:
- * once known, run_lookup turns away keys above the run without its bloom
- * filter.
- */
-static void
-learn_last_key(PkTable *t, RunIndex *idx, const RunBlock *last)
-{
-	Datum		keys[INDEX_MAX_KEYS];
-	MemoryContext old;
-	Datum	   *last_key;
-
-	pk_row_key(t, RUN_ROW_TUPLE((RunRowHeader *) (last->raw + last->offsets[last->nrows - 1])),
-			   keys);
-	old = MemoryContextSwitchTo(GetMemoryChunkContext(idx));
-	last_key = palloc(sizeof(Datum) * t->nkeys);
-	pk_key_deform(t, pk_key_form(t, keys), last_key);
-	MemoryContextSwitchTo(old);
-	idx->last_key = last_key;
-}
-
-/*
  * Find key in a run: key filter (a small run's), the run's key range,
  * bloom filter, then the one block that can hold it.  The range goes
  * first: a table loaded in one statement is many runs of disjoint keys,
  * where a key is in one run's range and each other run's bloom filter
  * costs cache misses for nothing (43 runs of a 20M-row load: most of a
  * lookup's time).  A run's last key is learned from its last block
- * (through the block cache) the first time the run is probed.
+ * (through the block cache) the first time the run is probed, unless
+ * loading a compact run's index, which decodes its one block, found it.
  * On success the row's block stays pinned in *pinned.
  */
 bool
@@ -1506,9 +1495,10 @@ run_lookup(Relation rel, PkTable *t, const RunInfo *run, const Datum *key,
 		return false;
 	if (idx->last_key == NULL)
 	{
+		/* learned once, into the index's memory */
 		b = run_block_get(rel, t, run, idx, idx->nblocks - 1, false, NULL, NULL);
 		if (b->nrows > 0)
-			learn_last_key(t, idx, b);
+			idx->last_key = block_key_copy(t, b, b->nrows - 1, GetMemoryChunkContext(idx));
 		run_block_release(b);
 	}
 	if ((idx->last_key != NULL && pk_key_cmp(t, idx->last_key, key) < 0) ||
