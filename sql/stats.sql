@@ -127,8 +127,9 @@ SELECT lookup_cache_misses - :none_misses AS none_new_misses,
 	   lookup_cache_hits - :none_hits AS none_new_hits
 FROM pk_stats('st_none');
 -- ... and every session's: a new session sees this one's, and adds its
--- own (hits: the blocks this session decompressed are in the server's
--- shared block cache)
+-- own: one hit, the block this session decompressed, in the server's
+-- shared block cache (the run's index, with its last key, is in the
+-- shared index cache: its last block is not read again)
 \c
 SELECT lookup_cache_misses - :before_misses AS new_misses,
 	   lookup_cache_hits - :before_hits AS new_hits

@@ -43,6 +43,7 @@
 
 #include "block_cache.h"
 #include "guc.h"
+#include "pin_notes.h"
 
 /* hash table partitions (a power of 2) */
 #define BCACHE_PARTITIONS	64
@@ -84,11 +85,8 @@ static BcacheShared *shared = NULL;
 static char *slot_bytes = NULL;
 static HTAB *table = NULL;
 
-/* the slots this backend pinned, once per pin */
-static int *held = NULL;
-static int	nheld = 0;
-static int	held_cap = 0;
-static bool exit_registered = false;
+/* the slots this backend pinned */
+static PinNotes notes;
 
 static int
 cache_slots(void)
@@ -188,33 +186,6 @@ unpin_all_at_exit(int code, Datum arg)
 }
 
 /*
- * Room to note one more pin, made before the pin is taken: no error can
- * come between a pin and its note.
- */
-static void
-held_reserve(void)
-{
-	if (nheld == held_cap)
-	{
-		if (held == NULL)
-		{
-			held_cap = 16;
-			held = MemoryContextAlloc(TopMemoryContext, sizeof(int) * held_cap);
-		}
-		else
-		{
-			held_cap *= 2;
-			held = repalloc(held, sizeof(int) * held_cap);
-		}
-		if (!exit_registered)
-		{
-			before_shmem_exit(unpin_all_at_exit, 0);
-			exit_registered = true;
-		}
-	}
-}
-
-/*
  * Pin slot unless it is busy: a use counts towards its staying in the
  * cache.  The caller holds the partition lock of the key that named it.
  */
@@ -250,7 +221,7 @@ bcache_get(const BcacheKey *key, int *slot)
 	BcacheEntry *e;
 	bool		pinned = false;
 
-	held_reserve();
+	pin_notes_reserve(&notes, unpin_all_at_exit);
 	LWLockAcquire(lock, LW_SHARED);
 	e = hash_search_with_hash_value(table, key, hash, HASH_FIND, NULL);
 	if (e != NULL)
@@ -261,7 +232,7 @@ bcache_get(const BcacheKey *key, int *slot)
 	LWLockRelease(lock);
 	if (!pinned)
 		return NULL;
-	held[nheld++] = *slot;
+	pin_notes_add(&notes, *slot);
 	return slot_data(*slot);
 }
 
@@ -333,7 +304,7 @@ bcache_put(const BcacheKey *key, const BcachePiece *pieces, int npieces, int *sl
 	char	   *p;
 
 	Assert(bcache_stored_size(pieces, npieces) <= BCACHE_SLOT_SIZE);
-	held_reserve();
+	pin_notes_reserve(&notes, unpin_all_at_exit);
 	victim = take_victim();
 	if (victim < 0)
 		return NULL;
@@ -356,7 +327,7 @@ bcache_put(const BcacheKey *key, const BcachePiece *pieces, int npieces, int *sl
 		*slot = e->slot;
 		LWLockRelease(lock);
 		pg_atomic_exchange_u32(&shared->slots[victim].state, 0);
-		held[nheld++] = *slot;
+		pin_notes_add(&notes, *slot);
 		return slot_data(*slot);
 	}
 	if (e == NULL)
@@ -374,7 +345,7 @@ bcache_put(const BcacheKey *key, const BcachePiece *pieces, int npieces, int *sl
 	pg_atomic_exchange_u32(&shared->slots[victim].state, PIN_ONE | USAGE_ONE);
 	LWLockRelease(lock);
 	*slot = victim;
-	held[nheld++] = victim;
+	pin_notes_add(&notes, victim);
 	return slot_data(victim);
 }
 
@@ -382,11 +353,11 @@ bcache_put(const BcacheKey *key, const BcachePiece *pieces, int npieces, int *sl
 void
 bcache_unpin(int slot)
 {
-	for (int i = nheld - 1; i >= 0; i--)
+	for (int i = notes.n - 1; i >= 0; i--)
 	{
-		if (held[i] == slot)
+		if (notes.held[i] == (Size) slot)
 		{
-			held[i] = held[--nheld];
+			notes.held[i] = notes.held[--notes.n];
 			pg_atomic_fetch_sub_u32(&shared->slots[slot].state, PIN_ONE);
 			return;
 		}
@@ -398,6 +369,6 @@ bcache_unpin(int slot)
 void
 bcache_unpin_all(void)
 {
-	while (nheld > 0)
-		pg_atomic_fetch_sub_u32(&shared->slots[held[--nheld]].state, PIN_ONE);
+	while (notes.n > 0)
+		pg_atomic_fetch_sub_u32(&shared->slots[notes.held[--notes.n]].state, PIN_ONE);
 }

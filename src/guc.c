@@ -25,6 +25,7 @@ int			pk_worker_request_delay = 20;
 int			pk_run_index_cache_size = 4096;	/* kB */
 int			pk_run_memory_limit = 64 * 1024;	/* kB */
 int			pk_block_cache_size = 128 * 1024;	/* kB */
+int			pk_shared_index_cache_size = 128 * 1024;	/* kB */
 int			pk_wal_rmgr_id = PK_WAL_RMGR_ID_DEFAULT;
 
 void
@@ -69,6 +70,11 @@ pk_guc_init(void)
 							"Shared memory that holds decompressed data blocks of pkmerge tables for every backend's point lookups.",
 							"A key lookup decompresses the block that holds the key once for the whole server while the block stays here. 0: each backend caches 32MB of blocks of its own instead.",
 							&pk_block_cache_size, 128 * 1024, 0, MAX_KILOBYTES, PGC_POSTMASTER,
+							GUC_UNIT_KB, NULL, NULL, NULL);
+	DefineCustomIntVariable("pkchangelog.shared_index_cache_size",
+							"Shared memory that holds the block indexes and bloom filters of pkmerge tables' runs for every backend.",
+							"A run's index is read out of its pages and checked once for the whole server while it stays here. 0: each backend keeps the indexes of the runs it reads (pkchangelog.run_index_cache_size).",
+							&pk_shared_index_cache_size, 128 * 1024, 0, MAX_KILOBYTES, PGC_POSTMASTER,
 							GUC_UNIT_KB, NULL, NULL, NULL);
 	DefineCustomIntVariable("pkchangelog.wal_rmgr_id",
 							"The id of pkchangelog's custom WAL resource manager, whose records carry pkmerge changes for logical decoding.",

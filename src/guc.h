@@ -17,6 +17,7 @@ extern int	pk_worker_request_delay;
 extern int	pk_run_index_cache_size;
 extern int	pk_run_memory_limit;
 extern int	pk_block_cache_size;
+extern int	pk_shared_index_cache_size;
 extern int	pk_wal_rmgr_id;
 
 /* pkchangelog.wal_rmgr_id's default: a custom id no listed extension uses */

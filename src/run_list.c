@@ -600,7 +600,20 @@ version_runs(Relation rel, Snapshot snapshot, bool committed_only,
 				if (r == NULL)
 					r = published_run(rel, vst.data_runs[i]);
 				if (r == NULL)
+				{
 					r = cat_run_get(rel->rd_id, vst.data_runs[i], snapshot);
+
+					/*
+					 * Published for the other backends as a commit publishes
+					 * the runs it wrote: the row of a data run that a snapshot
+					 * sees committed does not change while a version names the
+					 * run as data (retiring it makes a delta of it for later
+					 * versions).  A new backend's first query of the table then
+					 * reads no run from the catalog.
+					 */
+					if (r->relfilenode == RelationFileNumber(rel))
+						run_publish_run(&RelationLocator(rel), rel->rd_id, r);
+				}
 
 				/* a TRUNCATE this snapshot does not see has replaced the file */
 				if (r->relfilenode == RelationFileNumber(rel))

@@ -42,6 +42,7 @@
 #include "block_cache.h"
 #include "catalog.h"
 #include "guc.h"
+#include "index_cache.h"
 #include "pg_compat.h"
 #include "relcache_hub.h"
 #include "run_read_stats.h"
@@ -82,6 +83,15 @@ typedef struct IndexCacheEntry
 	IndexKey	key;
 	RunIndex   *index;
 	uint64		generation;		/* its memory: index_gen[generation % 2] */
+	uint32		nblocks;		/* the index's (a shared one may be gone) */
+	uint64		pin_epoch;		/* a shared index: pinned in the transaction
+								 * of this epoch; 0: not shared */
+	uint8	   *bloom;			/* a shared index's bloom filter, pinned in the
+								 * transaction of bloom_epoch, or NULL */
+	uint64		bloom_epoch;
+	bool		ids_loaded;		/* id_map read (run_find_id) */
+	uint64		nids;			/* rows in id_map; 0: ids are row numbers */
+	RunIdEntry *id_map;			/* the rows by id */
 } IndexCacheEntry;
 
 /*
@@ -97,7 +107,7 @@ typedef struct IndexCacheEntry
 typedef struct IndexFrontEntry
 {
 	IndexKey	key;
-	RunIndex   *index;			/* NULL: empty */
+	IndexCacheEntry *entry;		/* NULL: empty */
 	uint64		generation;
 } IndexFrontEntry;
 
@@ -127,6 +137,12 @@ static Size block_cache_bytes = 0;
 static int	block_pins = 0;		/* pins held on cached blocks */
 static RunBlock *shared_scratch = NULL; /* decodes blocks for the shared cache */
 static ZSTD_DCtx *zstd_dctx = NULL;
+
+/*
+ * Transactions of this backend, counted from 1: the shared indexes it
+ * pinned in one are given back at its end (index_cache.c)
+ */
+static uint64 xact_epoch = 1;
 
 /* the backend's zstd decompression context, made on first use */
 ZSTD_DCtx *
@@ -198,6 +214,9 @@ reader_xact_callback(XactEvent event, void *arg)
 	/* no cursor survives the transaction: drop pins an error left behind */
 	if (bcache_enabled())
 		bcache_unpin_all();
+	if (icache_enabled())
+		icache_unpin_all();
+	xact_epoch++;
 	if (block_cache && block_pins > 0)
 	{
 		hash_seq_init(&status, block_cache);
@@ -281,10 +300,10 @@ run_read_forget(int64 run_id, Oid relfilenode)
 		ie = hash_search(index_cache, &ikey, HASH_FIND, NULL);
 		if (ie != NULL)
 		{
-			nblocks = Max(ie->index->nblocks, 1);
+			nblocks = Max(ie->nblocks, 1);
 			hash_search(index_cache, &ikey, HASH_REMOVE, NULL);
 		}
-		index_front_slot(run_id, relfilenode)->index = NULL;
+		index_front_slot(run_id, relfilenode)->entry = NULL;
 	}
 	if (block_cache != NULL && block_cache_bytes > 0)
 	{
@@ -454,11 +473,15 @@ old_format(Relation rel, const RunInfo *run)
 			 errhint("Read the table with the build that wrote it, and load its rows into a table created by this build.")));
 }
 
-static void load_bloom(Relation rel, const RunInfo *run, RunIndex *idx);
+static void load_bloom(Relation rel, const RunInfo *run, RunIndex *idx,
+					   MemoryContext cxt);
+static void read_bloom(Relation rel, const RunInfo *run, const RunIndex *idx,
+					   uint8 *bits);
+static IndexCacheEntry *index_entry(Relation rel, PkTable *t, const RunInfo *run);
 static RunBlock *decode_block(Relation rel, const RunInfo *run, RunIndex *idx,
 							  uint32 blockno, BufferAccessStrategy strategy,
 							  MemoryContext cxt, RunBlock *reuse);
-static bool run_bloom_may_contain(RunIndex *idx, uint32 hash);
+static bool run_bloom_may_contain(const uint8 *bloom, uint32 nbits, uint32 hash);
 
 /* the key of row row of block b, copied into cxt */
 static Datum *
@@ -546,11 +569,11 @@ load_compact_index(Relation rel, PkTable *t, const RunInfo *run, MemoryContext g
 
 /*
  * Read and check a run's header, block index and (when small) bloom
- * filter.  Each length is checked against the run header (itself checked
- * against the catalog) before anything is allocated by it.
+ * filter, into cxt.  Each length is checked against the run header (itself
+ * checked against the catalog) before anything is allocated by it.
  */
 static RunIndex *
-load_index(Relation rel, PkTable *t, const RunInfo *run)
+load_index(Relation rel, PkTable *t, const RunInfo *run, MemoryContext cxt)
 {
 	RunHeader	hdr;
 	RunIndexHeader ih;
@@ -564,7 +587,7 @@ load_index(Relation rel, PkTable *t, const RunInfo *run)
 	MemoryContext old;
 
 	if (RUN_IS_COMPACT(run))
-		return load_compact_index(rel, t, run, index_gen[index_generation % 2]);
+		return load_compact_index(rel, t, run, cxt);
 	read_stream(rel, run, 0, sizeof(hdr), (char *) &hdr, NULL);
 	if (hdr.crc != crc_of(&hdr, offsetof(RunHeader, crc)))
 		corrupt(rel, run, "header at block", run->start_block, "CRC32C mismatch.");
@@ -591,7 +614,7 @@ load_index(Relation rel, PkTable *t, const RunInfo *run)
 		(uint64) ih.nentries * RUN_INDEX_ENTRY_SIZE(0) > ih.len)
 		corrupt(rel, run, "index at offset", hdr.index_offset,
 				"The index header does not match the run header.");
-	old = MemoryContextSwitchTo(index_gen[index_generation % 2]);
+	old = MemoryContextSwitchTo(cxt);
 	entries = MemoryContextAllocHuge(CurrentMemoryContext, Max(ih.len, 1));
 	read_stream(rel, run, hdr.index_offset + sizeof(ih), ih.len, entries, NULL);
 	INIT_CRC32C(crc);
@@ -604,6 +627,8 @@ load_index(Relation rel, PkTable *t, const RunInfo *run)
 	idx = palloc0(sizeof(RunIndex));
 	idx->run_id = run->run_id;
 	idx->nblocks = ih.nentries;
+	idx->keybytes = entries;
+	idx->keybytes_len = ih.len;
 	idx->entries = MemoryContextAllocHuge(CurrentMemoryContext,
 										  sizeof(RunIndexEntry) * Max(ih.nentries, 1));
 	idx->first_keys = MemoryContextAllocHuge(CurrentMemoryContext,
@@ -644,19 +669,27 @@ load_index(Relation rel, PkTable *t, const RunInfo *run)
 	idx->bloom_crc = bh.crc;
 	MemoryContextSwitchTo(old);
 	if (bh.nbits / 8 <= BLOOM_EAGER_BYTES)
-		load_bloom(rel, run, idx);
+		load_bloom(rel, run, idx, cxt);
 	return idx;
 }
 
 /*
- * Read and check a run's bloom filter, into the index's memory.
+ * Read and check a run's bloom filter, into cxt (the index's memory).
  */
 static void
-load_bloom(Relation rel, const RunInfo *run, RunIndex *idx)
+load_bloom(Relation rel, const RunInfo *run, RunIndex *idx, MemoryContext cxt)
+{
+	uint8	   *bits = MemoryContextAllocHuge(cxt, idx->bloom_nbits / 8);
+
+	read_bloom(rel, run, idx, bits);
+	idx->bloom = bits;
+}
+
+/* Read and check a run's bloom filter, into bits (bloom_nbits / 8 bytes) */
+static void
+read_bloom(Relation rel, const RunInfo *run, const RunIndex *idx, uint8 *bits)
 {
 	RunBloomHeader bh;
-	uint8	   *bits = MemoryContextAllocHuge(index_gen[index_generation % 2],
-											  idx->bloom_nbits / 8);
 	pg_crc32c	crc;
 
 	read_stream(rel, run, idx->bloom_offset, sizeof(bh), (char *) &bh, NULL);
@@ -668,51 +701,219 @@ load_bloom(Relation rel, const RunInfo *run, RunIndex *idx)
 	FIN_CRC32C(crc);
 	if (bh.crc != idx->bloom_crc || bh.nbits != idx->bloom_nbits || crc != bh.crc)
 		corrupt(rel, run, "bloom filter at offset", idx->bloom_offset, "CRC32C mismatch.");
-	idx->bloom = bits;
+}
+
+/* the key of run's objects in the shared index cache (kind 0 or 1) */
+static void
+shared_key(Relation rel, const RunInfo *run, uint32 kind, BcacheKey *key)
+{
+	memset(key, 0, sizeof(BcacheKey));
+	key->db = MyDatabaseId;
+	key->spc = LocatorTablespace(RelationLocator(rel));
+	key->relfilenode = run->relfilenode;
+	key->catalog = cache_catalog;
+	key->run_id = run->run_id;
+	key->blockno = kind;
+}
+
+#define SHARED_INDEX	0
+#define SHARED_BLOOM	1
+
+/*
+ * The bloom filter of a run whose index is shared: shared too, pinned for
+ * the transaction in its entry, read and checked by the first backend
+ * that probes it; the backend's own if the cache has no room for it.
+ */
+static const uint8 *
+shared_bloom(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx)
+{
+	IndexCacheEntry *e = index_entry(rel, t, run);
+	BcacheKey	key;
+	Size		handle;
+	uint8	   *bits;
+
+	if (e->bloom != NULL && (e->bloom_epoch == xact_epoch || e->bloom_epoch == 0))
+		return e->bloom;
+	shared_key(rel, run, SHARED_BLOOM, &key);
+	if ((bits = icache_get(&key)) == NULL)
+	{
+		if ((bits = icache_reserve(&key, idx->bloom_nbits / 8, &handle)) != NULL)
+		{
+			read_bloom(rel, run, idx, bits);
+			bits = icache_publish(handle);
+		}
+		else
+		{
+			/* kept with the entry for its generation (epoch 0) */
+			bits = MemoryContextAllocHuge(index_gen[index_generation % 2],
+										  idx->bloom_nbits / 8);
+			read_bloom(rel, run, idx, bits);
+			e->bloom = bits;
+			e->bloom_epoch = 0;
+			return bits;
+		}
+	}
+	e->bloom = bits;
+	e->bloom_epoch = xact_epoch;
+	return bits;
 }
 
 /*
  * May the run hold the key of this hash?  The block index alone finds the
  * one block a key can be in, and reading that block answers too; the bloom
- * filter spares that read for keys the run lacks.  A large filter is read
- * only once this backend has looked up BLOOM_LOAD_AFTER keys in the run:
- * reading it whole (1.2 MB for a million keys, every page of it a first
- * touch of shared memory for a new backend) costs more than a few block
- * reads, and a short session may never need it.
+ * filter spares that read for keys the run lacks.  A shared index's filter
+ * is read once for the server, on first use; a backend's own large filter
+ * only once it has looked up BLOOM_LOAD_AFTER keys in the run: reading it
+ * whole (1.2 MB for a million keys, every page of it a first touch of
+ * shared memory for a new backend) costs more than a few block reads, and
+ * a short session may never need it.
  */
 static bool
-bloom_may_contain(Relation rel, const RunInfo *run, RunIndex *idx, uint32 hash)
+bloom_may_contain(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
+				  uint32 hash)
 {
+	if (idx->shared)
+		return run_bloom_may_contain(shared_bloom(rel, t, run, idx),
+									 idx->bloom_nbits, hash);
 	if (idx->bloom == NULL)
 	{
 		if (++idx->lookups < BLOOM_LOAD_AFTER)
 			return true;
-		load_bloom(rel, run, idx);
+		load_bloom(rel, run, idx, index_gen[index_generation % 2]);
 	}
-	return run_bloom_may_contain(idx, hash);
+	return run_bloom_may_contain(idx->bloom, idx->bloom_nbits, hash);
 }
 
 /*
- * The block index and bloom filter of a run, loaded on first use (and
- * again when it is used in a new generation of the cache; a bloom filter
- * read later goes to the current generation too: the index is in it).
+ * A run's index in the server's shared index cache, pinned until the
+ * transaction ends; built and stored there if the cache holds it not,
+ * with its last key, which a shared index is never changed to learn (its
+ * bloom filter is an object of its own, shared_bloom).  NULL if the cache
+ * has no room for it: the index built is then *local, in *local_cxt, a
+ * child of the current context.
  */
-RunIndex *
-run_index_get(Relation rel, PkTable *t, const RunInfo *run)
+static RunIndex *
+shared_index(Relation rel, PkTable *t, const RunInfo *run, RunIndex **local,
+			 MemoryContext *local_cxt)
+{
+	BcacheKey	key;
+	RunIndex   *idx;
+	RunIndex   *s;
+	MemoryContext tmp;
+	MemoryContext old;
+	MinimalTuple last = NULL;
+	Size		keys_size;
+	Size		handle;
+	char	   *p;
+	uint64		off = 0;
+
+	*local = NULL;
+	shared_key(rel, run, SHARED_INDEX, &key);
+	if ((s = icache_get(&key)) != NULL)
+		return s;
+
+	tmp = AllocSetContextCreate(CurrentMemoryContext, "pkmerge run index",
+								ALLOCSET_DEFAULT_SIZES);
+	idx = load_index(rel, t, run, tmp);
+	if (idx->nblocks > 0)
+	{
+		RunBlock   *b = run_block_get(rel, t, run, idx, idx->nblocks - 1, false,
+									  NULL, NULL);
+
+		idx->last_key = block_key_copy(t, b, b->nrows - 1, tmp);
+		run_block_release(b);
+		old = MemoryContextSwitchTo(tmp);
+		last = pk_key_form(t, idx->last_key);
+		MemoryContextSwitchTo(old);
+	}
+
+	/* RunIndex, entries, their bytes, first keys, last key */
+	keys_size = MAXALIGN(sizeof(Datum) * t->nkeys);
+	p = icache_reserve(&key,
+					   MAXALIGN(sizeof(RunIndex)) +
+					   MAXALIGN(sizeof(RunIndexEntry) * idx->nblocks) +
+					   MAXALIGN(idx->keybytes_len) +
+					   keys_size * idx->nblocks +
+					   (last ? MAXALIGN(last->t_len) + keys_size : 0),
+					   &handle);
+	if (p == NULL)
+	{
+		*local = idx;
+		*local_cxt = tmp;
+		return NULL;
+	}
+	s = (RunIndex *) p;
+	*s = *idx;
+	s->shared = true;
+	s->bloom = NULL;
+	p += MAXALIGN(sizeof(RunIndex));
+	s->entries = (RunIndexEntry *) p;
+	memcpy(p, idx->entries, sizeof(RunIndexEntry) * idx->nblocks);
+	p += MAXALIGN(sizeof(RunIndexEntry) * idx->nblocks);
+	s->keybytes = p;
+	memcpy(p, idx->keybytes, idx->keybytes_len);
+	p += MAXALIGN(idx->keybytes_len);
+	/* first keys point into the entries' bytes: deformed again from the copy */
+	s->first_keys = (Datum *) p;
+	for (uint32 i = 0; i < idx->nblocks; i++)
+	{
+		RunIndexEntry *e = (RunIndexEntry *) (s->keybytes + off);
+
+		pk_key_deform(t, (MinimalTuple) ((char *) e + MAXALIGN(sizeof(RunIndexEntry))),
+					  &s->first_keys[i * t->nkeys]);
+		off += RUN_INDEX_ENTRY_SIZE(e->keylen);
+	}
+	p += keys_size * idx->nblocks;
+	if (last)
+	{
+		memcpy(p, last, last->t_len);
+		s->last_key = (Datum *) (p + MAXALIGN(last->t_len));
+		pk_key_deform(t, (MinimalTuple) p, s->last_key);
+	}
+	s = icache_publish(handle);
+	MemoryContextDelete(tmp);
+	return s;
+}
+
+/* a backend's entry of the index cache can serve in this transaction */
+static inline bool
+entry_usable(const IndexCacheEntry *e)
+{
+	return e->generation == index_generation &&
+		(e->pin_epoch == 0 || e->pin_epoch == xact_epoch);
+}
+
+/*
+ * The backend's entry of a run's index.  The index is the shared cache's
+ * (pinned again in each transaction that uses it: between transactions it
+ * may have been evicted) for a run stored in pages, when the server has
+ * that cache and it has room; otherwise the backend's own, loaded on first
+ * use and again when used in a new generation of the cache (a bloom filter
+ * read later goes to the current generation too: the index is in it).  A
+ * run kept in its catalog row stays with the backend: it is small, and
+ * named by an id that a later run of other bytes may take
+ * (run_read_forget).
+ */
+static IndexCacheEntry *
+index_entry(Relation rel, PkTable *t, const RunInfo *run)
 {
 	IndexCacheEntry *e;
 	bool		found;
 	IndexKey	key;
-	RunIndex   *idx;
+	RunIndex   *idx = NULL;
+	RunIndex   *local = NULL;
+	MemoryContext local_cxt = NULL;
 	IndexFrontEntry *front;
+	MemoryContext gen;
 
 	reader_init();
 	if (!cache_catalog_checked)
 		reader_check_catalog();
 	front = index_front_slot(run->run_id, run->relfilenode);
-	if (front->index != NULL && front->generation == index_generation &&
-		front->key.run_id == run->run_id && front->key.relfilenode == run->relfilenode)
-		return front->index;
+	if (front->entry != NULL && front->generation == index_generation &&
+		front->key.run_id == run->run_id && front->key.relfilenode == run->relfilenode &&
+		entry_usable(front->entry))
+		return front->entry;
 	if (index_cache == NULL)
 	{
 		HASHCTL		ctl;
@@ -730,30 +931,52 @@ run_index_get(Relation rel, PkTable *t, const RunInfo *run)
 	key.run_id = run->run_id;
 	key.relfilenode = run->relfilenode;
 	e = hash_search(index_cache, &key, HASH_FIND, NULL);
-	if (e && e->generation == index_generation)
+	if (e == NULL || !entry_usable(e))
 	{
-		front->key = key;
-		front->index = e->index;
-		front->generation = index_generation;
-		return e->index;
-	}
-	if (e == NULL)
-	{
-		MemoryContext gen = index_gen[index_generation % 2];
-		Size		before = MemoryContextMemAllocated(gen, false);
+		gen = index_gen[index_generation % 2];
+		if (icache_enabled() && run->stream == NULL && IsTransactionState())
+			idx = shared_index(rel, t, run, &local, &local_cxt);
+		if (idx == NULL && local != NULL)
+		{
+			MemoryContextSetParent(local_cxt, gen);
+			index_new_bytes += MemoryContextMemAllocated(local_cxt, true);
+			idx = local;
+		}
+		else if (idx == NULL)
+		{
+			Size		before = MemoryContextMemAllocated(gen, false);
 
-		idx = load_index(rel, t, run);
-		index_new_bytes += MemoryContextMemAllocated(gen, false) - before;
+			idx = load_index(rel, t, run, gen);
+			if (e == NULL)
+				index_new_bytes += MemoryContextMemAllocated(gen, false) - before;
+		}
+		found = (e != NULL);
+		if (!found)
+			e = hash_search(index_cache, &key, HASH_ENTER, NULL);
+		/* an id map is in the memory of its entry's generation */
+		if (!found || e->generation != index_generation)
+		{
+			e->bloom = NULL;
+			e->ids_loaded = false;
+			e->nids = 0;
+			e->id_map = NULL;
+		}
+		e->index = idx;
+		e->nblocks = idx->nblocks;
+		e->generation = index_generation;
+		e->pin_epoch = idx->shared ? xact_epoch : 0;
 	}
-	else
-		idx = load_index(rel, t, run);
-	e = hash_search(index_cache, &key, HASH_ENTER, &found);
-	e->index = idx;
-	e->generation = index_generation;
 	front->key = key;
-	front->index = idx;
+	front->entry = e;
 	front->generation = index_generation;
-	return e->index;
+	return e;
+}
+
+/* the block index and bloom filter of a run (index_entry) */
+RunIndex *
+run_index_get(Relation rel, PkTable *t, const RunInfo *run)
+{
+	return index_entry(rel, t, run)->index;
 }
 
 /*
@@ -764,13 +987,13 @@ run_index_get(Relation rel, PkTable *t, const RunInfo *run)
  * its key is not in the other 99% of the time.
  */
 static bool
-run_bloom_may_contain(RunIndex *idx, uint32 hash)
+run_bloom_may_contain(const uint8 *bloom, uint32 nbits, uint32 hash)
 {
 	for (uint32 h = 0; h < RUN_BLOOM_NHASHES; h++)
 	{
-		uint32		bit = run_bloom_bit(hash, h, idx->bloom_nbits);
+		uint32		bit = run_bloom_bit(hash, h, nbits);
 
-		if ((idx->bloom[bit / 8] & (1 << (bit % 8))) == 0)
+		if ((bloom[bit / 8] & (1 << (bit % 8))) == 0)
 			return false;
 	}
 	return true;
@@ -820,19 +1043,20 @@ id_entry_cmp(const void *a, const void *b)
 }
 
 /*
- * The rows of run by id, read once per backend into its cached index
- * (idx, of the current generation): every block is decoded, and their
+ * The rows of run by id, read once per backend into its index cache
+ * entry (e, of the current generation): every block is decoded, and their
  * ids sorted.  A run whose blocks carry no ids (written before the table
  * had row ids) has its row numbers as ids: nothing is kept.
  */
 static void
-load_id_map(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx)
+load_id_map(Relation rel, PkTable *t, const RunInfo *run, IndexCacheEntry *e)
 {
 	MemoryContext gen = index_gen[index_generation % 2];
 	Size		before = MemoryContextMemAllocated(gen, false);
 	RunIdEntry *map = NULL;
 	uint64		n = 0;
 	RunBlock   *spare = NULL;
+	RunIndex   *idx = e->index;
 
 	for (uint32 blockno = 0; blockno < idx->nblocks; blockno++)
 	{
@@ -866,28 +1090,28 @@ load_id_map(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx)
 	}
 	if (map != NULL)
 		qsort(map, n, sizeof(RunIdEntry), id_entry_cmp);
-	idx->id_map = map;
-	idx->nids = n;
-	idx->ids_loaded = true;
+	e->id_map = map;
+	e->nids = n;
+	e->ids_loaded = true;
 	index_new_bytes += MemoryContextMemAllocated(gen, false) - before;
 }
 
 /*
  * The rows of a run with row ids by id (*map, *n entries), as this backend
- * caches them until the run's index leaves the cache; false if the run's
+ * caches them until the run's entry leaves the cache; false if the run's
  * rows have their row numbers as ids.
  */
 bool
 run_id_map(Relation rel, PkTable *t, const RunInfo *run, const RunIdEntry **map,
 		   uint64 *n)
 {
-	RunIndex   *idx = run_index_get(rel, t, run);
+	IndexCacheEntry *e = index_entry(rel, t, run);
 
-	if (!idx->ids_loaded)
-		load_id_map(rel, t, run, idx);
-	*map = idx->id_map;
-	*n = idx->nids;
-	return idx->id_map != NULL;
+	if (!e->ids_loaded)
+		load_id_map(rel, t, run, e);
+	*map = e->id_map;
+	*n = e->nids;
+	return e->id_map != NULL;
 }
 
 /*
@@ -896,12 +1120,12 @@ run_id_map(Relation rel, PkTable *t, const RunInfo *run, const RunIdEntry **map,
 bool
 run_find_id(Relation rel, PkTable *t, const RunInfo *run, uint64 id, uint64 *ordinal)
 {
-	RunIndex   *idx = run_index_get(rel, t, run);
+	IndexCacheEntry *e = index_entry(rel, t, run);
 	int64		i;
 
-	if (!idx->ids_loaded)
-		load_id_map(rel, t, run, idx);
-	if (idx->id_map == NULL)
+	if (!e->ids_loaded)
+		load_id_map(rel, t, run, e);
+	if (e->id_map == NULL)
 	{
 		if (id < (uint64) run->row_base ||
 			id >= (uint64) (run->row_base + run->record_count))
@@ -909,10 +1133,10 @@ run_find_id(Relation rel, PkTable *t, const RunInfo *run, uint64 id, uint64 *ord
 		*ordinal = id - run->row_base;
 		return true;
 	}
-	i = run_id_map_search(idx->id_map, idx->nids, id);
+	i = run_id_map_search(e->id_map, e->nids, id);
 	if (i < 0)
 		return false;
-	*ordinal = idx->id_map[i].ordinal;
+	*ordinal = e->id_map[i].ordinal;
 	return true;
 }
 
@@ -1495,14 +1719,15 @@ run_lookup(Relation rel, PkTable *t, const RunInfo *run, const Datum *key,
 		return false;
 	if (idx->last_key == NULL)
 	{
-		/* learned once, into the index's memory */
+		/* learned once, into the index's memory (a shared one has it) */
+		Assert(!idx->shared);
 		b = run_block_get(rel, t, run, idx, idx->nblocks - 1, false, NULL, NULL);
 		if (b->nrows > 0)
 			idx->last_key = block_key_copy(t, b, b->nrows - 1, GetMemoryChunkContext(idx));
 		run_block_release(b);
 	}
 	if ((idx->last_key != NULL && pk_key_cmp(t, idx->last_key, key) < 0) ||
-		!bloom_may_contain(rel, run, idx, hash))
+		!bloom_may_contain(rel, t, run, idx, hash))
 		return false;
 	blockno = run_index_find_block(t, idx, key, t->nkeys, false);
 	b = run_block_get(rel, t, run, idx, blockno, false, NULL, NULL);
@@ -1571,7 +1796,7 @@ run_seek(Relation rel, PkTable *t, RunSeeker *s, const Datum *key, uint32 hash,
 	{
 		uint32		blockno;
 
-		if (!bloom_may_contain(rel, s->run, s->idx, hash))
+		if (!bloom_may_contain(rel, t, s->run, s->idx, hash))
 			return false;
 		blockno = run_index_find_block(t, s->idx, key, t->nkeys, false);
 

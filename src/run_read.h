@@ -25,24 +25,28 @@ typedef struct RunIdEntry
 	uint64		ordinal;
 } RunIdEntry;
 
-/* a run's block index and bloom filter, cached per backend */
+/*
+ * A run's block index and bloom filter: in the server's shared index cache
+ * (index_cache.c), read-only and complete, or cached per backend
+ */
 typedef struct RunIndex
 {
 	int64		run_id;
 	uint32		nblocks;
 	RunIndexEntry *entries;		/* nblocks of them */
-	Datum	   *first_keys;		/* nblocks * nkeys, into keytuples */
+	Datum	   *first_keys;		/* nblocks * nkeys, into keybytes */
+	char	   *keybytes;		/* the index's entries as stored */
+	Size		keybytes_len;
 	Datum	   *last_key;		/* the run's last key, once run_lookup
 								 * learned it; NULL until then */
 	uint32		bloom_nbits;
-	uint8	   *bloom;			/* NULL until read (load_bloom) */
+	uint8	   *bloom;			/* NULL until read (load_bloom); a shared
+								 * index's is the cache's object of its own */
 	uint64		bloom_offset;	/* of its RunBloomHeader in the stream */
 	pg_crc32c	bloom_crc;
 	uint32		lookups;		/* keys looked up in the run, bloom unread */
 	bool		tight;			/* a compact run's tight form (run_format.h) */
-	bool		ids_loaded;		/* id_map read (run_find_id) */
-	uint64		nids;			/* rows in id_map; 0: ids are row numbers */
-	RunIdEntry *id_map;			/* the rows by id */
+	bool		shared;			/* in the shared index cache: never changed */
 } RunIndex;
 
 /* one decompressed data block */

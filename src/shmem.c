@@ -19,6 +19,7 @@
 #include "block_cache.h"
 #include "catalog_lock.h"
 #include "catalog_row_ids.h"
+#include "index_cache.h"
 #include "key_locks.h"
 #include "maint_compaction.h"
 #include "maint_worker.h"
@@ -49,6 +50,7 @@ pk_shmem_request(void)
 	size = add_size(size, rowids_shmem_size());
 	size = add_size(size, keylocks_shmem_size());
 	size = add_size(size, bcache_shmem_size());
+	size = add_size(size, icache_shmem_size());
 	RequestAddinShmemSpace(size);
 }
 
@@ -75,6 +77,7 @@ pk_shmem_startup(void)
 	rowids_shmem_init(*tranche);
 	keylocks_shmem_init();
 	bcache_shmem_init(*tranche);
+	icache_shmem_init(*tranche);
 	LWLockRelease(AddinShmemInitLock);
 }
 

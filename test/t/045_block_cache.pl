@@ -10,7 +10,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
+use PkWorkload;
 
 my $rows = 30000;
 my $node = PostgreSQL::Test::Cluster->new('bc');
@@ -44,22 +44,8 @@ close $f;
 sub run_clients
 {
 	my ($seconds) = @_;
-	my @common = ('pgbench', '-n', '-h', $node->host, '-p', $node->port,
-		'-T', $seconds, 'postgres');
-	my ($rout, $rerr, $wout, $werr) = ('', '', '', '');
-	my $readers = IPC::Run::start([ @common, '-c', '3', '-j', '3', '-f', "$dir/read.sql" ],
-		'>', \$rout, '2>', \$rerr);
-	my $writer = IPC::Run::start([ @common, '-c', '1', '-f', "$dir/write.sql" ],
-		'>', \$wout, '2>', \$werr);
-	my $rok = $readers->finish;
-	my $wok = $writer->finish;
-	my ($reads) = $rout =~ /actually processed: (\d+)/;
-	my ($writes) = $wout =~ /actually processed: (\d+)/;
-	ok($rok && defined $reads && $reads > 0, "readers found every row right ($reads lookups)")
-	  or diag($rerr);
-	ok($wok && defined $writes && $writes > 0, "the writer ran ($writes updates)")
-	  or diag($werr);
-	return $writes // 0;
+	return PkWorkload::readers_and_writer($node, $seconds, "$dir/read.sql",
+		"$dir/write.sql", 'lookups');
 }
 
 # the table after the clients: every row there once, each update counted

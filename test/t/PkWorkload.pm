@@ -196,4 +196,31 @@ sub check_log
 	return;
 }
 
+# readers_and_writer($node, $seconds, $read_sql, $write_sql, $what): three
+# pgbench clients running the script file $read_sql beside one running
+# $write_sql, for $seconds; tests that both ran without an error (a reader
+# that checks its rows fails on a wrong one) and returns the writer's
+# transactions
+sub readers_and_writer
+{
+	my ($node, $seconds, $read_sql, $write_sql, $what) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my @common = ('pgbench', '-n', '-h', $node->host, '-p', $node->port,
+		'-T', $seconds, 'postgres');
+	my ($rout, $rerr, $wout, $werr) = ('', '', '', '');
+	my $readers = IPC::Run::start([ @common, '-c', '3', '-j', '3', '-f', $read_sql ],
+		'>', \$rout, '2>', \$rerr);
+	my $writer = IPC::Run::start([ @common, '-c', '1', '-f', $write_sql ],
+		'>', \$wout, '2>', \$werr);
+	my $rok = $readers->finish;
+	my $wok = $writer->finish;
+	my ($reads) = $rout =~ /actually processed: (\d+)/;
+	my ($writes) = $wout =~ /actually processed: (\d+)/;
+	ok($rok && defined $reads && $reads > 0, "readers found every row right ($reads $what)")
+	  or diag($rerr);
+	ok($wok && defined $writes && $writes > 0, "the writer ran ($writes transactions)")
+	  or diag($werr);
+	return $writes // 0;
+}
+
 1;
