@@ -364,7 +364,9 @@ reader_check_catalog(void)
 		if (e->block->pins == 0)
 			drop_cached_block(e);
 	}
-	index_cache_reset();
+	/* (nothing to empty before the first index: the front is zeroed memory) */
+	if (index_cache != NULL)
+		index_cache_reset();
 }
 
 /*
