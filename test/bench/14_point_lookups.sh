@@ -3,10 +3,14 @@
 #   SELECT id, note FROM t WHERE id = :id   (random ids, pgbench, tps)
 #   - 1M rows right after the load, 1 and 8 clients;
 #   - the same table after a full compaction (one data run), 1 and 8 clients;
-#   - 20M rows right after the load, 1 and 8 clients;
+#   - 20M rows right after the load and after a full compaction, 1 and 8
+#     clients;
 #   target pkmerge >= 0.95x heap's tps on each line;
 #   - a new connection's first lookup in the 1M-row table (the median of
-#     11 connections, each one query, timed by psql); target <= 1.2x heap's.
+#     11 connections, each one query, timed by psql); target <= 1.2x heap's;
+#   - the 20M-row table has the lookup changelog producer (reads do not
+#     depend on the producer): a 1-row UPDATE of a random row, whose commit
+#     looks up the key's old row, 1 client; target >= 0.8x heap's tps.
 # Heap is VACUUMed and ANALYZEd after its load (settle_sql); pkmerge's
 # load is compacted as the background worker would compact it (a load of
 # 20M rows is 43 runs, which the worker would otherwise be merging during
@@ -40,6 +44,13 @@ lookup_tps()
 		"SELECT id, note FROM $1 WHERE id = :id;"
 }
 
+# update_tps TABLE SPEC CLIENTS ROWS: 1-row UPDATEs of random rows
+update_tps()
+{
+	pgbench_tps "$3" "$4" '\set id random(1, :rows)' \
+		"UPDATE $1 SET amount = amount + 1 WHERE id = :id;"
+}
+
 # first_lookup_ms TABLE SPEC ROWS: a new connection's first lookup, ms
 first_lookup_ms()
 {
@@ -60,7 +71,19 @@ prepare compact
 compare "after full compaction, 1 client" tps max 2 b/a ">= 0.95x" lookup_tps 1 "$small"
 compare "after full compaction, 8 clients" tps max 2 b/a ">= 0.95x" lookup_tps 8 "$small"
 drop_sides
+with_lookup=false
+if have_producers >/dev/null; then
+	with_lookup=true
+	sides heap "" "$BENCH_AM" "$(producer_spec lookup)"
+fi
 prepare load "$large"
 compare "point lookup, $(human "$large"), 1 client" tps max 2 b/a ">= 0.95x" lookup_tps 1 "$large"
 compare "point lookup, $(human "$large"), 8 clients" tps max 2 b/a ">= 0.95x" lookup_tps 8 "$large"
+prepare compact
+compare "$(human "$large") after full compaction, 1 client" tps max 2 b/a ">= 0.95x" lookup_tps 1 "$large"
+compare "$(human "$large") after full compaction, 8 clients" tps max 2 b/a ">= 0.95x" lookup_tps 8 "$large"
+if $with_lookup; then
+	compare "1-row UPDATE, $(human "$large"), lookup, 1 client" tps max 2 b/a ">= 0.8x" \
+		update_tps 1 "$large"
+fi
 drop_sides
