@@ -63,7 +63,7 @@ pk_guc_init(void)
 							GUC_UNIT_KB | GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	DefineCustomIntVariable("pkchangelog.run_index_cache_size",
 							"Run indexes a backend loads before it frees those of the runs it has not read since it last reached this size.",
-							"Each backend caches the block indexes and bloom filters of the runs it reads; runs that compaction replaced (one per small commit) are not read again. A backend keeps about twice this size, besides the indexes of the runs it reads.",
+							"A backend caches the block indexes and bloom filters that pkchangelog.shared_index_cache_size does not hold (small commits' runs, and every run with that setting at 0); runs that compaction replaced (one per small commit) are not read again. A backend keeps about twice this size, besides the indexes of the runs it reads.",
 							&pk_run_index_cache_size, 4096, 64, 1024 * 1024, PGC_USERSET,
 							GUC_UNIT_KB, NULL, NULL, NULL);
 	DefineCustomIntVariable("pkchangelog.block_cache_size",
