@@ -1,15 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * index_cache.c
- *	  The shared cache of run indexes: each run's block index, bloom filter
- *	  and key range, built by the first backend that reads the run and read
+ *	  The shared cache of run indexes: each run's block index with its key
+ *	  range, and its bloom filter, built by the first backend that reads the run and read
  *	  in place by every other, in pkchangelog.shared_index_cache_size of
  *	  shared memory, so that a new connection's first lookup finds them
  *	  ready and no backend keeps copies of its own (run_read.c builds and
  *	  reads them; this file only stores them).
  *
- * An index takes one contiguous object of its own size (a few kB for a
- * small run, 1.4 MB for a run of a million keys), so the objects are laid
+ * An index and a bloom filter each take one contiguous object of its own
+ * size (a few kB for a small run; for a run of a million keys about 0.5 MB
+ * of index and 1.2 MB of filter), so the objects are laid
  * out one after the other in a ring: a new one goes at the head, and room
  * is made by evicting the oldest from the tail.  Indexes are built once
  * per run and server, far less often than blocks are read, and an index
