@@ -138,6 +138,20 @@ SELECT v FROM st WHERE id = 500;
 SELECT lookup_cache_misses - :before_misses AS new_misses,
 	   lookup_cache_hits - :before_hits AS new_hits
 FROM pk_stats('st');
+-- a 1-row UPDATE by key of a lookup table asks for its key's newest
+-- version three times: the scan, the check that the version it read is
+-- still the newest, and the commit, for the changelog's -U.  With no
+-- commit between them the runs are the same, and so is the answer: the
+-- first one serves all three.  Two block reads, the lookup's and the
+-- UPDATE's fetch of the row it read by TID (four without the reuse)
+SELECT lookup_cache_hits + lookup_cache_misses AS reads FROM pk_stats('st') \gset before_
+UPDATE st SET v = v + 1 WHERE id = 500;
+SELECT lookup_cache_hits + lookup_cache_misses - :before_reads AS update_block_reads
+FROM pk_stats('st');
+SELECT v FROM st WHERE id = 500;
+SELECT rowkind, row FROM pk_changes('st')
+WHERE snapshot_id = (SELECT max(snapshot_id) FROM pk_snapshots('st'))
+ORDER BY row->>'v';
 
 SELECT * FROM pk_stats('nosuchtable');
 DROP TABLE st, st_none;

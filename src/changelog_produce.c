@@ -144,15 +144,16 @@ prod_commit_prepare(Relation rel, PkTable *t, WriteBuffer *wb, List *before)
 /*
  * Under the commit lock: the newest version of the key a commit's merge
  * gives as its i-th (keys, ascending) among the runs committed before
- * (prev_runs: a cursor over them), from what prod_commit_prepare
- * found of the same key and the runs committed since (added), or from
- * prev_runs when that cannot answer (early false: a compaction replaced a
- * run looked up in, or nothing was looked up early).
+ * (prev_runs), from what prod_commit_prepare found of the same key and
+ * the runs committed since (added), or from prev_runs when that cannot
+ * answer (early false: a compaction replaced a run looked up in, or
+ * nothing was looked up early) through *cursor, begun when first needed
+ * (a small commit's keys are all answered early).
  */
 static bool
 lookup_before(Relation rel, PkTable *t, ProdPrepared *prep, List *added,
-			  bool early, int i, LookupCursor *prev_runs, const Datum *keys,
-			  PkVersion *v)
+			  bool early, int i, List *prev_runs, LookupCursor **cursor,
+			  const Datum *keys, PkVersion *v)
 {
 	uint32		hash = pk_key_hash(t, keys);
 	PkVersion	since;
@@ -167,7 +168,11 @@ lookup_before(Relation rel, PkTable *t, ProdPrepared *prep, List *added,
 	else
 		early = false;
 	if (!early)
-		return lookup_cursor_next(prev_runs, keys, hash, v);
+	{
+		if (*cursor == NULL)
+			*cursor = lookup_cursor_begin(rel, t, prev_runs);
+		return lookup_cursor_next(*cursor, keys, hash, v);
+	}
 	*v = prep->before[i];
 	if (!lookup_committed(rel, t, added, keys, hash, &since))
 		return prep->found[i];
@@ -226,7 +231,7 @@ prod_commit(Relation rel, PkTable *t, WriteBuffer *wb, List *prev_runs,
 									NULL, true, true);
 		MergeRow	row;
 		bool		early = prep != NULL && prep->before != NULL && kept;
-		LookupCursor *before_runs = lookup_cursor_begin(rel, t, prev_runs);
+		LookupCursor *before_runs = NULL;
 		int			i = 0;
 
 		while (merge_next(m, &row))
@@ -238,8 +243,8 @@ prod_commit(Relation rel, PkTable *t, WriteBuffer *wb, List *prev_runs,
 			CHECK_FOR_INTERRUPTS();
 			/* after a TRUNCATE every key was absent before */
 			found = !truncated &&
-				lookup_before(rel, t, prep, added, early, i, before_runs,
-							  row.keys, &before);
+				lookup_before(rel, t, prep, added, early, i, prev_runs,
+							  &before_runs, row.keys, &before);
 			had = found && PK_KIND_IS_ADD(before.kind);
 			emit_net(&w, rel, t, seq, had ? before.tup : NULL,
 					 PK_KIND_IS_ADD(row.kind) ? row.tup : NULL, row.keys);
@@ -248,7 +253,8 @@ prod_commit(Relation rel, PkTable *t, WriteBuffer *wb, List *prev_runs,
 			i++;
 		}
 		merge_end(m);
-		lookup_cursor_end(before_runs);
+		if (before_runs != NULL)
+			lookup_cursor_end(before_runs);
 	}
 	if (w)
 	{

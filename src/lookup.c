@@ -149,6 +149,146 @@ probe_run(Relation rel, PkTable *t, RunInfo *run, const Datum *key,
 }
 
 /*
+ * The last answer of lookup_committed, in this transaction.  A statement's
+ * scan by key, its check at UPDATE or DELETE that the version it read is
+ * still its key's newest, and the lookup producer's commit ask the same
+ * question of the same runs when no commit of the table came between
+ * them: runs are immutable, so the answer is the same.  A run is told by
+ * its id and extent (ids are taken again only after an abort, and the
+ * memo goes at every transaction end and savepoint rollback).
+ */
+typedef struct MemoRun
+{
+	int64		run_id;
+	int64		max_seq;
+	BlockNumber start_block;
+} MemoRun;
+
+typedef struct LookupMemo
+{
+	bool		valid;
+	Oid			relid;
+	uint32		hash;
+	MinimalTuple key;			/* pk_key_form */
+	int			nruns;
+	int			maxruns;
+	MemoRun    *runs;			/* in list order */
+	bool		found;
+	PkVersion	v;				/* tup: the memo's copy */
+} LookupMemo;
+
+static LookupMemo memo;
+static MemoryContext memo_cxt = NULL;
+
+static bool
+memo_same_runs(List *runs)
+{
+	int			i = 0;
+	ListCell   *lc;
+
+	if (list_length(runs) != memo.nruns)
+		return false;
+	foreach(lc, runs)
+	{
+		RunInfo    *run = lfirst(lc);
+
+		if (run->run_id != memo.runs[i].run_id ||
+			run->max_seq != memo.runs[i].max_seq ||
+			run->start_block != memo.runs[i].start_block)
+			return false;
+		i++;
+	}
+	return true;
+}
+
+/* lookup_committed's answer for key among runs, if the memo has it */
+static bool
+memo_get(PkTable *t, List *runs, const Datum *key, uint32 hash, PkVersion *v,
+		 bool *found)
+{
+	Datum		memokey[INDEX_MAX_KEYS];
+
+	if (!memo.valid || memo.relid != t->relid || memo.hash != hash ||
+		!memo_same_runs(runs))
+		return false;
+	pk_key_deform(t, memo.key, memokey);
+	if (pk_key_cmp(t, memokey, key) != 0)
+		return false;
+	*found = memo.found;
+	if (memo.found)
+	{
+		*v = memo.v;
+		v->tup = heap_copy_minimal_tuple(memo.v.tup, 0);
+	}
+	return true;
+}
+
+static void
+memo_put(PkTable *t, List *runs, const Datum *key, uint32 hash,
+		 const PkVersion *v, bool found)
+{
+	MemoryContext old;
+	int			i = 0;
+	ListCell   *lc;
+
+	if (memo_cxt == NULL)
+		memo_cxt = AllocSetContextCreate(TopMemoryContext, "pkmerge lookup memo",
+										 ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(memo_cxt);
+	memo.valid = false;
+	if (memo.key != NULL)
+		pfree(memo.key);
+	memo.key = pk_key_form(t, key);
+	if (memo.v.tup != NULL)
+		pfree(memo.v.tup);
+	memo.v.tup = NULL;
+	if (list_length(runs) > memo.maxruns)
+	{
+		memo.maxruns = Max(list_length(runs), 2 * memo.maxruns);
+		if (memo.runs != NULL)
+			pfree(memo.runs);
+		memo.runs = palloc(sizeof(MemoRun) * memo.maxruns);
+	}
+	foreach(lc, runs)
+	{
+		RunInfo    *run = lfirst(lc);
+
+		memo.runs[i].run_id = run->run_id;
+		memo.runs[i].max_seq = run->max_seq;
+		memo.runs[i].start_block = run->start_block;
+		i++;
+	}
+	memo.nruns = i;
+	memo.relid = t->relid;
+	memo.hash = hash;
+	memo.found = found;
+	if (found)
+	{
+		memo.v = *v;
+		memo.v.tup = heap_copy_minimal_tuple(v->tup, 0);
+	}
+	memo.valid = true;
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * The transaction ended or a savepoint rolled back.  The memo's memory is
+ * kept for the next one unless a large row made it large.
+ */
+void
+lookup_forget(void)
+{
+	memo.valid = false;
+	if (memo_cxt == NULL || MemoryContextMemAllocated(memo_cxt, false) <= 64 * 1024)
+		return;
+	MemoryContextReset(memo_cxt);
+	memo.key = NULL;
+	memo.v.tup = NULL;
+	memo.runs = NULL;
+	memo.maxruns = 0;
+}
+
+/*
  * The newest version of key among runs (tombstones included).  Runs are
  * not sorted by sequence number, and whether they overlap in them is not
  * assumed: every run that may hold a newer version than the one found is
@@ -164,6 +304,10 @@ lookup_committed(Relation rel, PkTable *t, List *runs, const Datum *key,
 {
 	bool		found = false;
 
+	if (runs == NIL)
+		return false;
+	if (memo_get(t, runs, key, hash, v, &found))
+		return found;
 	/* a pass per level that has runs (up to num_levels: not one per level) */
 	for (int level = 0; level >= 0;)
 	{
@@ -181,6 +325,7 @@ lookup_committed(Relation rel, PkTable *t, List *runs, const Datum *key,
 		}
 		level = next;
 	}
+	memo_put(t, runs, key, hash, v, found);
 	return found;
 }
 

@@ -30,6 +30,7 @@ typedef struct LookupCursor LookupCursor;
 /* lookup.c */
 extern bool lookup_committed(Relation rel, PkTable *t, List *runs,
 							 const Datum *key, uint32 hash, PkVersion *v);
+extern void lookup_forget(void);
 extern LookupCursor *lookup_cursor_begin(Relation rel, PkTable *t, List *runs);
 extern bool lookup_cursor_next(LookupCursor *c, const Datum *key, uint32 hash,
 							   PkVersion *v);

@@ -43,6 +43,7 @@
 #include "changelog_wal.h"
 #include "guc.h"
 #include "log_snapshot.h"
+#include "lookup.h"
 #include "maint_compaction.h"
 #include "maint_expire.h"
 #include "maint_worker.h"
@@ -548,6 +549,7 @@ commit_xact_callback(XactEvent event, void *arg)
 			group_commit_forget();
 			runlist_xact_end(event == XACT_EVENT_COMMIT);
 			forget_runs_in_rows(event == XACT_EVENT_COMMIT);
+			lookup_forget();
 			expire_xact_end(event == XACT_EVENT_COMMIT);
 			nrequests = 0;
 			wbuf_forget_all();
@@ -575,6 +577,7 @@ commit_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		dml_subxact_abort();
 		expire_subxact_abort();
 		runlist_subxact_abort(mySubid);
+		lookup_forget();
 	}
 }
 
