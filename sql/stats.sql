@@ -153,5 +153,34 @@ SELECT rowkind, row FROM pk_changes('st')
 WHERE snapshot_id = (SELECT max(snapshot_id) FROM pk_snapshots('st'))
 ORDER BY row->>'v';
 
+-- a new connection's first query of a table by key reads from the
+-- catalogs what a heap table's reads: the key type's default btree and hash
+-- classes come from shared memory (the type cache would scan pg_opclass
+-- for them), the widths of fixed-length columns from their types (not
+-- from pg_statistic: the query names id alone), and whether the table has
+-- row ids is not asked (pkchangelog.row_ids is not read)
+CREATE TABLE st_heap (id int PRIMARY KEY, v int);
+INSERT INTO st_heap SELECT g, g FROM generate_series(1, 1000) g;
+ANALYZE st, st_heap;
+\c
+BEGIN;
+SELECT id FROM st_heap WHERE id = 500;
+SELECT sum(idx_scan + seq_scan) FILTER (WHERE relname = 'pg_opclass') AS opclass_reads,
+	   sum(idx_scan + seq_scan) FILTER (WHERE relname = 'pg_statistic') AS statistic_reads
+FROM pg_stat_xact_sys_tables \gset heap_
+COMMIT;
+\c
+BEGIN;
+SELECT id FROM st WHERE id = 500;
+SELECT sum(idx_scan + seq_scan) FILTER (WHERE relname = 'pg_opclass') = :heap_opclass_reads
+		   AS same_opclass_reads,
+	   sum(idx_scan + seq_scan) FILTER (WHERE relname = 'pg_statistic') = :heap_statistic_reads
+		   AS same_statistic_reads
+FROM pg_stat_xact_sys_tables;
+SELECT idx_scan + seq_scan AS row_ids_reads FROM pg_stat_xact_all_tables
+WHERE relid = 'pkchangelog.row_ids'::regclass;
+COMMIT;
+DROP TABLE st_heap;
+
 SELECT * FROM pk_stats('nosuchtable');
 DROP TABLE st, st_none;

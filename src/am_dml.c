@@ -250,7 +250,7 @@ append(Relation rel, PkTable *t, PkRowKind kind, MinimalTuple tup, CommandId cid
 	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
 	pos = wbuf_append(wb, t, kind, tup, cid, !owned);
 	/* unique checks of other transactions wait for this one (am_scan.c) */
-	if (t->row_ids)
+	if (pk_table_row_ids(t))
 		rowids_note_key(RelationGetRelid(rel), wbuf_entry(wb, pos)->hash);
 	if (read)
 	{

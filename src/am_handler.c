@@ -21,7 +21,6 @@
 #include "catalog/storage_xlog.h"
 #include "commands/vacuum.h"
 #include "executor/tuptable.h"
-#include "optimizer/plancat.h"
 #include "pgstat.h"
 #include "replication/logicalworker.h"
 #include "run_list.h"
@@ -30,6 +29,7 @@
 #include "storage/lmgr.h"
 #include "storage/smgr.h"
 #include "utils/backend_status.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -206,7 +206,7 @@ pk_tuple_update(Relation rel, ItemPointer otid, TupleTableSlot *slot,
 	 * pkmerge_key has no entries to maintain; other indexes get the new
 	 * version's row id (am_index.c)
 	 */
-	*update_indexes = pk_table(rel)->row_ids ? TU_All : TU_None;
+	*update_indexes = pk_table_row_ids(pk_table(rel)) ? TU_All : TU_None;
 	return dml_update(rel, otid, slot, cid, snapshot, tmfd);
 }
 
@@ -418,6 +418,40 @@ pk_relation_needs_toast_table(Relation rel)
 }
 
 /*
+ * The average width of rel's rows, as get_rel_data_width (plancat.c) gives
+ * it and leaves in attr_widths for the planner, but without asking the
+ * statistics of a fixed-length column, whose width they say is its type's
+ * length: a new connection's first plan of the table would otherwise read
+ * pg_statistic for each column, where a heap table's plan reads the
+ * columns the query names.
+ */
+static int32
+rel_data_width(Relation rel, int32 *attr_widths)
+{
+	int32		width = 0;
+
+	for (int i = 1; i <= RelationGetNumberOfAttributes(rel); i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), i - 1);
+		int32		w;
+
+		if (att->attisdropped)
+			continue;
+		if (attr_widths[i] > 0)
+		{
+			width += attr_widths[i];
+			continue;
+		}
+		w = att->attlen > 0 ? att->attlen : get_attavgwidth(RelationGetRelid(rel), i);
+		if (w <= 0)
+			w = get_typavgwidth(att->atttypid, att->atttypmod);
+		attr_widths[i] = w;
+		width += w;
+	}
+	return width;
+}
+
+/*
  * The planner's size of the table: the records of its data runs, from the
  * catalog as the run list cache has it (no I/O), and as pages the ones a
  * heap table of those rows would have.  Heap scales ANALYZE's density by
@@ -456,7 +490,7 @@ pk_relation_estimate_size(Relation rel, int32 *attr_widths, BlockNumber *pages,
 		return;
 	}
 	*tuples = scan_count_rows(rel, &stored, true);
-	width = get_rel_data_width(rel, attr_widths) +
+	width = rel_data_width(rel, attr_widths) +
 		MAXALIGN(SizeofHeapTupleHeader) + sizeof(ItemIdData);
 	heap_pages = ceil(*tuples * width / (BLCKSZ - SizeOfPageHeaderData));
 	*pages = (BlockNumber) Max((double) stored, Min(heap_pages, (double) MaxBlockNumber));

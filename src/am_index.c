@@ -101,7 +101,7 @@ enable_row_ids(Relation rel, WriteBuffer *wb)
 void
 index_concurrent_first(Relation rel)
 {
-	if (pk_table(rel)->row_ids)
+	if (pk_table_row_ids(pk_table(rel)))
 		return;
 	cat_space_lock(RelationGetRelid(rel));
 	enable_row_ids(rel, NULL);
@@ -139,7 +139,7 @@ index_build_scan(Relation table_rel, Relation index_rel, IndexInfo *index_info,
 	 * command but a subtransaction to roll back or a deferred trigger to
 	 * fire (spilled rows keep their row numbers, as committed ones do)
 	 */
-	if (!t->row_ids && wb != NULL && wb->n > 0 &&
+	if (!pk_table_row_ids(t) && wb != NULL && wb->n > 0 &&
 		(GetCurrentTransactionNestLevel() > 1 || AfterTriggerPendingOnRel(relid)))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -152,7 +152,7 @@ index_build_scan(Relation table_rel, Relation index_rel, IndexInfo *index_info,
 				 errmsg("a parallel index build is not supported on pkmerge table \"%s\"",
 						RelationGetRelationName(table_rel)),
 				 errhint("Set max_parallel_maintenance_workers to 0, or reset the table's parallel_workers.")));
-	if (!t->row_ids)
+	if (!pk_table_row_ids(t))
 		enable_row_ids(table_rel, wb);
 	index_info->ii_BrokenHotChain = true;
 
@@ -221,7 +221,7 @@ index_validate(Relation table_rel, Relation index_rel, IndexInfo *index_info,
 	Datum		d;
 	bool		dnull;
 
-	if (!pk_table(table_rel)->row_ids)
+	if (!pk_table_row_ids(pk_table(table_rel)))
 		elog(ERROR, "pkmerge table \"%s\" has no row ids to validate an index with",
 			 RelationGetRelationName(table_rel));
 	tids = palloc(sizeof(int64) * cap);
@@ -392,7 +392,7 @@ index_vacuum(Relation rel, VacuumParams *params, BufferAccessStrategy bstrategy)
 	MemoryContext old;
 	double		ntuples = 0;
 
-	if (!t->row_ids || params->index_cleanup == VACOPTVALUE_DISABLED)
+	if (!pk_table_row_ids(t) || params->index_cleanup == VACOPTVALUE_DISABLED)
 		return;
 	vac_open_indexes(rel, RowExclusiveLock, &nindexes, &indrels);
 	if (nindexes == 0)

@@ -646,14 +646,15 @@ fetch_dirty(Relation rel, ItemPointer tid, Snapshot snapshot, PkVersion *v)
 	PkTable    *t = pk_table(rel);
 	Oid			relid = RelationGetRelid(rel);
 	WriteBuffer *wb = wbuf_get(relid, false);
+	bool		ids = pk_table_row_ids(t);
 
 	for (;;)
 	{
 		List	   *runs = runlist_visible(rel, GetLatestSnapshot());
-		TransactionId xid;
+		TransactionId xid = InvalidTransactionId;
 		bool		found = lookup_tid(rel, t, runs, wb, tid, v);
 
-		if (!found && t->row_ids &&
+		if (!found && ids &&
 			!TransactionIdIsValid(xid = rowids_holder(relid, pk_tid_number(tid))))
 		{
 			runs = runlist_visible(rel, GetLatestSnapshot());
@@ -665,7 +666,7 @@ fetch_dirty(Relation rel, ItemPointer tid, Snapshot snapshot, PkVersion *v)
 		{
 			if (!version_is_newest(rel, t, runs, wb, tid, snapshot, v))
 				return DIRTY_NONE;
-			if (!t->row_ids || wbuf_find_tid(wb, tid) >= 0 ||
+			if (!ids || wbuf_find_tid(wb, tid) >= 0 ||
 				!TransactionIdIsValid(xid = rowids_key_writer(relid, version_hash(t, v))))
 				return DIRTY_FOUND;
 			if (InterruptHoldoffCount > 0)
@@ -674,7 +675,7 @@ fetch_dirty(Relation rel, ItemPointer tid, Snapshot snapshot, PkVersion *v)
 				return DIRTY_FOUND;
 			}
 		}
-		else if (!t->row_ids)
+		else if (!ids)
 			return DIRTY_NONE;
 		else if (InterruptHoldoffCount > 0)
 		{
@@ -725,7 +726,7 @@ fetch_visible(Relation rel, ItemPointer tid, Snapshot snapshot, PkVersion *v)
 		 * snapshot sees if that is its key's newest there, by sequence
 		 * number (compaction keeps them).
 		 */
-		if (wbuf_find_tid(wb, tid) >= 0 || (!t->row_ids && pk_tid_is_wbuf(tid)) ||
+		if (wbuf_find_tid(wb, tid) >= 0 || (!pk_table_row_ids(t) && pk_tid_is_wbuf(tid)) ||
 			!lookup_tid(rel, t, runlist_visible(rel, GetLatestSnapshot()), wb, tid, v))
 			return false;
 		pk_row_key(t, v->tup, key);

@@ -31,7 +31,7 @@ version_from_run(const RunInfo *run, const RunBlock *b, RunRowHeader *rh,
 }
 
 /*
- * Where key lookups found rows of tables with row ids lately: an UPDATE or
+ * Where key lookups found rows lately, for tables with row ids: an UPDATE or
  * DELETE by key fetches by TID the version its key's lookup has just
  * found, which would otherwise take the run's map of ids, loaded and
  * sorted once per backend for each run (a compaction's output of a
@@ -128,6 +128,44 @@ take_if_newer(const RunInfo *run, const RunBlock *b, RunRowHeader *rh,
 }
 
 /*
+ * Can run hold key, by its first and last keys?  Only told for a table
+ * keyed by one integer column, whose keys' text the catalog row of a run
+ * holds (integers' text is the same in every session, unlike dates' or
+ * floats'); read once into the run's RunInfo.  A run passed over here
+ * costs no look at its index or bloom filter: the runs of a level are
+ * disjoint, and a new connection's first lookup touches fewer pages of the
+ * shared caches.
+ */
+static bool
+in_int_range(const PkTable *t, RunInfo *run, const Datum *key)
+{
+	int64		k;
+
+	if (!t->int_key)
+		return true;
+	if (run->int_range == 0)
+	{
+		char	   *end_min;
+		char	   *end_max;
+
+		run->int_range = -1;
+		if (run->min_key != NULL && run->max_key != NULL)
+		{
+			errno = 0;
+			run->int_min = strtoi64(run->min_key, &end_min, 10);
+			run->int_max = strtoi64(run->max_key, &end_max, 10);
+			if (errno == 0 && end_min != run->min_key && *end_min == '\0' &&
+				end_max != run->max_key && *end_max == '\0')
+				run->int_range = 1;
+		}
+	}
+	if (run->int_range < 0)
+		return true;
+	k = pk_int_key(t, key);
+	return k >= run->int_min && k <= run->int_max;
+}
+
+/*
  * Probe run for key; if it holds a version newer than *v (any, when not
  * *found), that version goes to *v.
  */
@@ -141,9 +179,11 @@ probe_run(Relation rel, PkTable *t, RunInfo *run, const Datum *key,
 
 	if (*found && (uint64) run->max_seq < v->seq)
 		return;					/* only older versions there */
-	if (!run_lookup(rel, t, run, key, hash, &rh, &ordinal, &pinned))
+	if (!in_int_range(t, run, key) ||
+		!run_lookup(rel, t, run, key, hash, &rh, &ordinal, &pinned))
 		return;
-	if (take_if_newer(run, pinned, rh, ordinal, v, found) && t->row_ids)
+	/* noted whether the table has ids or not (a read by key never asks) */
+	if (take_if_newer(run, pinned, rh, ordinal, v, found))
 		found_note(t, run, pk_tid_number(&v->tid), ordinal);
 	run_block_release(pinned);
 }
@@ -437,7 +477,7 @@ lookup_tid(Relation rel, PkTable *t, List *runs, WriteBuffer *wb,
 	if (!pk_tid_valid(tid))
 		return false;
 	n = pk_tid_number(tid);
-	if (t->row_ids || pk_tid_is_wbuf(tid))
+	if (pk_table_row_ids(t) || pk_tid_is_wbuf(tid))
 	{
 		int64		pos = wbuf_find_tid(wb, tid);
 
@@ -447,7 +487,7 @@ lookup_tid(Relation rel, PkTable *t, List *runs, WriteBuffer *wb,
 			v->tid = *tid;
 			return true;
 		}
-		if (!t->row_ids)
+		if (!pk_table_row_ids(t))
 			return false;
 		if (found_again(rel, t, runs, n, v))
 			return true;
@@ -459,7 +499,7 @@ lookup_tid(Relation rel, PkTable *t, List *runs, WriteBuffer *wb,
 		RunRowHeader *rh;
 		uint64		ordinal;
 
-		if (t->row_ids)
+		if (pk_table_row_ids(t))
 		{
 			/* a row id: any data run may hold it */
 			if (run->kind != RUN_DATA || !run_find_id(rel, t, run, n, &ordinal))

@@ -805,7 +805,7 @@ merge_and_switch(Relation rel, List *live, List *inputs, int outlevel, bool bott
 		/* a table with row ids: each row keeps its id (tid.h) */
 		run_writer_add(w, row.seq, row.kind, row.tup, row.keys,
 					   pk_key_hash(t, row.keys),
-					   t->row_ids ? pk_tid_number(&row.tid) : RUN_NO_ID);
+					   pk_table_row_ids(t) ? pk_tid_number(&row.tid) : RUN_NO_ID);
 		out_records++;
 		if (run_writer_stream_size(w) >= t->opts.target_run_size)
 		{

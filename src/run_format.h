@@ -412,6 +412,13 @@ typedef struct RunInfo
 									 * changelog run, catalog 0.8) */
 	uint64		key_filter;		/* a small data run's keys (run_key_filter_bits),
 								 * as its writer made it; 0: not known */
+	/*
+	 * min_key and max_key as integers, for a table keyed by one integer
+	 * column (lookup.c): read from them when first needed.
+	 */
+	int8		int_range;		/* 0: not read yet; 1: read; -1: not integers */
+	int64		int_min;
+	int64		int_max;
 } RunInfo;
 
 /*

@@ -167,11 +167,12 @@ same_string(const char *a, const char *b)
 /*
  * Are a and b the same run, field for field and byte for byte?  (Every
  * field of RunInfo: the assertion below fails when one is added, so that
- * it is compared here too.)  But the key filter: it follows from the run's
- * keys, and a copy read from the catalog has none.
+ * it is compared here too.)  But the key filter and the integer key range:
+ * they follow from the run's keys, and a copy read from the catalog has no
+ * filter, nor a range until a lookup reads it.
  */
 #if SIZEOF_VOID_P == 8
-StaticAssertDecl(sizeof(RunInfo) == 136, "same_run compares every field of RunInfo");
+StaticAssertDecl(sizeof(RunInfo) == 160, "same_run compares every field of RunInfo");
 #endif
 
 static bool

@@ -21,6 +21,7 @@
 #include "catalog_row_ids.h"
 #include "index_cache.h"
 #include "key_locks.h"
+#include "key_types.h"
 #include "maint_compaction.h"
 #include "maint_worker.h"
 #include "run_publish.h"
@@ -51,6 +52,7 @@ pk_shmem_request(void)
 	size = add_size(size, keylocks_shmem_size());
 	size = add_size(size, bcache_shmem_size());
 	size = add_size(size, icache_shmem_size());
+	size = add_size(size, keytypes_shmem_size());
 	RequestAddinShmemSpace(size);
 }
 
@@ -78,6 +80,7 @@ pk_shmem_startup(void)
 	keylocks_shmem_init();
 	bcache_shmem_init(*tranche);
 	icache_shmem_init(*tranche);
+	keytypes_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 }
 

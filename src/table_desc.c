@@ -41,9 +41,9 @@
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/syscache.h"
-#include "utils/typcache.h"
 
 #include "catalog_row_ids.h"
+#include "key_types.h"
 #include "pg_compat.h"
 #include "relcache_hub.h"
 #include "table_desc.h"
@@ -351,8 +351,6 @@ build_table(Relation rel)
 	t->tupdesc = CreateTupleDescCopy(RelationGetDescr(rel));
 
 	pkopt_parse(pk_reloptions(t->relid), &t->opts);
-	t->rowid_enables = rowids_enables();
-	t->row_ids = rowids_enabled(t->relid);
 
 	/* a table created without a key has none until ALTER TABLE adds it */
 	cols = t->opts.primary_key ? pkopt_split_key(t->opts.primary_key) : NIL;
@@ -362,7 +360,8 @@ build_table(Relation rel)
 	{
 		char	   *name = lfirst(lc);
 		PkKeyCol   *k = &t->keys[i++];
-		TypeCacheEntry *tc;
+		Oid			lt_opr;
+		Oid			hash_proc;
 		AttrNumber	attnum = InvalidAttrNumber;
 
 		for (int a = 0; a < t->tupdesc->natts; a++)
@@ -380,8 +379,8 @@ build_table(Relation rel)
 		k->attnum = attnum;
 		k->typid = TupleDescAttr(t->tupdesc, attnum - 1)->atttypid;
 		k->collation = TupleDescAttr(t->tupdesc, attnum - 1)->attcollation;
-		tc = lookup_type_cache(k->typid, TYPECACHE_LT_OPR | TYPECACHE_HASH_PROC_FINFO);
-		if (!OidIsValid(tc->lt_opr))
+		keytype_ops(k->typid, &lt_opr, &hash_proc);
+		if (!OidIsValid(lt_opr))
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_FUNCTION),
 					 errmsg("primary key column \"%s\" has type %s, which has no default btree ordering",
@@ -389,9 +388,9 @@ build_table(Relation rel)
 		k->ssup.ssup_cxt = mcxt;
 		k->ssup.ssup_collation = k->collation;
 		k->ssup.ssup_nulls_first = false;
-		PrepareSortSupportFromOrderingOp(tc->lt_opr, &k->ssup);
-		if (OidIsValid(tc->hash_proc))
-			fmgr_info_cxt(tc->hash_proc, &k->hash, mcxt);
+		PrepareSortSupportFromOrderingOp(lt_opr, &k->ssup);
+		if (OidIsValid(hash_proc))
+			fmgr_info_cxt(hash_proc, &k->hash, mcxt);
 		{
 			Oid			outfn;
 			bool		varlena;
@@ -400,6 +399,9 @@ build_table(Relation rel)
 			fmgr_info_cxt(outfn, &k->out, mcxt);
 		}
 	}
+	t->int_key = t->nkeys == 1 &&
+		(t->keys[0].typid == INT2OID || t->keys[0].typid == INT4OID ||
+		 t->keys[0].typid == INT8OID);
 	t->keydesc = CreateTemplateTupleDesc(t->nkeys);
 	for (i = 0; i < t->nkeys; i++)
 		TupleDescCopyEntry(t->keydesc, i + 1, t->tupdesc, t->keys[i].attnum);
@@ -462,6 +464,23 @@ pk_table(Relation rel)
 }
 
 /*
+ * Does the table have row ids?  Read from the catalog when first asked, as
+ * a statement that reads by key alone never asks (opening the catalog is a
+ * cost of a new connection's first query of the table).
+ */
+bool
+pk_table_row_ids(PkTable *t)
+{
+	if (!t->row_ids_read)
+	{
+		t->rowid_enables = rowids_enables();
+		t->row_ids_ = rowids_enabled(t->relid);
+		t->row_ids_read = true;
+	}
+	return t->row_ids_;
+}
+
+/*
  * Does the table have row ids now?  t may be older than the commit that
  * gave them (an index built CONCURRENTLY while its transaction wrote): the
  * catalog is read again when a table was given ids since t read it.
@@ -471,7 +490,7 @@ pk_table_rowids_now(PkTable *t)
 {
 	uint64		n;
 
-	if (t->row_ids)
+	if (pk_table_row_ids(t))
 		return true;
 	n = rowids_enables();
 	if (n == t->rowid_enables)
@@ -480,6 +499,22 @@ pk_table_rowids_now(PkTable *t)
 		return true;
 	t->rowid_enables = n;		/* another table's: no need to look again */
 	return false;
+}
+
+/* the key of a table whose key is one integer column (int_key), as int64 */
+int64
+pk_int_key(const PkTable *t, const Datum *keys)
+{
+	Assert(t->int_key);
+	switch (t->keys[0].typid)
+	{
+		case INT2OID:
+			return DatumGetInt16(keys[0]);
+		case INT4OID:
+			return DatumGetInt32(keys[0]);
+		default:
+			return DatumGetInt64(keys[0]);
+	}
 }
 
 /*

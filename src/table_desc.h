@@ -40,6 +40,7 @@ typedef struct PkTable
 	PkOptions	opts;
 	int			nkeys;		/* 0: created without a key, none added yet */
 	PkKeyCol   *keys;
+	bool		int_key;		/* one key column, of int2, int4 or int8 */
 	TupleDesc	tupdesc;		/* copy of the relation's */
 	TupleDesc	keydesc;		/* the key columns alone (run block index) */
 	/*
@@ -49,8 +50,10 @@ typedef struct PkTable
 	 * changes the producer later invalidates this entry first.
 	 */
 	int64		producer_from;
-	bool		row_ids;		/* its rows have ids (catalog_row_ids.c) */
-	uint64		rowid_enables;	/* rowids_enables() before row_ids was read */
+	/* pk_table_row_ids(): read from the catalog when first asked */
+	bool		row_ids_read;
+	bool		row_ids_;		/* its rows have ids (catalog_row_ids.c) */
+	uint64		rowid_enables;	/* rowids_enables() before row_ids_ was read */
 	MemoryContext mcxt;
 } PkTable;
 
@@ -59,6 +62,7 @@ extern Oid	pk_table_am_oid(void);
 extern bool pk_is_pkmerge(Relation rel);
 extern bool pk_relid_is_pkmerge(Oid relid);
 extern PkTable *pk_table(Relation rel);
+extern bool pk_table_row_ids(PkTable *t);
 extern bool pk_table_rowids_now(PkTable *t);
 extern void pk_table_check_keyed(PkTable *t);
 extern bool pk_has_key_option(Relation rel);
@@ -70,6 +74,7 @@ extern void pk_row_key(const PkTable *t, MinimalTuple tup, Datum *keys);
 extern int	pk_key_cmp(const PkTable *t, const Datum *a, const Datum *b);
 extern int	pk_key_cmp_n(const PkTable *t, const Datum *a, const Datum *b, int n);
 extern uint32 pk_key_hash(const PkTable *t, const Datum *keys);
+extern int64 pk_int_key(const PkTable *t, const Datum *keys);
 extern MinimalTuple pk_key_form(const PkTable *t, const Datum *keys);
 extern void pk_key_deform(const PkTable *t, MinimalTuple keytup, Datum *keys);
 extern char *pk_key_text(const PkTable *t, const Datum *keys);

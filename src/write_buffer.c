@@ -233,7 +233,7 @@ wbuf_append(WriteBuffer *wb, PkTable *t, uint8 kind, MinimalTuple tup,
 	wb->bytes += wbuf_entry_bytes(wb, e);
 	/* once buffer TIDs are out, the transaction keeps them (see write_commit.c) */
 	if (!wb->ids && wb->next_tidpos == 0)
-		wb->ids = t->row_ids;
+		wb->ids = pk_table_row_ids(t);
 	if (wb->ids)
 	{
 		/* a row id, from the transaction's chunk of them */

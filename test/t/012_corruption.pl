@@ -414,6 +414,12 @@ like($err, qr/ERROR:  XX001: corrupt .* of run \d+ in pkmerge table "u"/,
 ok($ret != 0 ? $err =~ /ERROR:  XX001: corrupt .* in pkmerge table "u"/
 	: $out eq $node->safe_psql('postgres', "SELECT 777, $val FROM (SELECT 777 AS id) x"),
 	'point lookup on u: XX001 or the correct row') or diag("ret $ret out $out err $err");
+# a key past the runs' last keys (in their catalog rows): the lookup passes
+# over them without reading their indexes or bloom filters
+($ret, $out, $err) = $node->psql('postgres',
+	"SET enable_seqscan = off;\nSELECT * FROM u WHERE id = " . ($nrows + 1));
+is("$ret|$out|$err", '0||',
+	'point lookup on u past its last key: no row, the damaged index not read');
 
 # --- a zeroed page (table z)
 ($ret, $out, $err) = $node->psql('postgres',
