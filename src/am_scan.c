@@ -46,8 +46,8 @@
 #include "tid.h"
 #include "write_buffer.h"
 
-/* blocks per run per chunk bound of a parallel scan (16 kB of rows each) */
-#define PK_CHUNK_BLOCKS 16
+/* blocks per run per chunk bound of a parallel scan (8 kB of rows each) */
+#define PK_CHUNK_BLOCKS 32
 
 typedef struct PkParallelScanData
 {

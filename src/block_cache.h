@@ -34,7 +34,7 @@ typedef struct BcachePiece
 } BcachePiece;
 
 /* a slot holds at most this many bytes: larger blocks are not shared */
-#define BCACHE_SLOT_SIZE	(24 * 1024)
+#define BCACHE_SLOT_SIZE	(12 * 1024)
 
 /* block_cache.c */
 extern Size bcache_shmem_size(void);
