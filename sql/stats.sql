@@ -182,5 +182,20 @@ WHERE relid = 'pkchangelog.row_ids'::regclass;
 COMMIT;
 DROP TABLE st_heap;
 
+-- a block of wide rows (two rows of 7 kB: more than a small slot holds)
+-- takes one of the shared cache's large slots: a new session finds it
+CREATE TABLE st_wide (id int PRIMARY KEY, v text) USING pkmerge;
+INSERT INTO st_wide SELECT g, repeat(md5(g::text), 220) FROM generate_series(1, 40) g;
+SELECT lookup_cache_hits AS hits, lookup_cache_misses AS misses FROM pk_stats('st_wide') \gset wide_
+SET enable_seqscan = off;
+SELECT length(v) FROM st_wide WHERE id = 7;
+\c
+SET enable_seqscan = off;
+SELECT length(v) FROM st_wide WHERE id = 7;
+SELECT lookup_cache_misses - :wide_misses AS wide_misses,
+	   lookup_cache_hits - :wide_hits AS wide_hits
+FROM pk_stats('st_wide');
+DROP TABLE st_wide;
+
 SELECT * FROM pk_stats('nosuchtable');
 DROP TABLE st, st_none;

@@ -7,7 +7,8 @@
  *	  shared memory.  A block is decompressed by the first backend that
  *	  needs it; the others read it in place.
  *
- * The cache is an array of slots of BCACHE_SLOT_SIZE bytes and a hash
+ * The cache is an array of slots of BCACHE_SLOT_SIZE bytes, then a few of
+ * BCACHE_LARGE_SLOT_SIZE (an eighth of the memory), and a hash
  * table from a block's key to its slot, split into partitions each under
  * its own LWLock, as the buffer manager's (buf_table.c).  A slot's state
  * word counts its pins and its recent uses, and has BUSY set while one
@@ -16,7 +17,10 @@
  *	- A lookup finds the key under its partition's lock, shared, and pins
  *	  the slot by compare-and-swap, unless it is busy (then: a miss).
  *	- A new block takes the slot a clock sweep finds unpinned and not used
- *	  since the sweep last passed; setting BUSY succeeds only while the slot
+ *	  since the sweep last passed, among those large enough for it (a
+ *	  large block passes over the small slots without counting down their
+ *	  uses; a small one takes either size); setting BUSY succeeds only
+ *	  while the slot
  *	  has no pin.  Its owner takes the old key out of the table, copies the
  *	  block in and enters the new key, each under that key's partition's
  *	  lock, exclusive.  If another backend entered the key meanwhile, its
@@ -71,6 +75,7 @@ typedef struct BcacheShared
 {
 	pg_atomic_uint32 hand;		/* the clock sweep's next slot */
 	int			nslots;
+	int			nsmall;			/* slots below this are small, the others large */
 	LWLockPadded locks[BCACHE_PARTITIONS];
 	BcacheSlot	slots[FLEXIBLE_ARRAY_MEMBER];
 } BcacheShared;
@@ -88,10 +93,36 @@ static HTAB *table = NULL;
 /* the slots this backend pinned */
 static PinNotes notes;
 
+/* the large slots: an eighth of the memory, in a cache of at least 8 */
+static int
+large_slots(void)
+{
+	int64		bytes = (int64) pk_block_cache_size * 1024;
+
+	return bytes >= 8 * BCACHE_LARGE_SLOT_SIZE ?
+		(int) Min(bytes / 8 / BCACHE_LARGE_SLOT_SIZE, INT_MAX / 4) : 0;
+}
+
+static int
+small_slots(void)
+{
+	int64		bytes = (int64) pk_block_cache_size * 1024 -
+		(int64) large_slots() * BCACHE_LARGE_SLOT_SIZE;
+
+	return (int) Min(bytes / BCACHE_SLOT_SIZE, INT_MAX / 4);
+}
+
 static int
 cache_slots(void)
 {
-	return (int) Min((int64) pk_block_cache_size * 1024 / BCACHE_SLOT_SIZE, INT_MAX / 2);
+	return small_slots() + large_slots();
+}
+
+static Size
+slot_bytes_size(void)
+{
+	return add_size(mul_size(small_slots(), BCACHE_SLOT_SIZE),
+					mul_size(large_slots(), BCACHE_LARGE_SLOT_SIZE));
 }
 
 static Size
@@ -109,7 +140,7 @@ bcache_shmem_size(void)
 	if (nslots == 0)
 		return 0;
 	size = shared_size(nslots);
-	size = add_size(size, mul_size(nslots, BCACHE_SLOT_SIZE));
+	size = add_size(size, slot_bytes_size());
 	size = add_size(size, PG_CACHE_LINE_SIZE);
 	return add_size(size, hash_estimate_size(nslots + BCACHE_PARTITIONS,
 											 sizeof(BcacheEntry)));
@@ -126,13 +157,14 @@ bcache_shmem_init(int tranche)
 		return;
 	shared = ShmemInitStruct("pkchangelog block cache", shared_size(nslots), &found);
 	slot_bytes = ShmemInitStruct("pkchangelog block cache slots",
-								 add_size(mul_size(nslots, BCACHE_SLOT_SIZE), PG_CACHE_LINE_SIZE),
+								 add_size(slot_bytes_size(), PG_CACHE_LINE_SIZE),
 								 &found);
 	slot_bytes = (char *) TYPEALIGN(PG_CACHE_LINE_SIZE, slot_bytes);
 	if (!found)
 	{
 		pg_atomic_init_u32(&shared->hand, 0);
 		shared->nslots = nslots;
+		shared->nsmall = small_slots();
 		for (int i = 0; i < BCACHE_PARTITIONS; i++)
 			LWLockInitialize(&shared->locks[i].lock, tranche);
 		for (int i = 0; i < nslots; i++)
@@ -170,7 +202,12 @@ bcache_stored_size(const BcachePiece *pieces, int npieces)
 static inline char *
 slot_data(int slot)
 {
-	return slot_bytes + (Size) slot * BCACHE_SLOT_SIZE;
+	int			nsmall = shared->nsmall;
+
+	if (slot < nsmall)
+		return slot_bytes + (Size) slot * BCACHE_SLOT_SIZE;
+	return slot_bytes + (Size) nsmall * BCACHE_SLOT_SIZE +
+		(Size) (slot - nsmall) * BCACHE_LARGE_SLOT_SIZE;
 }
 
 static LWLock *
@@ -237,21 +274,29 @@ bcache_get(const BcacheKey *key, int *slot)
 }
 
 /*
- * A slot to fill, BUSY: the clock sweep's first unpinned slot not used
- * since it last passed; -1 if a few rounds found every slot pinned.
+ * A slot of at least size bytes to fill, BUSY: the clock sweep's first
+ * unpinned one not used since it last passed; -1 if a few rounds found
+ * every such slot pinned.
  */
 static int
-take_victim(void)
+take_victim(Size size)
 {
+	bool		large = size > BCACHE_SLOT_SIZE;
 	int			nslots = shared->nslots;
 	int64		tries = (int64) nslots * (MAX_USAGE + 2);
+
+	if (large && shared->nsmall == nslots)
+		return -1;				/* a cache too small for large slots */
 
 	while (tries-- > 0)
 	{
 		int			slot = pg_atomic_fetch_add_u32(&shared->hand, 1) % nslots;
 		pg_atomic_uint32 *state = &shared->slots[slot].state;
-		uint32		old = pg_atomic_read_u32(state);
+		uint32		old;
 
+		if (large && slot < shared->nsmall)
+			continue;
+		old = pg_atomic_read_u32(state);
 		if ((old & BUSY) || STATE_PINS(old) > 0)
 			continue;
 		if (STATE_USAGE(old) > 0)
@@ -289,7 +334,7 @@ remove_key(int slot)
 
 /*
  * Store a block under key: pieces copied one after the other into a slot,
- * each MAXALIGNed (bcache_stored_size bytes, at most BCACHE_SLOT_SIZE).
+ * each MAXALIGNed (bcache_stored_size bytes, at most BCACHE_LARGE_SLOT_SIZE).
  * Returns the stored bytes pinned, as bcache_get: another backend's copy if
  * it stored the key first; NULL if no slot was free.
  */
@@ -303,9 +348,9 @@ bcache_put(const BcacheKey *key, const BcachePiece *pieces, int npieces, int *sl
 	int			victim;
 	char	   *p;
 
-	Assert(bcache_stored_size(pieces, npieces) <= BCACHE_SLOT_SIZE);
+	Assert(bcache_stored_size(pieces, npieces) <= BCACHE_LARGE_SLOT_SIZE);
 	pin_notes_reserve(&notes, unpin_all_at_exit);
-	victim = take_victim();
+	victim = take_victim(bcache_stored_size(pieces, npieces));
 	if (victim < 0)
 		return NULL;
 

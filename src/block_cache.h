@@ -33,8 +33,14 @@ typedef struct BcachePiece
 	Size		len;			/* each piece starts MAXALIGNed */
 } BcachePiece;
 
-/* a slot holds at most this many bytes: larger blocks are not shared */
+/*
+ * Slots come in two sizes: most blocks (8 kB of rows) take a small one; a
+ * block of wide rows, or of a run written when blocks held 16 kB of rows,
+ * a large one, an eighth of the cache's memory.  Larger blocks are not
+ * shared.
+ */
 #define BCACHE_SLOT_SIZE	(12 * 1024)
+#define BCACHE_LARGE_SLOT_SIZE	(24 * 1024)
 
 /* block_cache.c */
 extern Size bcache_shmem_size(void);

@@ -1469,7 +1469,7 @@ shared_store(const BcacheKey *key, const RunBlock *b)
 	pieces[n++] = (BcachePiece) {b->offsets, sizeof(uint32) * b->nrows};
 	if (b->ids)
 		pieces[n++] = (BcachePiece) {b->ids, sizeof(uint64) * b->nrows};
-	if (bcache_stored_size(pieces, n) > BCACHE_SLOT_SIZE)
+	if (bcache_stored_size(pieces, n) > BCACHE_LARGE_SLOT_SIZE)
 		return NULL;
 	data = bcache_put(key, pieces, n, &slot);
 	return data ? shared_view(data, slot) : NULL;
