@@ -18,9 +18,8 @@
  *	  the slot by compare-and-swap, unless it is busy (then: a miss).
  *	- A new block takes the slot a clock sweep finds unpinned and not used
  *	  since the sweep last passed, among those large enough for it (a
- *	  large block passes over the small slots without counting down their
- *	  uses; a small one takes either size); setting BUSY succeeds only
- *	  while the slot
+ *	  small block sweeps every slot, a large one the large slots alone,
+ *	  with a hand of its own); setting BUSY succeeds only while the slot
  *	  has no pin.  Its owner takes the old key out of the table, copies the
  *	  block in and enters the new key, each under that key's partition's
  *	  lock, exclusive.  If another backend entered the key meanwhile, its
@@ -74,6 +73,8 @@ typedef struct BcacheSlot
 typedef struct BcacheShared
 {
 	pg_atomic_uint32 hand;		/* the clock sweep's next slot */
+	pg_atomic_uint32 large_hand;	/* the large blocks' sweep's, among the
+									 * large slots */
 	int			nslots;
 	int			nsmall;			/* slots below this are small, the others large */
 	LWLockPadded locks[BCACHE_PARTITIONS];
@@ -163,6 +164,7 @@ bcache_shmem_init(int tranche)
 	if (!found)
 	{
 		pg_atomic_init_u32(&shared->hand, 0);
+		pg_atomic_init_u32(&shared->large_hand, 0);
 		shared->nslots = nslots;
 		shared->nsmall = small_slots();
 		for (int i = 0; i < BCACHE_PARTITIONS; i++)
@@ -282,21 +284,20 @@ static int
 take_victim(Size size)
 {
 	bool		large = size > BCACHE_SLOT_SIZE;
-	int			nslots = shared->nslots;
+	int			first = large ? shared->nsmall : 0;
+	int			nslots = shared->nslots - first;
+	pg_atomic_uint32 *hand = large ? &shared->large_hand : &shared->hand;
 	int64		tries = (int64) nslots * (MAX_USAGE + 2);
 
-	if (large && shared->nsmall == nslots)
+	if (nslots == 0)
 		return -1;				/* a cache too small for large slots */
 
 	while (tries-- > 0)
 	{
-		int			slot = pg_atomic_fetch_add_u32(&shared->hand, 1) % nslots;
+		int			slot = first + pg_atomic_fetch_add_u32(hand, 1) % nslots;
 		pg_atomic_uint32 *state = &shared->slots[slot].state;
-		uint32		old;
+		uint32		old = pg_atomic_read_u32(state);
 
-		if (large && slot < shared->nsmall)
-			continue;
-		old = pg_atomic_read_u32(state);
 		if ((old & BUSY) || STATE_PINS(old) > 0)
 			continue;
 		if (STATE_USAGE(old) > 0)
