@@ -128,7 +128,6 @@ for t in "$work"/test/t/*.pl; do
 			PG_REGRESS="$pgxs/src/test/regress/pg_regress" \
 			TESTDIR="$tdir" TESTDATADIR="$tdir/tmp_check" TESTLOGDIR="$tdir/tmp_check/log" \
 			TEMP_CONFIG="$work/test/pg_test.conf" PK_UPGRADE_FROM="$upgrade_from" \
-			PG_TEST_NOCLEAN= \
 			prove "test/t/$name"); then
 		passed=$((passed + 1))
 	else
@@ -136,7 +135,18 @@ for t in "$work"/test/t/*.pl; do
 		failed_names+=("tap/$name")
 		# the failed assertions with their diagnostics, for the summary
 		for f in "$tdir"/tmp_check/log/regress_log_*; do
-			[ -f "$f" ] && grep -E -A8 '^(\[[^]]*\]\([^)]*\) )?not ok' "$f" | head -n 40 >>"$work/tap-failures"
+			[ -f "$f" ] || continue
+			grep -E -A8 '^(\[[^]]*\]\([^)]*\) )?not ok' "$f" | head -n 40 >>"$work/tap-failures"
+			# a script that died names why in its log, not in a "not ok"
+			grep -E 'died|error running SQL|BAIL_OUT|pg_ctl .* failed' "$f" |
+				head -n 10 | sed "s|^|$name: |" >>"$work/tap-failures"
+		done
+		# what made a server fail or go away (a crash, a full disk, ...)
+		for f in "$tdir"/tmp_check/log/*.log; do
+			[ -f "$f" ] || continue
+			grep -E 'PANIC|TRAP|terminated by signal|No space left|FATAL' "$f" |
+				grep -v -E 'due to administrator command|the database system is (starting up|shutting down|in recovery mode)' |
+				head -n 10 | sed "s|^|$(basename "$f"): |" >>"$work/tap-failures"
 		done
 		for f in "$tdir"/tmp_check/log/*; do
 			[ -f "$f" ] || continue
@@ -180,6 +190,9 @@ if [ -s "$work/tap-failures" ]; then
 	echo "failed TAP assertions:"
 	cat "$work/tap-failures"
 fi
-[ "$failed" -eq 0 ] || echo "failed: ${failed_names[*]}"
+if [ "$failed" -ne 0 ]; then
+	echo "failed: ${failed_names[*]}"
+	echo "free disk under $work: $(df -Ph "$work" | awk 'NR == 2 { print $4 }')"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
