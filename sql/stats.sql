@@ -182,6 +182,45 @@ WHERE relid = 'pkchangelog.row_ids'::regclass;
 COMMIT;
 DROP TABLE st_heap;
 
+-- the widths of variable-length columns come from ANALYZE's statistics,
+-- read for the whole table in one scan of pg_statistic (a syscache entry
+-- per column would also detoast each column's histogram): the planner's
+-- widths are heap's, and a change of the statistics is seen at once
+CREATE TABLE st_text (id int PRIMARY KEY, a text, b text, c text) USING pkmerge;
+CREATE TABLE st_text_heap (id int PRIMARY KEY, a text, b text, c text);
+INSERT INTO st_text SELECT g, md5(g::text), repeat('b', g % 50), 'c' FROM generate_series(1, 2000) g;
+INSERT INTO st_text_heap SELECT * FROM st_text;
+ANALYZE st_text, st_text_heap;
+CREATE FUNCTION st_plan_width(q text) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+	j json;
+BEGIN
+	EXECUTE 'EXPLAIN (FORMAT JSON) ' || q INTO j;
+	RETURN (j -> 0 -> 'Plan' ->> 'Plan Width')::int;
+END $$;
+\c
+BEGIN;
+SELECT id FROM st_text_heap WHERE id = 500;
+SELECT sum(idx_scan + seq_scan) AS statistic_reads FROM pg_stat_xact_sys_tables
+WHERE relname = 'pg_statistic' \gset heap_
+COMMIT;
+\c
+BEGIN;
+SELECT id FROM st_text WHERE id = 500;
+-- heap's read of id's statistics, and one scan for the three text columns
+SELECT sum(idx_scan + seq_scan) - :heap_statistic_reads AS more_statistic_reads
+FROM pg_stat_xact_sys_tables WHERE relname = 'pg_statistic';
+COMMIT;
+SELECT st_plan_width('SELECT * FROM st_text') AS pkmerge_width,
+	   st_plan_width('SELECT * FROM st_text_heap') AS heap_width;
+UPDATE st_text SET b = repeat('b', 300) WHERE id % 2 = 0;
+UPDATE st_text_heap SET b = repeat('b', 300) WHERE id % 2 = 0;
+ANALYZE st_text, st_text_heap;
+SELECT st_plan_width('SELECT * FROM st_text') AS pkmerge_width,
+	   st_plan_width('SELECT * FROM st_text_heap') AS heap_width;
+DROP TABLE st_text, st_text_heap;
+DROP FUNCTION st_plan_width(text);
+
 -- a block of wide rows (two rows of 7 kB: more than a small slot holds)
 -- takes one of the shared cache's large slots: a new session finds it
 CREATE TABLE st_wide (id int PRIMARY KEY, v text) USING pkmerge;

@@ -419,11 +419,13 @@ pk_relation_needs_toast_table(Relation rel)
 
 /*
  * The average width of rel's rows, as get_rel_data_width (plancat.c) gives
- * it and leaves in attr_widths for the planner, but without asking the
- * statistics of a fixed-length column, whose width they say is its type's
- * length: a new connection's first plan of the table would otherwise read
- * pg_statistic for each column, where a heap table's plan reads the
- * columns the query names.
+ * it and leaves in attr_widths for the planner, but cheaper for a new
+ * connection's first plan of the table, which would otherwise build a
+ * syscache entry of pg_statistic for each column, where a heap table's plan
+ * reads the columns the query names: a fixed-length column's width is its
+ * type's length (what its statistics say too), and the others' come from
+ * one scan of the table's statistics (pk_table_stat_width), unless an
+ * extension hooks get_attavgwidth.
  */
 static int32
 rel_data_width(Relation rel, int32 *attr_widths)
@@ -442,7 +444,12 @@ rel_data_width(Relation rel, int32 *attr_widths)
 			width += attr_widths[i];
 			continue;
 		}
-		w = att->attlen > 0 ? att->attlen : get_attavgwidth(RelationGetRelid(rel), i);
+		if (att->attlen > 0)
+			w = att->attlen;
+		else if (get_attavgwidth_hook)
+			w = get_attavgwidth(RelationGetRelid(rel), i);
+		else
+			w = pk_table_stat_width(pk_table(rel), i);
 		if (w <= 0)
 			w = get_typavgwidth(att->atttypid, att->atttypmod);
 		attr_widths[i] = w;

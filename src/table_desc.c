@@ -25,6 +25,7 @@
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_statistic.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "commands/defrem.h"
@@ -103,10 +104,23 @@ pk_relcache_callback(Datum arg, Oid relid)
 	}
 }
 
+/*
+ * Bumped by every change of pg_statistic this backend hears of (ANALYZE
+ * here or elsewhere): a table's widths read before are read again.
+ */
+static uint64 stat_generation = 1;
+
+static void
+pk_statistic_callback(Datum arg, int cacheid, uint32 hashvalue)
+{
+	stat_generation++;
+}
+
 void
 pktable_init(void)
 {
 	hub_register_relcache(pk_relcache_callback, (Datum) 0);
+	CacheRegisterSyscacheCallback(STATRELATTINH, pk_statistic_callback, (Datum) 0);
 }
 
 Oid
@@ -461,6 +475,53 @@ pk_table(Relation rel)
 	}
 	last_table = e->table;
 	return e->table;
+}
+
+/*
+ * The average width ANALYZE found for column attnum, 0 if it found none:
+ * what get_attavgwidth() answers, without its hook.  All of the table's
+ * columns are read in one scan of pg_statistic's index, from the rows'
+ * fixed fields: the syscache would build (and detoast) each column's row,
+ * histograms and all, and the planner's size estimate (am_handler.c) asks
+ * for every column of the table, most of which a query does not use (the
+ * statistics rows of a new connection's first query are a tenth of its
+ * time).  Kept until the next change of pg_statistic.
+ */
+int32
+pk_table_stat_width(PkTable *t, AttrNumber attnum)
+{
+	if (t->stat_widths == NULL || t->stat_widths_gen != stat_generation)
+	{
+		int			natts = t->tupdesc->natts;
+		int32	   *widths = MemoryContextAllocZero(t->mcxt, (natts + 1) * sizeof(int32));
+		uint64		gen = stat_generation;
+		Relation	sd;
+		ScanKeyData key;
+		SysScanDesc scan;
+		HeapTuple	tup;
+
+		sd = table_open(StatisticRelationId, AccessShareLock);
+		ScanKeyInit(&key, Anum_pg_statistic_starelid, BTEqualStrategyNumber,
+					F_OIDEQ, ObjectIdGetDatum(t->relid));
+		scan = systable_beginscan(sd, StatisticRelidAttnumInhIndexId, true,
+								  NULL, 1, &key);
+		while (HeapTupleIsValid(tup = systable_getnext(scan)))
+		{
+			Form_pg_statistic st = (Form_pg_statistic) GETSTRUCT(tup);
+
+			if (!st->stainherit && st->staattnum > 0 && st->staattnum <= natts &&
+				st->stawidth > 0)
+				widths[st->staattnum] = st->stawidth;
+		}
+		systable_endscan(scan);
+		table_close(sd, AccessShareLock);
+		if (t->stat_widths)
+			pfree(t->stat_widths);
+		t->stat_widths = widths;
+		/* a change heard of while reading: read again next time */
+		t->stat_widths_gen = gen;
+	}
+	return attnum > 0 && attnum <= t->tupdesc->natts ? t->stat_widths[attnum] : 0;
 }
 
 /*

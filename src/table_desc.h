@@ -54,6 +54,9 @@ typedef struct PkTable
 	bool		row_ids_read;
 	bool		row_ids_;		/* its rows have ids (catalog_row_ids.c) */
 	uint64		rowid_enables;	/* rowids_enables() before row_ids_ was read */
+	/* pk_table_stat_width(): ANALYZE's column widths, read when first asked */
+	int32	   *stat_widths;	/* by attribute number; 0: no statistics */
+	uint64		stat_widths_gen;	/* stat_generation they were read in */
 	MemoryContext mcxt;
 } PkTable;
 
@@ -64,6 +67,7 @@ extern bool pk_relid_is_pkmerge(Oid relid);
 extern PkTable *pk_table(Relation rel);
 extern bool pk_table_row_ids(PkTable *t);
 extern bool pk_table_rowids_now(PkTable *t);
+extern int32 pk_table_stat_width(PkTable *t, AttrNumber attnum);
 extern void pk_table_check_keyed(PkTable *t);
 extern bool pk_has_key_option(Relation rel);
 extern Datum pk_reloptions(Oid relid);
