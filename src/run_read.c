@@ -483,7 +483,8 @@ static IndexCacheEntry *index_entry(Relation rel, PkTable *t, const RunInfo *run
 static RunBlock *decode_block(Relation rel, const RunInfo *run, RunIndex *idx,
 							  uint32 blockno, BufferAccessStrategy strategy,
 							  MemoryContext cxt, RunBlock *reuse);
-static bool run_bloom_may_contain(const uint8 *bloom, uint32 nbits, uint32 hash);
+static bool run_bloom_may_contain(const RunIndex *idx, const uint8 *bloom,
+								  uint32 hash);
 
 /* the key of row row of block b, copied into cxt */
 static Datum *
@@ -546,8 +547,10 @@ load_compact_index(Relation rel, PkTable *t, const RunInfo *run, MemoryContext g
 	/* the one block is the last: run_lookup needs not read it for this */
 	idx->last_key = block_key_copy(t, b, b->nrows - 1, gen);
 
-	nbits = Max(64, (b->nrows * RUN_BLOOM_BITS_PER_KEY + 7) & ~7);
+	nbits = TYPEALIGN(RUN_BLOOM_BLOCK_BITS,
+					  Max(RUN_BLOOM_BLOCK_BITS, b->nrows * RUN_BLOOM_BITS_PER_KEY));
 	idx->bloom_nbits = nbits;
+	idx->bloom_blocked = true;
 	idx->bloom = MemoryContextAllocZero(gen, nbits / 8);
 	if (run->kind == RUN_CHANGELOG)
 		memset(idx->bloom, 0xFF, nbits / 8);
@@ -663,10 +666,13 @@ load_index(Relation rel, PkTable *t, const RunInfo *run, MemoryContext cxt)
 
 	/* the bloom filter: the rest of the stream */
 	read_stream(rel, run, hdr.bloom_offset, sizeof(bh), (char *) &bh, NULL);
-	if (bh.nbits == 0 || bh.nbits % 8 != 0 || bh.nhashes != RUN_BLOOM_NHASHES ||
+	if (bh.nbits == 0 ||
+		bh.nbits % (bh.nhashes == RUN_BLOOM_BLOCKED ? RUN_BLOOM_BLOCK_BITS : 8) != 0 ||
+		(bh.nhashes != RUN_BLOOM_BLOCKED && bh.nhashes != RUN_BLOOM_NHASHES) ||
 		bh.nbits / 8 != hdr.stream_len - hdr.bloom_offset - sizeof(bh))
 		corrupt(rel, run, "bloom filter at offset", hdr.bloom_offset, "Size out of range.");
 	idx->bloom_nbits = bh.nbits;
+	idx->bloom_blocked = (bh.nhashes == RUN_BLOOM_BLOCKED);
 	idx->bloom_offset = hdr.bloom_offset;
 	idx->bloom_crc = bh.crc;
 	MemoryContextSwitchTo(old);
@@ -775,15 +781,14 @@ bloom_may_contain(Relation rel, PkTable *t, const RunInfo *run, RunIndex *idx,
 				  uint32 hash)
 {
 	if (idx->shared)
-		return run_bloom_may_contain(shared_bloom(rel, t, run, idx),
-									 idx->bloom_nbits, hash);
+		return run_bloom_may_contain(idx, shared_bloom(rel, t, run, idx), hash);
 	if (idx->bloom == NULL)
 	{
 		if (++idx->lookups < BLOOM_LOAD_AFTER)
 			return true;
 		load_bloom(rel, run, idx, index_gen[index_generation % 2]);
 	}
-	return run_bloom_may_contain(idx->bloom, idx->bloom_nbits, hash);
+	return run_bloom_may_contain(idx, idx->bloom, hash);
 }
 
 /*
@@ -983,14 +988,19 @@ run_index_get(Relation rel, PkTable *t, const RunInfo *run)
 
 /*
  * Can the run hold a key of this hash?  False is certain (a key added sets
- * every bit its hash functions name), true only likely: with
- * RUN_BLOOM_BITS_PER_KEY bits per key and RUN_BLOOM_NHASHES functions
- * about 1% of absent keys pass, and a point lookup reads no block of a run
- * its key is not in the other 99% of the time.
+ * every bit its hash names), true only likely: with RUN_BLOOM_BITS_PER_KEY
+ * bits per key about 1% of absent keys pass, in either form of the filter
+ * (run_format.h), and a point lookup reads no block of a run its key is
+ * not in the other 99% of the time.
  */
 static bool
-run_bloom_may_contain(const uint8 *bloom, uint32 nbits, uint32 hash)
+run_bloom_may_contain(const RunIndex *idx, const uint8 *bloom, uint32 hash)
 {
+	uint32		nbits = idx->bloom_nbits;
+
+	if (idx->bloom_blocked)
+		return run_bloom_test(bloom, nbits, hash);
+	/* a filter of the earlier form: seven bits anywhere */
 	for (uint32 h = 0; h < RUN_BLOOM_NHASHES; h++)
 	{
 		uint32		bit = run_bloom_bit(hash, h, nbits);

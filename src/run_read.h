@@ -40,6 +40,7 @@ typedef struct RunIndex
 	Datum	   *last_key;		/* the run's last key, once run_lookup
 								 * learned it; NULL until then */
 	uint32		bloom_nbits;
+	bool		bloom_blocked;	/* RUN_BLOOM_BLOCKED: the filter's form */
 	uint8	   *bloom;			/* NULL until read (load_bloom); a shared
 								 * index's is the cache's object of its own */
 	uint64		bloom_offset;	/* of its RunBloomHeader in the stream */

@@ -597,8 +597,9 @@ write_pages(Relation rel, BlockNumber start, uint32 npages, Spool *stream,
 }
 
 /*
- * The bloom filter of a data run, from the hashes of its keys; a changelog
- * run gets the smallest filter, every bit set (it is never probed).
+ * The bloom filter of a data run, from the hashes of its keys (blocked,
+ * run_format.h); a changelog run gets the smallest filter, every bit set
+ * (it is never probed).
  */
 static void
 append_bloom(RunWriter *w)
@@ -608,8 +609,10 @@ append_bloom(RunWriter *w)
 	uint8	   *bits;
 
 	nbits = w->kind == RUN_CHANGELOG ? 64 :
-		Min(Max((uint64) 64, w->nrows * RUN_BLOOM_BITS_PER_KEY), RUN_BLOOM_MAX_BITS);
-	nbits = (nbits + 7) & ~UINT64CONST(7);
+		TYPEALIGN64(RUN_BLOOM_BLOCK_BITS,
+					Min(Max((uint64) RUN_BLOOM_BLOCK_BITS,
+							w->nrows * RUN_BLOOM_BITS_PER_KEY),
+						RUN_BLOOM_MAX_BITS));
 	bits = palloc0(nbits / 8);
 	if (w->kind == RUN_CHANGELOG)
 		memset(bits, 0xFF, nbits / 8);
@@ -629,7 +632,8 @@ append_bloom(RunWriter *w)
 	}
 	memset(&bh, 0, sizeof(bh));
 	bh.nbits = (uint32) nbits;
-	bh.nhashes = RUN_BLOOM_NHASHES;
+	/* the filter no probe reads keeps the earlier form's 8 bytes */
+	bh.nhashes = w->kind == RUN_CHANGELOG ? RUN_BLOOM_NHASHES : RUN_BLOOM_BLOCKED;
 	INIT_CRC32C(bh.crc);
 	COMP_CRC32C(bh.crc, RUN_CRC_FIELDS(&bh), RUN_CRC_FIELDS_LEN(&bh));
 	COMP_CRC32C(bh.crc, bits, nbits / 8);
