@@ -7,7 +7,7 @@
 #     clients;
 #   target pkmerge >= 0.95x heap's tps on each line;
 #   - a new connection's first lookup in the 1M-row table (the median of
-#     11 connections, each one query, timed by psql); target <= 1.2x heap's;
+#     21 connections, each one query, timed by psql); target <= 1.2x heap's;
 #   - the 20M-row table has the lookup changelog producer (reads do not
 #     depend on the producer): a 1-row UPDATE of a random row, whose commit
 #     looks up the key's old row, 1 client; target >= 0.8x heap's tps.
@@ -55,7 +55,7 @@ update_tps()
 first_lookup_ms()
 {
 	local i ms=()
-	for ((i = 0; i < 11; i++)); do
+	for ((i = 0; i < 21; i++)); do
 		ms+=("$(printf '\\timing on\nSELECT id, note FROM %s WHERE id = %d;\n' \
 			"$1" $(((RANDOM * 32768 + RANDOM) % $3 + 1)) | pg_psql |
 			sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p')")
